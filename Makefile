@@ -1,0 +1,43 @@
+# Postwire's commands. `make serve` and `make test` each set everything up from scratch.
+VENV      ?= .venv
+PYTHON    ?= python3
+BIN       := $(VENV)/bin
+INSTALLED := $(VENV)/.postwire-installed
+RUST_SRC  := $(shell find rust -name '*.rs' -o -name Cargo.toml) Cargo.toml Cargo.lock
+
+.PHONY: help setup serve test test-rust test-python lint bench-core clean
+
+help:  ## list the commands
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet "maturin==1.16.0"
+
+# The editable install builds the Rust extension in release mode through maturin.
+$(INSTALLED): $(BIN)/python pyproject.toml $(RUST_SRC)
+	$(BIN)/pip install --quiet --no-build-isolation -e '.[dev]'
+	touch $@
+
+setup: $(INSTALLED)  ## create the virtualenv, build the extension (release), install
+
+serve: setup  ## run `postwire serve` on the embedded default
+	$(BIN)/postwire serve
+
+test: setup  ## cargo test, then pytest
+	cargo test --release -p postwire-core
+	$(BIN)/pytest -q
+
+lint: setup  ## ruff, mypy, cargo fmt and clippy
+	$(BIN)/ruff check python tests benchmarks
+	$(BIN)/ruff format --check python tests benchmarks
+	$(BIN)/mypy
+	cargo fmt --all --check
+	cargo clippy --workspace --release -- -D warnings
+
+bench-core: setup  ## micro-benchmarks of the core against Python baselines (ratios)
+	$(BIN)/python -m benchmarks.core
+
+clean:
+	rm -rf $(VENV) target

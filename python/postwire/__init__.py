@@ -1,0 +1,8 @@
+"""Postwire: self-hosted, high-throughput email delivery."""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("postwire")
+except PackageNotFoundError:  # running from a source tree without installation
+    __version__ = "0.0.0"

@@ -1,0 +1,8 @@
+//! Postwire's core: MIME assembly, DKIM signing and the durable LMDB spool.
+//!
+//! Pure Rust with no Python in sight; `rust/crates/py` wraps it for `postwire._core`.
+
+pub mod dkim;
+pub mod ids;
+pub mod mime;
+pub mod spool;

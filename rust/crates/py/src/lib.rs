@@ -1,0 +1,21 @@
+//! `postwire._core`: thin PyO3 wrappers over `postwire_core`, one file per core module.
+//!
+//! Conversions of errors happen only in `errors.rs`. Heavy calls (RSA signing, LMDB commits) run
+//! with the GIL released (`py.detach`).
+
+mod dkim;
+mod errors;
+mod ids;
+mod mime;
+mod spool;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    ids::register(m)?;
+    mime::register(m)?;
+    dkim::register(m)?;
+    spool::register(m)?;
+    Ok(())
+}

@@ -1,0 +1,7 @@
+//! Python face of `postwire_core::spool` (placeholder: being written).
+
+use pyo3::prelude::*;
+
+pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+    Ok(())
+}
