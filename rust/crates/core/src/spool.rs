@@ -1,13 +1,1005 @@
-//! Durable spool (placeholder: being written).
+//! The durable spool: one LMDB environment under the data directory, owned by this module alone.
+//!
+//! It keeps message bodies, per-message delivery state, a due-time index with leases, and plain
+//! key/value tables that the Python side uses for its own records. Every write is a [`Batch`] of
+//! operations that commits atomically. Batches from concurrent callers are gathered by one
+//! committer thread for a short window (or up to `max_batch` batches) and committed together with
+//! one fsync ("group commit"); a caller learns of its batch only after the data is durable.
+//!
+//! Leases are due-index entries: handing a message to a worker moves its due time to the lease's
+//! expiry, so a message whose worker died simply becomes due again when the lease runs out — also
+//! across a restart, with nothing to recover on open.
+
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use heed::types::Bytes;
+use heed::{Database, Env, EnvOpenOptions, RoTxn, RwTxn, WithoutTls};
+
+/// Tables that belong to the spool itself; user tables may not start with `_`.
+const BODIES: &str = "_bodies";
+const STATES: &str = "_states";
+const DUE: &str = "_due";
+
+/// Upper bound on named tables, system ones included.
+const MAX_TABLES: u32 = 128;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpoolError {
-    #[error("spool map is full")]
+    #[error("the spool is full (LMDB map size reached); raise spool.map_size or drain the queue")]
     MapFull,
-    #[error("key exists in {table}")]
+    #[error("key already exists in table '{table}'")]
     KeyExists { table: String, key: Vec<u8> },
-    #[error("lease lost: {0}")]
+    #[error("lease lost for message '{0}': it expired or another worker holds it")]
     LeaseLost(String),
-    #[error("spool: {0}")]
+    #[error("no message '{0}' in the spool")]
+    NoSuchMessage(String),
+    #[error("unknown spool table '{0}'")]
+    UnknownTable(String),
+    #[error("invalid spool request: {0}")]
+    Invalid(String),
+    #[error("the spool is closed")]
+    Closed,
+    #[error("spool storage error: {0}")]
     Storage(String),
+}
+
+impl From<heed::Error> for SpoolError {
+    fn from(err: heed::Error) -> Self {
+        match err {
+            heed::Error::Mdb(heed::MdbError::MapFull) => SpoolError::MapFull,
+            other => SpoolError::Storage(other.to_string()),
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, SpoolError>;
+
+/// How the spool is opened.
+#[derive(Debug, Clone)]
+pub struct SpoolOptions {
+    /// Size of the memory map in bytes: the most the spool can hold. Only address space is reserved.
+    pub map_size: usize,
+    /// How long the committer waits for more batches after the first one of a group.
+    pub commit_window: Duration,
+    /// The most batches one group commit gathers.
+    pub max_batch: usize,
+    /// The plain tables the caller uses; created on open when missing.
+    pub tables: Vec<String>,
+}
+
+impl Default for SpoolOptions {
+    fn default() -> Self {
+        SpoolOptions {
+            map_size: 1 << 30,
+            commit_window: Duration::from_micros(1000),
+            max_batch: 512,
+            tables: Vec::new(),
+        }
+    }
+}
+
+/// Delivery state of one spooled message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageState {
+    /// When the message is next due (ms since the epoch); while leased, when the lease expires.
+    pub due_at_ms: u64,
+    /// Token of the current lease, 0 when never leased or after a reschedule.
+    pub lease: u64,
+    /// How many times the message was rescheduled after an attempt.
+    pub attempts: u32,
+    /// How many times the message was handed out, counting expired leases.
+    pub deliveries: u32,
+    pub enqueued_at_ms: u64,
+}
+
+const STATE_LEN: usize = 32;
+
+impl MessageState {
+    fn encode(&self) -> [u8; STATE_LEN] {
+        let mut out = [0u8; STATE_LEN];
+        out[0..8].copy_from_slice(&self.due_at_ms.to_le_bytes());
+        out[8..16].copy_from_slice(&self.lease.to_le_bytes());
+        out[16..20].copy_from_slice(&self.attempts.to_le_bytes());
+        out[20..24].copy_from_slice(&self.deliveries.to_le_bytes());
+        out[24..32].copy_from_slice(&self.enqueued_at_ms.to_le_bytes());
+        out
+    }
+
+    fn decode(raw: &[u8]) -> Result<Self> {
+        if raw.len() != STATE_LEN {
+            return Err(SpoolError::Storage("corrupt message state record".into()));
+        }
+        let u64_at = |i: usize| u64::from_le_bytes(raw[i..i + 8].try_into().unwrap_or_default());
+        let u32_at = |i: usize| u32::from_le_bytes(raw[i..i + 4].try_into().unwrap_or_default());
+        Ok(MessageState {
+            due_at_ms: u64_at(0),
+            lease: u64_at(8),
+            attempts: u32_at(16),
+            deliveries: u32_at(20),
+            enqueued_at_ms: u64_at(24),
+        })
+    }
+
+    fn is_leased_at(&self, now_ms: u64) -> bool {
+        self.lease != 0 && self.due_at_ms > now_ms
+    }
+}
+
+/// A message handed to a worker by [`Op::LeaseDue`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leased {
+    pub id: String,
+    pub lease: u64,
+    pub lease_expires_at_ms: u64,
+    pub attempts: u32,
+    /// 1 on the first hand-out; more means an earlier lease expired (a worker died or stalled).
+    pub deliveries: u32,
+    pub enqueued_at_ms: u64,
+}
+
+/// One operation of a write batch.
+#[derive(Debug, Clone)]
+pub enum Op {
+    /// Set `key` in a plain table.
+    Put { table: String, key: Vec<u8>, value: Vec<u8> },
+    /// Set `key` only if absent; otherwise the whole batch fails with [`SpoolError::KeyExists`].
+    Insert { table: String, key: Vec<u8>, value: Vec<u8> },
+    /// Remove `key` from a plain table (absent is fine).
+    Delete { table: String, key: Vec<u8> },
+    /// Store a new message, due at `due_at_ms`. An id already spooled fails the batch.
+    Enqueue { id: String, body: Vec<u8>, due_at_ms: u64, now_ms: u64 },
+    /// Move a message to a new due time. With a lease, the lease must still be held; without,
+    /// the message must not be leased right now. `count_attempt` records a failed attempt.
+    Reschedule { id: String, lease: Option<u64>, due_at_ms: u64, count_attempt: bool, now_ms: u64 },
+    /// Finish a leased message: its body, state and index entry go.
+    Ack { id: String, lease: u64 },
+    /// Remove a message that is not leased right now (a cancelled scheduled email).
+    Remove { id: String, now_ms: u64 },
+    /// Hand out up to `limit` messages due at `now_ms`, each leased for `lease_ms`.
+    LeaseDue { now_ms: u64, limit: usize, lease_ms: u64 },
+    /// Make every leased message due at `now_ms` (on start-up, when this process alone delivers).
+    ReleaseLeases { now_ms: u64 },
+}
+
+/// Operations that commit together or not at all.
+#[derive(Debug, Clone, Default)]
+pub struct Batch {
+    pub ops: Vec<Op>,
+}
+
+impl Batch {
+    pub fn new() -> Self {
+        Batch::default()
+    }
+
+    pub fn push(&mut self, op: Op) -> &mut Self {
+        self.ops.push(op);
+        self
+    }
+
+    fn payload_len(&self) -> usize {
+        self.ops
+            .iter()
+            .map(|op| match op {
+                Op::Put { value, .. } | Op::Insert { value, .. } => value.len(),
+                Op::Enqueue { body, .. } => body.len(),
+                _ => 0,
+            })
+            .sum()
+    }
+}
+
+/// What a committed batch returns: the messages its `LeaseDue` operations handed out.
+pub type BatchResult = Result<Vec<Leased>>;
+
+/// A finished asynchronous batch, identified by the ticket [`Spool::submit`] returned.
+#[derive(Debug)]
+pub struct Completion {
+    pub ticket: u64,
+    pub result: BatchResult,
+}
+
+enum Reply {
+    Ticket(u64),
+    Channel(Sender<BatchResult>),
+}
+
+struct Job {
+    batch: Batch,
+    reply: Reply,
+}
+
+struct Tables {
+    bodies: Database<Bytes, Bytes>,
+    states: Database<Bytes, Bytes>,
+    due: Database<Bytes, Bytes>,
+    plain: HashMap<String, Database<Bytes, Bytes>>,
+}
+
+impl Tables {
+    fn plain(&self, name: &str) -> Result<Database<Bytes, Bytes>> {
+        self.plain.get(name).copied().ok_or_else(|| SpoolError::UnknownTable(name.to_string()))
+    }
+}
+
+struct Shared {
+    env: Env<WithoutTls>,
+    tables: Tables,
+    completions: Mutex<Vec<Completion>>,
+    /// Written (one byte) when completions go from none to some, so an event loop can wait on
+    /// the other end instead of a thread.
+    wakeup: UnixStream,
+}
+
+/// The spool. Reads run on the caller's thread; writes go to the committer thread.
+pub struct Spool {
+    shared: Arc<Shared>,
+    jobs: Mutex<Option<Sender<Job>>>,
+    committer: Mutex<Option<JoinHandle<()>>>,
+    next_ticket: std::sync::atomic::AtomicU64,
+    wakeup_reader: UnixStream,
+}
+
+impl Spool {
+    /// Open (creating when missing) the spool in directory `path` and start its committer thread.
+    pub fn open(path: &Path, options: &SpoolOptions) -> Result<Spool> {
+        for name in &options.tables {
+            if name.is_empty() || name.starts_with('_') {
+                return Err(SpoolError::Invalid(format!("table name '{name}' is reserved")));
+            }
+        }
+        if options.tables.len() + 3 > MAX_TABLES as usize {
+            return Err(SpoolError::Invalid(format!("at most {} tables", MAX_TABLES - 3)));
+        }
+        std::fs::create_dir_all(path).map_err(|e| SpoolError::Storage(e.to_string()))?;
+        let mut env_options = EnvOpenOptions::new().read_txn_without_tls();
+        env_options.map_size(options.map_size).max_dbs(MAX_TABLES).max_readers(512);
+        // SAFETY: the environment is opened once per process (this module owns it) and its files
+        // are not truncated or modified behind LMDB's back.
+        let env = unsafe { env_options.open(path) }?;
+        let mut wtxn = env.write_txn()?;
+        let bodies = env.create_database(&mut wtxn, Some(BODIES))?;
+        let states = env.create_database(&mut wtxn, Some(STATES))?;
+        let due = env.create_database(&mut wtxn, Some(DUE))?;
+        let mut plain = HashMap::new();
+        for name in &options.tables {
+            plain.insert(name.clone(), env.create_database(&mut wtxn, Some(name))?);
+        }
+        wtxn.commit()?;
+
+        let (wakeup_reader, wakeup) =
+            UnixStream::pair().map_err(|e| SpoolError::Storage(e.to_string()))?;
+        wakeup_reader.set_nonblocking(true).map_err(|e| SpoolError::Storage(e.to_string()))?;
+        wakeup.set_nonblocking(true).map_err(|e| SpoolError::Storage(e.to_string()))?;
+        let shared = Arc::new(Shared {
+            env,
+            tables: Tables { bodies, states, due, plain },
+            completions: Mutex::new(Vec::new()),
+            wakeup,
+        });
+        let (sender, receiver) = crossbeam_channel::unbounded();
+        let committer = {
+            let shared = Arc::clone(&shared);
+            let window = options.commit_window;
+            let max_batch = options.max_batch.max(1);
+            std::thread::Builder::new()
+                .name("postwire-spool-commit".into())
+                .spawn(move || run_committer(&shared, &receiver, window, max_batch))
+                .map_err(|e| SpoolError::Storage(e.to_string()))?
+        };
+        Ok(Spool {
+            shared,
+            jobs: Mutex::new(Some(sender)),
+            committer: Mutex::new(Some(committer)),
+            next_ticket: std::sync::atomic::AtomicU64::new(1),
+            wakeup_reader,
+        })
+    }
+
+    fn send(&self, job: Job) -> Result<()> {
+        let jobs = self.jobs.lock().map_err(|_| SpoolError::Closed)?;
+        jobs.as_ref().ok_or(SpoolError::Closed)?.send(job).map_err(|_| SpoolError::Closed)
+    }
+
+    /// Queue a batch for the next group commit and return its ticket at once. Its
+    /// [`Completion`] appears in [`Spool::take_completions`] after the commit is durable.
+    pub fn submit(&self, batch: Batch) -> Result<u64> {
+        let ticket = self.next_ticket.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.send(Job { batch, reply: Reply::Ticket(ticket) })?;
+        Ok(ticket)
+    }
+
+    /// Commit a batch through the group committer and block until it is durable.
+    pub fn commit(&self, batch: Batch) -> BatchResult {
+        let (sender, receiver) = crossbeam_channel::bounded(1);
+        self.send(Job { batch, reply: Reply::Channel(sender) })?;
+        receiver.recv().map_err(|_| SpoolError::Closed)?
+    }
+
+    /// The file descriptor that becomes readable when completions are waiting.
+    pub fn wakeup_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.wakeup_reader.as_raw_fd()
+    }
+
+    /// Every finished asynchronous batch since the last call. Drains the wake-up descriptor
+    /// first, so a completion that arrives meanwhile always leaves it readable.
+    pub fn take_completions(&self) -> Vec<Completion> {
+        use std::io::Read;
+        let mut sink = [0u8; 64];
+        while let Ok(n) = (&self.wakeup_reader).read(&mut sink) {
+            if n == 0 {
+                break;
+            }
+        }
+        match self.shared.completions.lock() {
+            Ok(mut pending) => std::mem::take(&mut *pending),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// Stop accepting batches, commit what is queued, and stop the committer thread.
+    pub fn close(&self) {
+        if let Ok(mut jobs) = self.jobs.lock() {
+            jobs.take();
+        }
+        let handle = self.committer.lock().ok().and_then(|mut c| c.take());
+        if let Some(handle) = handle {
+            let _ = handle.join();
+        }
+    }
+
+    fn read_txn(&self) -> Result<RoTxn<'_, WithoutTls>> {
+        Ok(self.shared.env.read_txn()?)
+    }
+
+    /// The value of `key` in a plain table.
+    pub fn get(&self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let db = self.shared.tables.plain(table)?;
+        let rtxn = self.read_txn()?;
+        Ok(db.get(&rtxn, key)?.map(<[u8]>::to_vec))
+    }
+
+    /// Up to `limit` entries of a plain table whose keys start with `prefix`, in key order (or
+    /// reversed), strictly after the `cursor` key in that order when one is given.
+    pub fn scan(
+        &self,
+        table: &str,
+        prefix: &[u8],
+        cursor: Option<&[u8]>,
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let db = self.shared.tables.plain(table)?;
+        let rtxn = self.read_txn()?;
+        let prefix_end = prefix_successor(prefix);
+        let lower = match (reverse, cursor) {
+            (false, Some(c)) if c >= prefix => Bound::Excluded(c),
+            _ => Bound::Included(prefix),
+        };
+        let upper = match (reverse, cursor, prefix_end.as_deref()) {
+            (true, Some(c), end) if end.is_none_or(|e| c < e) => Bound::Excluded(c),
+            (_, _, Some(end)) => Bound::Excluded(end),
+            (_, _, None) => Bound::Unbounded,
+        };
+        let range = (lower, upper);
+        let mut out = Vec::new();
+        if reverse {
+            for entry in db.rev_range(&rtxn, &range)? {
+                let (k, v) = entry?;
+                if out.len() >= limit {
+                    break;
+                }
+                out.push((k.to_vec(), v.to_vec()));
+            }
+        } else {
+            for entry in db.range(&rtxn, &range)? {
+                let (k, v) = entry?;
+                if out.len() >= limit {
+                    break;
+                }
+                out.push((k.to_vec(), v.to_vec()));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The number of entries in a plain table.
+    pub fn count(&self, table: &str) -> Result<u64> {
+        let db = self.shared.tables.plain(table)?;
+        let rtxn = self.read_txn()?;
+        Ok(db.len(&rtxn)?)
+    }
+
+    /// The stored bytes of a spooled message.
+    pub fn message_body(&self, id: &str) -> Result<Option<Vec<u8>>> {
+        let rtxn = self.read_txn()?;
+        Ok(self.shared.tables.bodies.get(&rtxn, id.as_bytes())?.map(<[u8]>::to_vec))
+    }
+
+    /// The delivery state of a spooled message.
+    pub fn message_state(&self, id: &str) -> Result<Option<MessageState>> {
+        let rtxn = self.read_txn()?;
+        self.shared.tables.states.get(&rtxn, id.as_bytes())?.map(MessageState::decode).transpose()
+    }
+
+    /// How many messages the spool holds.
+    pub fn message_count(&self) -> Result<u64> {
+        let rtxn = self.read_txn()?;
+        Ok(self.shared.tables.states.len(&rtxn)?)
+    }
+
+    /// The earliest due time in the index (a lease's expiry counts), for sleeping until then.
+    pub fn next_due_at(&self) -> Result<Option<u64>> {
+        let rtxn = self.read_txn()?;
+        Ok(self.shared.tables.due.first(&rtxn)?.map(|(k, _)| due_key_time(k)))
+    }
+
+    /// Bytes of the map in use and the map's size.
+    pub fn usage(&self) -> Result<(u64, u64)> {
+        let info = self.shared.env.info();
+        let used = self.shared.env.non_free_pages_size()?;
+        Ok((used, info.map_size as u64))
+    }
+}
+
+impl Drop for Spool {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// The smallest key greater than every key that starts with `prefix` (None: no such bound).
+fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+fn due_key(due_at_ms: u64, id: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(8 + id.len());
+    key.extend_from_slice(&due_at_ms.to_be_bytes());
+    key.extend_from_slice(id.as_bytes());
+    key
+}
+
+fn due_key_time(key: &[u8]) -> u64 {
+    key.get(..8).and_then(|b| b.try_into().ok()).map(u64::from_be_bytes).unwrap_or(0)
+}
+
+fn run_committer(shared: &Shared, jobs: &Receiver<Job>, window: Duration, max_batch: usize) {
+    while let Ok(first) = jobs.recv() {
+        let mut group = vec![first];
+        let deadline = Instant::now() + window;
+        // Gather what is already queued, then wait out the window for more.
+        while group.len() < max_batch {
+            match jobs.try_recv() {
+                Ok(job) => group.push(job),
+                Err(_) if window.is_zero() => break,
+                Err(_) => match jobs.recv_deadline(deadline) {
+                    Ok(job) => group.push(job),
+                    Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
+                },
+            }
+        }
+        let results = commit_group(shared, &group);
+        deliver(shared, group, results);
+    }
+}
+
+/// Apply every batch of a group in one transaction and commit it with one fsync. A batch whose
+/// preconditions fail is skipped (it wrote nothing); a storage failure (a full map, say) aborts the
+/// group, and then each batch is committed alone so that only the offending ones fail.
+fn commit_group(shared: &Shared, group: &[Job]) -> Vec<BatchResult> {
+    if group.len() > 1 {
+        if let Ok(results) = try_commit(shared, group.iter().map(|j| &j.batch)) {
+            return results;
+        }
+    }
+    group
+        .iter()
+        .map(|job| match try_commit(shared, std::iter::once(&job.batch)) {
+            Ok(mut results) => results.pop().unwrap_or_else(|| Ok(Vec::new())),
+            Err(err) => Err(err),
+        })
+        .collect()
+}
+
+fn try_commit<'a>(
+    shared: &Shared,
+    batches: impl Iterator<Item = &'a Batch>,
+) -> Result<Vec<BatchResult>> {
+    let mut wtxn = shared.env.write_txn()?;
+    let mut results = Vec::new();
+    for batch in batches {
+        match check_batch(&shared.tables, &wtxn, batch) {
+            Ok(()) => results.push(Ok(apply_batch(&shared.tables, &mut wtxn, batch)?)),
+            Err(refusal) => results.push(Err(refusal)),
+        }
+    }
+    wtxn.commit()?;
+    Ok(results)
+}
+
+/// The preconditions of a batch, checked before any of its writes so a refusal leaves nothing.
+fn check_batch(tables: &Tables, txn: &RwTxn<'_>, batch: &Batch) -> Result<()> {
+    if batch.payload_len() > usize::MAX / 2 {
+        return Err(SpoolError::Invalid("batch too large".into()));
+    }
+    for op in &batch.ops {
+        match op {
+            Op::Put { table, .. } | Op::Delete { table, .. } => {
+                tables.plain(table)?;
+            }
+            Op::Insert { table, key, .. } => {
+                if tables.plain(table)?.get(txn, key)?.is_some() {
+                    return Err(SpoolError::KeyExists { table: table.clone(), key: key.clone() });
+                }
+            }
+            Op::Enqueue { id, .. } => {
+                if id.is_empty() {
+                    return Err(SpoolError::Invalid("empty message id".into()));
+                }
+                if tables.states.get(txn, id.as_bytes())?.is_some() {
+                    return Err(SpoolError::KeyExists { table: STATES.into(), key: id.clone().into_bytes() });
+                }
+            }
+            Op::Reschedule { id, lease, now_ms, .. } => {
+                let state = load_state(tables, txn, id)?;
+                let held = match lease {
+                    Some(token) => state.lease == *token && *token != 0,
+                    None => !state.is_leased_at(*now_ms),
+                };
+                if !held {
+                    return Err(SpoolError::LeaseLost(id.clone()));
+                }
+            }
+            Op::Ack { id, lease } => {
+                let state = load_state(tables, txn, id)?;
+                if state.lease != *lease || *lease == 0 {
+                    return Err(SpoolError::LeaseLost(id.clone()));
+                }
+            }
+            Op::Remove { id, now_ms } => {
+                if load_state(tables, txn, id)?.is_leased_at(*now_ms) {
+                    return Err(SpoolError::LeaseLost(id.clone()));
+                }
+            }
+            Op::LeaseDue { .. } | Op::ReleaseLeases { .. } => {}
+        }
+    }
+    Ok(())
+}
+
+fn load_state(tables: &Tables, txn: &RoTxn<'_, WithoutTls>, id: &str) -> Result<MessageState> {
+    match tables.states.get(txn, id.as_bytes())? {
+        Some(raw) => MessageState::decode(raw),
+        None => Err(SpoolError::NoSuchMessage(id.to_string())),
+    }
+}
+
+fn store_state(tables: &Tables, txn: &mut RwTxn<'_>, id: &str, state: &MessageState) -> Result<()> {
+    tables.states.put(txn, id.as_bytes(), &state.encode())?;
+    Ok(())
+}
+
+fn move_due(
+    tables: &Tables,
+    txn: &mut RwTxn<'_>,
+    id: &str,
+    from_ms: u64,
+    to_ms: u64,
+) -> Result<()> {
+    tables.due.delete(txn, &due_key(from_ms, id))?;
+    tables.due.put(txn, &due_key(to_ms, id), &[])?;
+    Ok(())
+}
+
+fn apply_batch(tables: &Tables, txn: &mut RwTxn<'_>, batch: &Batch) -> Result<Vec<Leased>> {
+    let mut leased = Vec::new();
+    for op in &batch.ops {
+        match op {
+            Op::Put { table, key, value } | Op::Insert { table, key, value } => {
+                tables.plain(table)?.put(txn, key, value)?;
+            }
+            Op::Delete { table, key } => {
+                tables.plain(table)?.delete(txn, key)?;
+            }
+            Op::Enqueue { id, body, due_at_ms, now_ms } => {
+                tables.bodies.put(txn, id.as_bytes(), body)?;
+                let state = MessageState {
+                    due_at_ms: *due_at_ms,
+                    lease: 0,
+                    attempts: 0,
+                    deliveries: 0,
+                    enqueued_at_ms: *now_ms,
+                };
+                store_state(tables, txn, id, &state)?;
+                tables.due.put(txn, &due_key(*due_at_ms, id), &[])?;
+            }
+            Op::Reschedule { id, due_at_ms, count_attempt, .. } => {
+                let mut state = load_state(tables, txn, id)?;
+                move_due(tables, txn, id, state.due_at_ms, *due_at_ms)?;
+                state.due_at_ms = *due_at_ms;
+                state.lease = 0;
+                if *count_attempt {
+                    state.attempts = state.attempts.saturating_add(1);
+                }
+                store_state(tables, txn, id, &state)?;
+            }
+            Op::Ack { id, .. } | Op::Remove { id, .. } => {
+                let state = load_state(tables, txn, id)?;
+                tables.due.delete(txn, &due_key(state.due_at_ms, id))?;
+                tables.states.delete(txn, id.as_bytes())?;
+                tables.bodies.delete(txn, id.as_bytes())?;
+            }
+            Op::LeaseDue { now_ms, limit, lease_ms } => {
+                lease_due(tables, txn, *now_ms, *limit, *lease_ms, &mut leased)?;
+            }
+            Op::ReleaseLeases { now_ms } => release_leases(tables, txn, *now_ms)?,
+        }
+    }
+    Ok(leased)
+}
+
+fn lease_due(
+    tables: &Tables,
+    txn: &mut RwTxn<'_>,
+    now_ms: u64,
+    limit: usize,
+    lease_ms: u64,
+    out: &mut Vec<Leased>,
+) -> Result<()> {
+    let upper = (now_ms.saturating_add(1)).to_be_bytes();
+    let range = (Bound::Unbounded, Bound::Excluded(&upper[..]));
+    let mut due_ids = Vec::new();
+    for entry in tables.due.range(txn, &range)? {
+        if due_ids.len() >= limit {
+            break;
+        }
+        let (key, _) = entry?;
+        let id = std::str::from_utf8(&key[8..])
+            .map_err(|_| SpoolError::Storage("corrupt due index key".into()))?;
+        due_ids.push(id.to_string());
+    }
+    let expires = now_ms.saturating_add(lease_ms.max(1));
+    for id in due_ids {
+        let mut state = load_state(tables, txn, &id)?;
+        move_due(tables, txn, &id, state.due_at_ms, expires)?;
+        state.due_at_ms = expires;
+        state.lease = new_lease_token();
+        state.deliveries = state.deliveries.saturating_add(1);
+        store_state(tables, txn, &id, &state)?;
+        out.push(Leased {
+            id,
+            lease: state.lease,
+            lease_expires_at_ms: expires,
+            attempts: state.attempts,
+            deliveries: state.deliveries,
+            enqueued_at_ms: state.enqueued_at_ms,
+        });
+    }
+    Ok(())
+}
+
+fn release_leases(tables: &Tables, txn: &mut RwTxn<'_>, now_ms: u64) -> Result<()> {
+    let mut held = Vec::new();
+    for entry in tables.states.iter(txn)? {
+        let (key, raw) = entry?;
+        let state = MessageState::decode(raw)?;
+        if state.is_leased_at(now_ms) {
+            let id = String::from_utf8(key.to_vec())
+                .map_err(|_| SpoolError::Storage("corrupt message id".into()))?;
+            held.push((id, state));
+        }
+    }
+    for (id, mut state) in held {
+        move_due(tables, txn, &id, state.due_at_ms, now_ms)?;
+        state.due_at_ms = now_ms;
+        state.lease = 0;
+        store_state(tables, txn, &id, &state)?;
+    }
+    Ok(())
+}
+
+fn new_lease_token() -> u64 {
+    loop {
+        let token: u64 = rand::random();
+        if token != 0 {
+            return token;
+        }
+    }
+}
+
+fn deliver(shared: &Shared, group: Vec<Job>, results: Vec<BatchResult>) {
+    let mut tickets = Vec::new();
+    for (job, result) in group.into_iter().zip(results) {
+        match job.reply {
+            Reply::Channel(sender) => {
+                let _ = sender.send(result);
+            }
+            Reply::Ticket(ticket) => tickets.push(Completion { ticket, result }),
+        }
+    }
+    if tickets.is_empty() {
+        return;
+    }
+    let was_empty = match shared.completions.lock() {
+        Ok(mut pending) => {
+            let was_empty = pending.is_empty();
+            pending.extend(tickets);
+            was_empty
+        }
+        Err(_) => return,
+    };
+    if was_empty {
+        use std::io::Write;
+        // A full socket buffer already means "readable"; nothing is lost by skipping the byte.
+        let _ = (&shared.wakeup).write(&[1]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(dir: &Path) -> Spool {
+        let options = SpoolOptions {
+            map_size: 64 << 20,
+            tables: vec!["emails".into(), "idempotency".into()],
+            ..SpoolOptions::default()
+        };
+        Spool::open(dir, &options).unwrap()
+    }
+
+    fn enqueue(id: &str, due: u64) -> Op {
+        Op::Enqueue { id: id.into(), body: format!("body of {id}").into_bytes(), due_at_ms: due, now_ms: 1 }
+    }
+
+    fn put(table: &str, key: &str, value: &str) -> Op {
+        Op::Put { table: table.into(), key: key.into(), value: value.into() }
+    }
+
+    fn lease(spool: &Spool, now_ms: u64, lease_ms: u64) -> Vec<Leased> {
+        let mut batch = Batch::new();
+        batch.push(Op::LeaseDue { now_ms, limit: 100, lease_ms });
+        spool.commit(batch).unwrap()
+    }
+
+    #[test]
+    fn multi_put_commits_together_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = open(dir.path());
+        let mut first = Batch::new();
+        first
+            .push(enqueue("m1", 10))
+            .push(put("emails", "m1", "record"))
+            .push(Op::Insert { table: "idempotency".into(), key: b"k".to_vec(), value: b"m1".to_vec() });
+        spool.commit(first).unwrap();
+
+        let mut second = Batch::new();
+        second
+            .push(enqueue("m2", 10))
+            .push(put("emails", "m2", "record"))
+            .push(Op::Insert { table: "idempotency".into(), key: b"k".to_vec(), value: b"m2".to_vec() });
+        let err = spool.commit(second).unwrap_err();
+        assert!(matches!(err, SpoolError::KeyExists { ref table, .. } if table == "idempotency"));
+        assert_eq!(spool.get("emails", b"m2").unwrap(), None);
+        assert_eq!(spool.message_body("m2").unwrap(), None);
+        assert_eq!(spool.get("idempotency", b"k").unwrap(), Some(b"m1".to_vec()));
+        assert_eq!(spool.message_body("m1").unwrap(), Some(b"body of m1".to_vec()));
+        assert_eq!(spool.message_count().unwrap(), 1);
+    }
+
+    #[test]
+    fn refused_batch_does_not_spoil_its_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Arc::new(open(dir.path()));
+        let mut seed = Batch::new();
+        seed.push(Op::Insert { table: "idempotency".into(), key: b"taken".to_vec(), value: vec![] });
+        spool.commit(seed).unwrap();
+        let handles: Vec<_> = (0..16)
+            .map(|i| {
+                let spool = Arc::clone(&spool);
+                std::thread::spawn(move || {
+                    let mut batch = Batch::new();
+                    let key = if i % 4 == 0 { b"taken".to_vec() } else { format!("k{i}").into_bytes() };
+                    batch
+                        .push(put("emails", &format!("e{i}"), "x"))
+                        .push(Op::Insert { table: "idempotency".into(), key, value: vec![] });
+                    (i, spool.commit(batch).is_ok())
+                })
+            })
+            .collect();
+        for handle in handles {
+            let (i, ok) = handle.join().unwrap();
+            assert_eq!(ok, i % 4 != 0, "batch {i}");
+            assert_eq!(spool.get("emails", format!("e{i}").as_bytes()).unwrap().is_some(), ok);
+        }
+    }
+
+    #[test]
+    fn leases_hand_out_due_messages_once_and_expire() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = open(dir.path());
+        let mut batch = Batch::new();
+        batch.push(enqueue("a", 100)).push(enqueue("b", 200)).push(enqueue("later", 10_000));
+        spool.commit(batch).unwrap();
+
+        let first = lease(&spool, 250, 1_000);
+        let ids: Vec<_> = first.iter().map(|l| l.id.as_str()).collect();
+        assert_eq!(ids, ["a", "b"]);
+        assert!(first.iter().all(|l| l.deliveries == 1 && l.lease_expires_at_ms == 1_250));
+        assert!(lease(&spool, 260, 1_000).is_empty(), "leased messages are not handed out twice");
+        assert_eq!(spool.next_due_at().unwrap(), Some(1_250));
+
+        // After the lease runs out, the message is due again with a new token.
+        let again = lease(&spool, 1_300, 1_000);
+        assert_eq!(again.len(), 2);
+        assert_eq!(again[0].deliveries, 2);
+        assert_ne!(again[0].lease, first[0].lease);
+
+        let mut stale_ack = Batch::new();
+        stale_ack.push(Op::Ack { id: "a".into(), lease: first[0].lease });
+        assert!(matches!(spool.commit(stale_ack), Err(SpoolError::LeaseLost(_))));
+
+        let mut ack = Batch::new();
+        ack.push(Op::Ack { id: "a".into(), lease: again[0].lease });
+        spool.commit(ack).unwrap();
+        assert_eq!(spool.message_body("a").unwrap(), None);
+
+        let mut retry = Batch::new();
+        retry.push(Op::Reschedule {
+            id: "b".into(),
+            lease: Some(again[1].lease),
+            due_at_ms: 5_000,
+            count_attempt: true,
+            now_ms: 1_300,
+        });
+        spool.commit(retry).unwrap();
+        let state = spool.message_state("b").unwrap().unwrap();
+        assert_eq!((state.due_at_ms, state.lease, state.attempts), (5_000, 0, 1));
+        let due: Vec<_> = lease(&spool, 6_000, 10).into_iter().map(|l| l.id).collect();
+        assert_eq!(due, ["b"]);
+    }
+
+    #[test]
+    fn leases_survive_reopen_and_can_be_released() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let spool = open(dir.path());
+            let mut batch = Batch::new();
+            batch.push(enqueue("x", 10)).push(enqueue("y", 10));
+            spool.commit(batch).unwrap();
+            assert_eq!(lease(&spool, 20, 60_000).len(), 2);
+        }
+        let spool = open(dir.path());
+        assert!(lease(&spool, 30, 1_000).is_empty(), "unexpired leases stay held after reopen");
+        assert_eq!(lease(&spool, 60_020, 1_000).len(), 2, "expired leases come back as due");
+
+        let mut release = Batch::new();
+        release.push(Op::ReleaseLeases { now_ms: 60_030 });
+        spool.commit(release).unwrap();
+        assert_eq!(lease(&spool, 60_030, 1_000).len(), 2);
+    }
+
+    #[test]
+    fn remove_and_unleased_reschedule_refuse_leased_messages() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = open(dir.path());
+        let mut batch = Batch::new();
+        batch.push(enqueue("s", 500));
+        spool.commit(batch).unwrap();
+        let mut move_it = Batch::new();
+        move_it.push(Op::Reschedule { id: "s".into(), lease: None, due_at_ms: 50, count_attempt: false, now_ms: 10 });
+        spool.commit(move_it).unwrap();
+        assert_eq!(lease(&spool, 60, 1_000).len(), 1);
+        let mut remove = Batch::new();
+        remove.push(Op::Remove { id: "s".into(), now_ms: 70 });
+        assert!(matches!(spool.commit(remove), Err(SpoolError::LeaseLost(_))));
+        let mut missing = Batch::new();
+        missing.push(Op::Remove { id: "nope".into(), now_ms: 70 });
+        assert!(matches!(spool.commit(missing), Err(SpoolError::NoSuchMessage(_))));
+    }
+
+    #[test]
+    fn scan_walks_prefixes_and_cursors_both_ways() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = open(dir.path());
+        let mut batch = Batch::new();
+        for key in ["t1/a", "t1/b", "t1/c", "t2/a", "t1\u{ff}"] {
+            batch.push(put("emails", key, key));
+        }
+        spool.commit(batch).unwrap();
+        let keys = |rows: Vec<(Vec<u8>, Vec<u8>)>| -> Vec<String> {
+            rows.into_iter().map(|(k, _)| String::from_utf8(k).unwrap()).collect()
+        };
+        assert_eq!(keys(spool.scan("emails", b"t1/", None, false, 10).unwrap()), ["t1/a", "t1/b", "t1/c"]);
+        assert_eq!(keys(spool.scan("emails", b"t1/", None, true, 2).unwrap()), ["t1/c", "t1/b"]);
+        assert_eq!(keys(spool.scan("emails", b"t1/", Some(b"t1/a"), false, 10).unwrap()), ["t1/b", "t1/c"]);
+        assert_eq!(keys(spool.scan("emails", b"t1/", Some(b"t1/b"), true, 10).unwrap()), ["t1/a"]);
+        assert_eq!(keys(spool.scan("emails", b"", None, true, 1).unwrap()), ["t2/a"]);
+        assert!(matches!(spool.get("nope", b"k"), Err(SpoolError::UnknownTable(_))));
+        assert_eq!(spool.count("emails").unwrap(), 5);
+    }
+
+    #[test]
+    fn full_map_is_a_typed_error_and_fails_only_the_big_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = SpoolOptions { map_size: 1 << 20, tables: vec!["emails".into()], ..SpoolOptions::default() };
+        let spool = Arc::new(Spool::open(dir.path(), &options).unwrap());
+        let big = std::thread::spawn({
+            let spool = Arc::clone(&spool);
+            move || {
+                let mut batch = Batch::new();
+                batch.push(Op::Enqueue { id: "big".into(), body: vec![7; 4 << 20], due_at_ms: 0, now_ms: 0 });
+                spool.commit(batch)
+            }
+        });
+        let mut small = Batch::new();
+        small.push(put("emails", "small", "fits"));
+        spool.commit(small).unwrap();
+        assert!(matches!(big.join().unwrap(), Err(SpoolError::MapFull)));
+        assert_eq!(spool.get("emails", b"small").unwrap(), Some(b"fits".to_vec()));
+        assert_eq!(spool.message_body("big").unwrap(), None);
+    }
+
+    #[test]
+    fn submitted_batches_complete_and_wake_the_reader() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = open(dir.path());
+        let tickets: Vec<u64> = (0..50)
+            .map(|i| {
+                let mut batch = Batch::new();
+                batch.push(put("emails", &format!("k{i}"), "v"));
+                spool.submit(batch).unwrap()
+            })
+            .collect();
+        let mut seen = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while seen.len() < tickets.len() && Instant::now() < deadline {
+            let mut fds = [libc_pollfd(spool.wakeup_fd())];
+            poll(&mut fds, 100);
+            seen.extend(spool.take_completions().into_iter().map(|c| {
+                assert!(c.result.is_ok());
+                c.ticket
+            }));
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, tickets);
+        spool.close();
+        let mut late = Batch::new();
+        late.push(put("emails", "late", "v"));
+        assert!(matches!(spool.submit(late), Err(SpoolError::Closed)));
+    }
+
+    // Minimal poll(2) for the wake-up test, to avoid a libc dependency in the crate.
+    #[repr(C)]
+    struct PollFd {
+        fd: i32,
+        events: i16,
+        revents: i16,
+    }
+    fn libc_pollfd(fd: i32) -> PollFd {
+        PollFd { fd, events: 1, revents: 0 }
+    }
+    fn poll(fds: &mut [PollFd], timeout_ms: i32) {
+        extern "C" {
+            fn poll(fds: *mut PollFd, nfds: u64, timeout: i32) -> i32;
+        }
+        // SAFETY: `fds` is a valid, exclusively borrowed array of pollfd-layout structs.
+        unsafe { poll(fds.as_mut_ptr(), fds.len() as u64, timeout_ms) };
+    }
 }

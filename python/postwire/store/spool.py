@@ -1,0 +1,158 @@
+"""The spool as Trio sees it: awaitable group commits over `postwire._core.Spool`.
+
+The Rust core owns the LMDB environment and a committer thread that gathers concurrent batches
+into one transaction and one fsync. `Spool.commit` submits a batch and sleeps until the core
+reports it durable; one dispatcher task waits on the core's wake-up descriptor and wakes the
+callers whose batches finished. No Trio worker thread is held per write.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import trio
+
+from postwire import _core
+from postwire._core import Leased, MessageState, WriteBatch
+from postwire.errors import SpoolError
+
+if TYPE_CHECKING:
+    from postwire.config import Config
+
+# Every plain table the services keep in the spool; all are created when the spool opens.
+TABLES: tuple[str, ...] = (
+    "teams",
+    "api_keys",
+    "domains",
+    "emails",
+    "events",
+    "idempotency",
+    "suppressions",
+    "webhooks",
+    "outbox",
+    "contacts",
+    "audiences",
+    "broadcasts",
+    "meta",
+)
+
+
+def wall_clock_ms() -> int:
+    """Milliseconds since the epoch: the spool's notion of now unless a test injects another."""
+    return time.time_ns() // 1_000_000
+
+
+class _PendingCommit:
+    __slots__ = ("done", "error", "leased")
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.leased: list[Leased] = []
+        self.error: BaseException | None = None
+
+
+class Spool:
+    """Awaitable writes and direct reads of the durable spool.
+
+    Reads (`get`, `scan`, `message_body`, ...) are memory-mapped look-ups done on the calling
+    thread. Writes go through `commit`, which returns only once the batch is on disk.
+    """
+
+    def __init__(self, core: _core.Spool, clock_ms: Callable[[], int] = wall_clock_ms) -> None:
+        self.core = core
+        self.clock_ms = clock_ms
+        self._pending: dict[int, _PendingCommit] = {}
+        self._closed = False
+
+    async def commit(self, batch: WriteBatch) -> list[Leased]:
+        """Commit `batch` atomically; return the messages its lease operations handed out.
+
+        Raises a `SpoolError` subclass when the batch was refused or not written. If the caller
+        is cancelled while waiting, the batch may still commit.
+        """
+        if self._closed:
+            raise SpoolError("the spool is closed")
+        ticket = self.core.submit(batch)
+        pending = self._pending[ticket] = _PendingCommit()
+        try:
+            await pending.done.wait()
+        finally:
+            self._pending.pop(ticket, None)
+        if pending.error is not None:
+            raise pending.error
+        return pending.leased
+
+    async def dispatch_completions(self) -> None:
+        """Wake the callers of finished commits; runs until cancelled."""
+        fd = self.core.wakeup_fd()
+        while True:
+            await trio.lowlevel.wait_readable(fd)
+            self._wake(self.core.take_completions())
+
+    def _wake(self, completions: list[tuple[int, list[Leased], BaseException | None]]) -> None:
+        for ticket, leased, error in completions:
+            pending = self._pending.get(ticket)
+            if pending is None:  # its caller was cancelled
+                continue
+            pending.leased = leased
+            pending.error = error
+            pending.done.set()
+
+    def get(self, table: str, key: bytes) -> bytes | None:
+        return self.core.get(table, key)
+
+    def scan(
+        self,
+        table: str,
+        *,
+        prefix: bytes = b"",
+        cursor: bytes | None = None,
+        reverse: bool = False,
+        limit: int = 100,
+    ) -> list[tuple[bytes, bytes]]:
+        return self.core.scan(table, prefix=prefix, cursor=cursor, reverse=reverse, limit=limit)
+
+    def message_body(self, message_id: str) -> bytes | None:
+        return self.core.message_body(message_id)
+
+    def message_state(self, message_id: str) -> MessageState | None:
+        return self.core.message_state(message_id)
+
+    async def close(self) -> None:
+        """Let the committer finish what is queued, wake its callers, and close the core."""
+        self._closed = True
+        await trio.to_thread.run_sync(self.core.close)
+        self._wake(self.core.take_completions())
+
+
+async def serve_spool(
+    config: Config, *, task_status: trio.TaskStatus[Spool] = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Own the spool under `config.data_dir / "spool"` for the life of the service.
+
+    Opens (and so recovers) the LMDB environment, runs the completion dispatcher, and reports
+    the `Spool` through `task_status` once ready. When cancelled, it commits what is queued and
+    closes the environment; the supervisor cancels it last, after every service that writes.
+    """
+    path = Path(config.data_dir) / "spool"
+    core = await trio.to_thread.run_sync(
+        lambda: _core.Spool(
+            path,
+            tables=list(TABLES),
+            map_size=config.spool.map_size,
+            commit_window_us=config.spool.commit_window_us,
+            max_batch=config.spool.max_batch,
+        )
+    )
+    spool = Spool(core)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(spool.dispatch_completions)
+            task_status.started(spool)
+            await trio.sleep_forever()
+    finally:
+        with trio.CancelScope(shield=True):
+            await spool.close()
