@@ -1,0 +1,209 @@
+"""The supervisor of `postwire serve`: one task tree, started in order and stopped in reverse.
+
+Services run in three stages, each a nursery nested in the one before it:
+
+    storage      the spool                                   started first, stopped last
+    processing   delivery, scheduler, webhook dispatch       (not written yet)
+    intake       REST API, SMTP submission                   started last, stopped first
+
+Every service has the same shape, `async def serve_x(config, deps, *, task_status)`: it calls
+`task_status.started(handle)` once truly ready, and the handle joins the `ServiceDeps` of later
+stages. Shutdown (first SIGINT or SIGTERM) stops the stages from the inside out: a stage's
+`stopping` event is set, its services stop taking work and finish what they hold, and whatever
+still runs at the stage's deadline is cancelled. The spool is cancelled last, which closes it.
+A second signal skips the remaining grace periods, but keeps the order.
+"""
+
+import dataclasses
+import ipaddress
+import logging
+import math
+import os
+import signal
+import urllib.parse
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import dns.asyncbackend
+import trio
+
+from postwire.config import Config
+from postwire.errors import ConfigError
+from postwire.store.spool import Spool, serve_spool
+
+log = logging.getLogger("postwire")
+
+# How long a stopping stage may take to finish in-flight work before it is cancelled.
+SHUTDOWN_GRACE_SECONDS = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceDeps:
+    """What a service receives beside the config: handles of the services started before it."""
+
+    spool: Spool
+    # Set when the service's stage starts stopping: close listeners or stop leasing, finish what
+    # is in hand, then return. Each stage gets its own event (see `Stage.start`).
+    stopping: trio.Event = field(default_factory=trio.Event)
+
+
+class Stage:
+    """One nursery of services that start together and stop together."""
+
+    def __init__(self, name: str, nursery: trio.Nursery) -> None:
+        self.name = name
+        self.nursery = nursery
+        self.stopping = trio.Event()
+
+    async def start(
+        self, service: Callable[..., Awaitable[None]], config: Config, deps: ServiceDeps
+    ) -> Any:
+        """Start `service(config, deps, task_status=...)` here; return what it reports ready."""
+        deps = dataclasses.replace(deps, stopping=self.stopping)
+        return await self.nursery.start(service, config, deps)
+
+
+class _Shutdown:
+    """Turns signals into the stop of the stages, innermost first."""
+
+    def __init__(self) -> None:
+        self.requested = trio.Event()
+        self.ready = False
+        self.forced = False
+        self._open: list[Stage] = []  # outermost first
+
+    def request(self) -> None:
+        if not self.requested.is_set():
+            log.info("shutting down")
+            self.requested.set()
+            if not self.ready and self._open:
+                # Still starting: abandon what the innermost stage was starting.
+                self._open[-1].nursery.cancel_scope.cancel()
+        elif not self.forced:
+            log.warning("second signal: cancelling in-flight work now")
+            self.forced = True
+            for stage in self._open:
+                if stage.stopping.is_set():
+                    stage.nursery.cancel_scope.cancel()
+
+    @asynccontextmanager
+    async def stage(self, name: str, *, grace: float) -> AsyncIterator[Stage]:
+        """Open a stage; on leaving it, stop its services within `grace` seconds."""
+        async with trio.open_nursery() as nursery:
+            stage = Stage(name, nursery)
+            self._open.append(stage)
+            if self.requested.is_set() and not self.ready:
+                nursery.cancel_scope.cancel()
+            try:
+                yield stage
+            finally:
+                log.debug("stopping %s", name)
+                stage.stopping.set()
+                nursery.cancel_scope.deadline = min(
+                    nursery.cancel_scope.deadline,
+                    trio.current_time() + (0.0 if self.forced else grace),
+                )
+        self._open.remove(stage)
+        if grace > 0 and nursery.cancel_scope.cancel_called and not self.forced:
+            log.warning("%s did not finish within %.0f s and was cancelled", name, grace)
+
+    async def receive_signals(self, signals: AsyncIterator[int]) -> None:
+        async for signum in signals:
+            log.debug("received %s", signal.Signals(signum).name)
+            self.request()
+
+
+async def run(
+    config: Config, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Run every service until SIGINT or SIGTERM, then stop them in order and return.
+
+    Owns the whole task tree and the process's SIGINT/SIGTERM handling (so it must run in the
+    main thread). Reports ready through `task_status` once every service is. Cancelling it stops
+    everything at once, without grace; the spool still closes.
+    """
+    # With trio-asyncio in the process, dnspython's auto-detection can pick asyncio.
+    dns.asyncbackend.set_default_backend("trio")
+    _create_data_dir(config)
+    shutdown = _Shutdown()
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(shutdown.receive_signals, signals)
+            await _run_stages(config, shutdown, task_status)
+            nursery.cancel_scope.cancel()  # stop listening for signals
+    log.info("stopped")
+
+
+async def _run_stages(
+    config: Config, shutdown: _Shutdown, task_status: trio.TaskStatus[None]
+) -> None:
+    # The spool's stage has no grace: it has no in-flight work once everything inside it stopped.
+    async with shutdown.stage("storage", grace=0.0) as storage:
+        spool: Spool = await storage.nursery.start(serve_spool, config)
+        deps = ServiceDeps(spool=spool)
+        async with shutdown.stage("processing", grace=SHUTDOWN_GRACE_SECONDS) as processing:
+            deps = await _start_processing(processing, config, deps)
+            async with shutdown.stage("intake", grace=SHUTDOWN_GRACE_SECONDS) as intake:
+                await _start_intake(intake, config, deps)
+                shutdown.ready = True
+                _log_ready(config)
+                task_status.started()
+                await shutdown.requested.wait()
+
+
+async def _start_processing(stage: Stage, config: Config, deps: ServiceDeps) -> ServiceDeps:
+    """Start the services that work off the spool; return deps with their handles added.
+
+    Delivery, the scheduler and webhook dispatch go here, each as
+    `handle = await stage.start(serve_x, config, deps)`.
+    """
+    return deps
+
+
+async def _start_intake(stage: Stage, config: Config, deps: ServiceDeps) -> None:
+    """Start the services that accept mail: the REST API and SMTP submission, the same way."""
+
+
+def _create_data_dir(config: Config) -> None:
+    # Private: it holds API key hashes and DKIM private keys.
+    try:
+        config.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"config key 'data_dir': cannot create {str(config.data_dir)!r}: {exc.strerror}"
+        ) from None
+
+
+def _log_ready(config: Config) -> None:
+    if config.config_file is None:
+        log.info("configuration: embedded default (no --config given)")
+        key_command = "postwire keys create --name NAME"
+    else:
+        log.info("configuration: %s", config.config_file)
+        key_command = f"postwire keys create --name NAME --config {config.config_file}"
+    log.info("data directory: %s", config.data_dir)
+    log.info("spool: %s (map size %s)", config.data_dir / "spool", _gib(config.spool.map_size))
+    if config.config_file is not None and _is_loopback_url(config.api.public_url):
+        log.warning(
+            "api.public_url is %s: links in sent mail will not reach recipients; set it to the "
+            "address the API is reachable at",
+            config.api.public_url,
+        )
+    log.info("postwire is ready (pid %d)", os.getpid())
+    log.info("to get an API key, run: %s", key_command)
+
+
+def _gib(size: int) -> str:
+    return f"{size / 1024**3:.3g} GiB" if size >= 1024**3 else f"{math.ceil(size / 1024**2)} MiB"
+
+
+def _is_loopback_url(url: str) -> bool:
+    host = urllib.parse.urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,101 @@
+"""The `postwire` command.
+
+Every subcommand takes `--config FILE` (from one parent parser) so that they all open the same
+store as `serve`. Configuration errors print `postwire: <message>` and exit with status 2.
+"""
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import postwire
+from postwire.config import Config, load_config
+from postwire.errors import ConfigError, PostwireError
+
+log = logging.getLogger("postwire")
+
+EXIT_USAGE = 2  # argparse's status for bad usage; a bad config is the same kind of mistake
+
+
+def _config_parent() -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument(
+        "--config",
+        metavar="FILE",
+        type=Path,
+        default=None,
+        help="TOML configuration file (default: the embedded default, data in ./postwire-data)",
+    )
+    return parent
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of `postwire` and its subcommands."""
+    parser = argparse.ArgumentParser(
+        prog="postwire",
+        description="Self-hosted email delivery: REST API, SMTP submission, DKIM, durable spool.",
+    )
+    parser.add_argument("--version", action="version", version=f"postwire {postwire.__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    config_parent = _config_parent()
+    serve = commands.add_parser(
+        "serve",
+        parents=[config_parent],
+        help="run every service in one process until SIGINT or SIGTERM",
+        description="Run the API, SMTP submission, delivery and webhooks in one process. "
+        "SIGINT or SIGTERM shuts down gracefully; a second signal skips the grace period.",
+    )
+    serve.set_defaults(handler=_serve)
+    return parser
+
+
+def _serve(config: Config) -> int:
+    import trio  # imported here so `postwire --version` stays fast
+
+    from postwire import app
+
+    status = 0
+    try:
+        trio.run(app.run, config)
+    except* ConfigError as group:
+        _report(group)
+        status = EXIT_USAGE
+    except* PostwireError as group:
+        _report(group)
+        status = 1
+    return status
+
+
+def _report(group: BaseExceptionGroup[PostwireError]) -> None:
+    # Our own errors carry messages meant for the operator; anything else keeps its traceback.
+    for exc in _leaves(group):
+        print(f"postwire: {exc}", file=sys.stderr)
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def configure_logging() -> None:
+    """INFO and above to stderr, one line per record."""
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of the `postwire` command; exits the process with the command's status."""
+    args = build_parser().parse_args(argv)
+    configure_logging()
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(f"postwire: {exc}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+    sys.exit(args.handler(config))
