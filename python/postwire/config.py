@@ -39,6 +39,10 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 ENV_PREFIX = "POSTWIRE_"
 
 
+def _local_fqdn() -> str:
+    return socket.getfqdn()
+
+
 def _empty_routes() -> Mapping[str, str]:
     return types.MappingProxyType({})
 
@@ -85,7 +89,7 @@ class DnsConfig:
 class DeliveryConfig:
     """Outbound delivery to recipients' MX hosts."""
 
-    helo_name: str = field(default_factory=socket.getfqdn)
+    helo_name: str = field(default_factory=_local_fqdn)
     port: int = 25
     # Lower-case domain pattern ("example.com", "*.example.com", "*") -> "host:port".
     routes: Mapping[str, str] = field(default_factory=_empty_routes)
