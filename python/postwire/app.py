@@ -3,7 +3,7 @@
 Services run in three stages, each a nursery nested in the one before it:
 
     storage      the spool                                   started first, stopped last
-    processing   delivery, scheduler, webhook dispatch       (not written yet)
+    processing   delivery, scheduler, webhook dispatch
     intake       REST API, SMTP submission                   started last, stopped first
 
 Every service has the same shape, `async def serve_x(config, deps, *, task_status)`: it calls
@@ -21,10 +21,10 @@ import math
 import os
 import signal
 import urllib.parse
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol, TypeVar
 
 import dns.asyncbackend
 import trio
@@ -49,6 +49,18 @@ class ServiceDeps:
     stopping: trio.Event = field(default_factory=trio.Event)
 
 
+HandleT = TypeVar("HandleT")
+HandleT_co = TypeVar("HandleT_co", covariant=True)
+
+
+class Service(Protocol[HandleT_co]):
+    """`async def serve_x(config, deps, *, task_status)`: reports its handle once truly ready."""
+
+    def __call__(
+        self, config: Config, deps: ServiceDeps, *, task_status: trio.TaskStatus[HandleT_co]
+    ) -> Awaitable[None]: ...
+
+
 class Stage:
     """One nursery of services that start together and stop together."""
 
@@ -57,12 +69,11 @@ class Stage:
         self.nursery = nursery
         self.stopping = trio.Event()
 
-    async def start(
-        self, service: Callable[..., Awaitable[None]], config: Config, deps: ServiceDeps
-    ) -> Any:
+    async def start(self, service: Service[HandleT], config: Config, deps: ServiceDeps) -> HandleT:
         """Start `service(config, deps, task_status=...)` here; return what it reports ready."""
         deps = dataclasses.replace(deps, stopping=self.stopping)
-        return await self.nursery.start(service, config, deps)
+        handle: HandleT = await self.nursery.start(service, config, deps)
+        return handle
 
 
 class _Shutdown:
@@ -72,19 +83,21 @@ class _Shutdown:
         self.requested = trio.Event()
         self.ready = False
         self.forced = False
-        self._open: list[Stage] = []  # outermost first
+        # Every stage opened, outermost first. None is removed: cancelling a finished stage is
+        # harmless, and a second signal must reach a stage that is still draining.
+        self._stages: list[Stage] = []
 
     def request(self) -> None:
         if not self.requested.is_set():
             log.info("shutting down")
             self.requested.set()
-            if not self.ready and self._open:
+            if not self.ready and self._stages:
                 # Still starting: abandon what the innermost stage was starting.
-                self._open[-1].nursery.cancel_scope.cancel()
+                self._stages[-1].nursery.cancel_scope.cancel()
         elif not self.forced:
             log.warning("second signal: cancelling in-flight work now")
             self.forced = True
-            for stage in self._open:
+            for stage in self._stages:
                 if stage.stopping.is_set():
                     stage.nursery.cancel_scope.cancel()
 
@@ -93,7 +106,7 @@ class _Shutdown:
         """Open a stage; on leaving it, stop its services within `grace` seconds."""
         async with trio.open_nursery() as nursery:
             stage = Stage(name, nursery)
-            self._open.append(stage)
+            self._stages.append(stage)
             if self.requested.is_set() and not self.ready:
                 nursery.cancel_scope.cancel()
             try:
@@ -105,9 +118,8 @@ class _Shutdown:
                     nursery.cancel_scope.deadline,
                     trio.current_time() + (0.0 if self.forced else grace),
                 )
-        self._open.remove(stage)
-        if grace > 0 and nursery.cancel_scope.cancel_called and not self.forced:
-            log.warning("%s did not finish within %.0f s and was cancelled", name, grace)
+        if grace > 0 and nursery.cancel_scope.cancel_called and self.ready and not self.forced:
+            log.warning("%s did not finish within %g s and was cancelled", name, grace)
 
     async def receive_signals(self, signals: AsyncIterator[int]) -> None:
         async for signum in signals:
