@@ -485,3 +485,21 @@ def test_config_is_frozen(tmp_path: Path) -> None:
         config.data_dir = tmp_path  # type: ignore[misc]
     with pytest.raises(TypeError):
         config.delivery.routes["x"] = "y"  # type: ignore[index]
+
+
+# --- the operator documentation ----------------------------------------------------------------
+
+DOC = Path(__file__).parents[2] / "docs" / "configuration.md"
+
+
+def test_every_key_is_documented() -> None:
+    doc = DOC.read_text()
+    for key in KEYS:
+        assert f"| `{key}` |" in doc, key
+        assert f"`{env_var_name(key)}`" in doc, key
+
+
+def test_documented_example_loads(tmp_path: Path) -> None:
+    example = DOC.read_text().split("```toml\n", 1)[1].split("```", 1)[0]
+    config = load_config(write(tmp_path, example), {})
+    assert config.delivery.route_for("a.corp.example") == "[fd00::25]:25"
