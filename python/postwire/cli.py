@@ -14,8 +14,6 @@ import postwire
 from postwire.config import Config, load_config
 from postwire.errors import ConfigError, PostwireError
 
-log = logging.getLogger("postwire")
-
 EXIT_USAGE = 2  # argparse's status for bad usage; a bad config is the same kind of mistake
 
 
