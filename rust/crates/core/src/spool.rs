@@ -14,7 +14,8 @@ use std::collections::HashMap;
 use std::ops::Bound;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -229,21 +230,30 @@ impl Tables {
     }
 }
 
-struct Shared {
-    env: Env<WithoutTls>,
-    tables: Tables,
-    completions: Mutex<Vec<Completion>>,
+/// Finished asynchronous batches, and the socket that tells an event loop about them.
+struct Completions {
+    pending: Mutex<Vec<Completion>>,
     /// Written (one byte) when completions go from none to some, so an event loop can wait on
     /// the other end instead of a thread.
     wakeup: UnixStream,
 }
 
+struct Shared {
+    env: Env<WithoutTls>,
+    tables: Tables,
+}
+
+struct Running {
+    shared: Arc<Shared>,
+    jobs: Sender<Job>,
+    committer: JoinHandle<()>,
+}
+
 /// The spool. Reads run on the caller's thread; writes go to the committer thread.
 pub struct Spool {
-    shared: Arc<Shared>,
-    jobs: Mutex<Option<Sender<Job>>>,
-    committer: Mutex<Option<JoinHandle<()>>>,
-    next_ticket: std::sync::atomic::AtomicU64,
+    running: RwLock<Option<Running>>,
+    completions: Arc<Completions>,
+    next_ticket: AtomicU64,
     wakeup_reader: UnixStream,
 }
 
@@ -274,44 +284,44 @@ impl Spool {
         }
         wtxn.commit()?;
 
-        let (wakeup_reader, wakeup) =
-            UnixStream::pair().map_err(|e| SpoolError::Storage(e.to_string()))?;
-        wakeup_reader.set_nonblocking(true).map_err(|e| SpoolError::Storage(e.to_string()))?;
-        wakeup.set_nonblocking(true).map_err(|e| SpoolError::Storage(e.to_string()))?;
-        let shared = Arc::new(Shared {
-            env,
-            tables: Tables { bodies, states, due, plain },
-            completions: Mutex::new(Vec::new()),
-            wakeup,
-        });
-        let (sender, receiver) = crossbeam_channel::unbounded();
+        let io_error = |e: std::io::Error| SpoolError::Storage(e.to_string());
+        let (wakeup_reader, wakeup) = UnixStream::pair().map_err(io_error)?;
+        wakeup_reader.set_nonblocking(true).map_err(io_error)?;
+        wakeup.set_nonblocking(true).map_err(io_error)?;
+        let completions = Arc::new(Completions { pending: Mutex::new(Vec::new()), wakeup });
+        let shared = Arc::new(Shared { env, tables: Tables { bodies, states, due, plain } });
+        let (jobs, receiver) = crossbeam_channel::unbounded();
         let committer = {
             let shared = Arc::clone(&shared);
+            let completions = Arc::clone(&completions);
             let window = options.commit_window;
             let max_batch = options.max_batch.max(1);
             std::thread::Builder::new()
                 .name("postwire-spool-commit".into())
-                .spawn(move || run_committer(&shared, &receiver, window, max_batch))
-                .map_err(|e| SpoolError::Storage(e.to_string()))?
+                .spawn(move || run_committer(&shared, &completions, &receiver, window, max_batch))
+                .map_err(io_error)?
         };
         Ok(Spool {
-            shared,
-            jobs: Mutex::new(Some(sender)),
-            committer: Mutex::new(Some(committer)),
-            next_ticket: std::sync::atomic::AtomicU64::new(1),
+            running: RwLock::new(Some(Running { shared, jobs, committer })),
+            completions,
+            next_ticket: AtomicU64::new(1),
             wakeup_reader,
         })
     }
 
+    fn with_open<T>(&self, f: impl FnOnce(&Running) -> Result<T>) -> Result<T> {
+        let running = self.running.read().map_err(|_| SpoolError::Closed)?;
+        f(running.as_ref().ok_or(SpoolError::Closed)?)
+    }
+
     fn send(&self, job: Job) -> Result<()> {
-        let jobs = self.jobs.lock().map_err(|_| SpoolError::Closed)?;
-        jobs.as_ref().ok_or(SpoolError::Closed)?.send(job).map_err(|_| SpoolError::Closed)
+        self.with_open(|running| running.jobs.send(job).map_err(|_| SpoolError::Closed))
     }
 
     /// Queue a batch for the next group commit and return its ticket at once. Its
     /// [`Completion`] appears in [`Spool::take_completions`] after the commit is durable.
     pub fn submit(&self, batch: Batch) -> Result<u64> {
-        let ticket = self.next_ticket.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
         self.send(Job { batch, reply: Reply::Ticket(ticket) })?;
         Ok(ticket)
     }
@@ -339,32 +349,38 @@ impl Spool {
                 break;
             }
         }
-        match self.shared.completions.lock() {
+        match self.completions.pending.lock() {
             Ok(mut pending) => std::mem::take(&mut *pending),
             Err(_) => Vec::new(),
         }
     }
 
-    /// Stop accepting batches, commit what is queued, and stop the committer thread.
+    /// Stop accepting batches, commit what is queued, stop the committer thread and close the
+    /// environment, so that it may be opened again. Idempotent.
     pub fn close(&self) {
-        if let Ok(mut jobs) = self.jobs.lock() {
-            jobs.take();
-        }
-        let handle = self.committer.lock().ok().and_then(|mut c| c.take());
-        if let Some(handle) = handle {
-            let _ = handle.join();
+        let running = match self.running.write() {
+            Ok(mut running) => running.take(),
+            Err(_) => None,
+        };
+        let Some(Running { shared, jobs, committer }) = running else { return };
+        drop(jobs);
+        let _ = committer.join();
+        if let Ok(shared) = Arc::try_unwrap(shared) {
+            shared.env.prepare_for_closing().wait();
         }
     }
 
-    fn read_txn(&self) -> Result<RoTxn<'_, WithoutTls>> {
-        Ok(self.shared.env.read_txn()?)
+    /// Run `f` in a read transaction while the spool is open.
+    fn read<T>(&self, f: impl FnOnce(&Tables, &RoTxn<'_, WithoutTls>) -> Result<T>) -> Result<T> {
+        self.with_open(|running| {
+            let rtxn = running.shared.env.read_txn()?;
+            f(&running.shared.tables, &rtxn)
+        })
     }
 
     /// The value of `key` in a plain table.
     pub fn get(&self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let db = self.shared.tables.plain(table)?;
-        let rtxn = self.read_txn()?;
-        Ok(db.get(&rtxn, key)?.map(<[u8]>::to_vec))
+        self.read(|tables, rtxn| Ok(tables.plain(table)?.get(rtxn, key)?.map(<[u8]>::to_vec)))
     }
 
     /// Up to `limit` entries of a plain table whose keys start with `prefix`, in key order (or
@@ -377,76 +393,68 @@ impl Spool {
         reverse: bool,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let db = self.shared.tables.plain(table)?;
-        let rtxn = self.read_txn()?;
-        let prefix_end = prefix_successor(prefix);
-        let lower = match (reverse, cursor) {
-            (false, Some(c)) if c >= prefix => Bound::Excluded(c),
-            _ => Bound::Included(prefix),
-        };
-        let upper = match (reverse, cursor, prefix_end.as_deref()) {
-            (true, Some(c), end) if end.is_none_or(|e| c < e) => Bound::Excluded(c),
-            (_, _, Some(end)) => Bound::Excluded(end),
-            (_, _, None) => Bound::Unbounded,
-        };
-        let range = (lower, upper);
-        let mut out = Vec::new();
-        if reverse {
-            for entry in db.rev_range(&rtxn, &range)? {
-                let (k, v) = entry?;
-                if out.len() >= limit {
-                    break;
-                }
+        self.read(|tables, rtxn| {
+            let db = tables.plain(table)?;
+            let prefix_end = prefix_successor(prefix);
+            let lower = match (reverse, cursor) {
+                (false, Some(c)) if c >= prefix => Bound::Excluded(c),
+                // LMDB refuses empty keys even as range bounds.
+                _ if prefix.is_empty() => Bound::Unbounded,
+                _ => Bound::Included(prefix),
+            };
+            let upper = match (reverse, cursor, prefix_end.as_deref()) {
+                (true, Some(c), end) if end.is_none_or(|e| c < e) => Bound::Excluded(c),
+                (_, _, Some(end)) => Bound::Excluded(end),
+                (_, _, None) => Bound::Unbounded,
+            };
+            let range = (lower, upper);
+            let rows: Box<dyn Iterator<Item = heed::Result<(&[u8], &[u8])>>> = if reverse {
+                Box::new(db.rev_range(rtxn, &range)?)
+            } else {
+                Box::new(db.range(rtxn, &range)?)
+            };
+            let mut out = Vec::new();
+            for row in rows.take(limit) {
+                let (k, v) = row?;
                 out.push((k.to_vec(), v.to_vec()));
             }
-        } else {
-            for entry in db.range(&rtxn, &range)? {
-                let (k, v) = entry?;
-                if out.len() >= limit {
-                    break;
-                }
-                out.push((k.to_vec(), v.to_vec()));
-            }
-        }
-        Ok(out)
+            Ok(out)
+        })
     }
 
     /// The number of entries in a plain table.
     pub fn count(&self, table: &str) -> Result<u64> {
-        let db = self.shared.tables.plain(table)?;
-        let rtxn = self.read_txn()?;
-        Ok(db.len(&rtxn)?)
+        self.read(|tables, rtxn| Ok(tables.plain(table)?.len(rtxn)?))
     }
 
     /// The stored bytes of a spooled message.
     pub fn message_body(&self, id: &str) -> Result<Option<Vec<u8>>> {
-        let rtxn = self.read_txn()?;
-        Ok(self.shared.tables.bodies.get(&rtxn, id.as_bytes())?.map(<[u8]>::to_vec))
+        self.read(|tables, rtxn| Ok(tables.bodies.get(rtxn, id.as_bytes())?.map(<[u8]>::to_vec)))
     }
 
     /// The delivery state of a spooled message.
     pub fn message_state(&self, id: &str) -> Result<Option<MessageState>> {
-        let rtxn = self.read_txn()?;
-        self.shared.tables.states.get(&rtxn, id.as_bytes())?.map(MessageState::decode).transpose()
+        self.read(|tables, rtxn| {
+            tables.states.get(rtxn, id.as_bytes())?.map(MessageState::decode).transpose()
+        })
     }
 
     /// How many messages the spool holds.
     pub fn message_count(&self) -> Result<u64> {
-        let rtxn = self.read_txn()?;
-        Ok(self.shared.tables.states.len(&rtxn)?)
+        self.read(|tables, rtxn| Ok(tables.states.len(rtxn)?))
     }
 
     /// The earliest due time in the index (a lease's expiry counts), for sleeping until then.
     pub fn next_due_at(&self) -> Result<Option<u64>> {
-        let rtxn = self.read_txn()?;
-        Ok(self.shared.tables.due.first(&rtxn)?.map(|(k, _)| due_key_time(k)))
+        self.read(|tables, rtxn| Ok(tables.due.first(rtxn)?.map(|(k, _)| due_key_time(k))))
     }
 
     /// Bytes of the map in use and the map's size.
     pub fn usage(&self) -> Result<(u64, u64)> {
-        let info = self.shared.env.info();
-        let used = self.shared.env.non_free_pages_size()?;
-        Ok((used, info.map_size as u64))
+        self.with_open(|running| {
+            let env = &running.shared.env;
+            Ok((env.non_free_pages_size()?, env.info().map_size as u64))
+        })
     }
 }
 
@@ -479,7 +487,13 @@ fn due_key_time(key: &[u8]) -> u64 {
     key.get(..8).and_then(|b| b.try_into().ok()).map(u64::from_be_bytes).unwrap_or(0)
 }
 
-fn run_committer(shared: &Shared, jobs: &Receiver<Job>, window: Duration, max_batch: usize) {
+fn run_committer(
+    shared: &Shared,
+    completions: &Completions,
+    jobs: &Receiver<Job>,
+    window: Duration,
+    max_batch: usize,
+) {
     while let Ok(first) = jobs.recv() {
         let mut group = vec![first];
         let deadline = Instant::now() + window;
@@ -495,7 +509,7 @@ fn run_committer(shared: &Shared, jobs: &Receiver<Job>, window: Duration, max_ba
             }
         }
         let results = commit_group(shared, &group);
-        deliver(shared, group, results);
+        deliver(completions, group, results);
     }
 }
 
@@ -723,7 +737,7 @@ fn new_lease_token() -> u64 {
     }
 }
 
-fn deliver(shared: &Shared, group: Vec<Job>, results: Vec<BatchResult>) {
+fn deliver(completions: &Completions, group: Vec<Job>, results: Vec<BatchResult>) {
     let mut tickets = Vec::new();
     for (job, result) in group.into_iter().zip(results) {
         match job.reply {
@@ -736,7 +750,7 @@ fn deliver(shared: &Shared, group: Vec<Job>, results: Vec<BatchResult>) {
     if tickets.is_empty() {
         return;
     }
-    let was_empty = match shared.completions.lock() {
+    let was_empty = match completions.pending.lock() {
         Ok(mut pending) => {
             let was_empty = pending.is_empty();
             pending.extend(tickets);
@@ -747,7 +761,7 @@ fn deliver(shared: &Shared, group: Vec<Job>, results: Vec<BatchResult>) {
     if was_empty {
         use std::io::Write;
         // A full socket buffer already means "readable"; nothing is lost by skipping the byte.
-        let _ = (&shared.wakeup).write(&[1]);
+        let _ = (&completions.wakeup).write(&[1]);
     }
 }
 
@@ -931,6 +945,7 @@ mod tests {
         assert_eq!(keys(spool.scan("emails", b"t1/", Some(b"t1/a"), false, 10).unwrap()), ["t1/b", "t1/c"]);
         assert_eq!(keys(spool.scan("emails", b"t1/", Some(b"t1/b"), true, 10).unwrap()), ["t1/a"]);
         assert_eq!(keys(spool.scan("emails", b"", None, true, 1).unwrap()), ["t2/a"]);
+        assert_eq!(keys(spool.scan("emails", b"", None, false, 1).unwrap()), ["t1/a"]);
         assert!(matches!(spool.get("nope", b"k"), Err(SpoolError::UnknownTable(_))));
         assert_eq!(spool.count("emails").unwrap(), 5);
     }
@@ -983,6 +998,9 @@ mod tests {
         let mut late = Batch::new();
         late.push(put("emails", "late", "v"));
         assert!(matches!(spool.submit(late), Err(SpoolError::Closed)));
+        assert!(matches!(spool.get("emails", b"k1"), Err(SpoolError::Closed)));
+        let reopened = open(dir.path());
+        assert_eq!(reopened.count("emails").unwrap(), 50);
     }
 
     // Minimal poll(2) for the wake-up test, to avoid a libc dependency in the crate.
