@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import outcome
 import trio
 
 from postwire import _core
@@ -45,15 +46,6 @@ def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class _PendingCommit:
-    __slots__ = ("done", "error", "leased")
-
-    def __init__(self) -> None:
-        self.done = trio.Event()
-        self.leased: list[Leased] = []
-        self.error: BaseException | None = None
-
-
 class Spool:
     """Awaitable writes and direct reads of the durable spool.
 
@@ -64,7 +56,9 @@ class Spool:
     def __init__(self, core: _core.Spool, clock_ms: Callable[[], int] = wall_clock_ms) -> None:
         self.core = core
         self.clock_ms = clock_ms
-        self._pending: dict[int, _PendingCommit] = {}
+        # Tasks parked in `commit`, by ticket. Parking directly (rather than one trio.Event per
+        # commit) halves the scheduler work on the hottest path of the service.
+        self._waiting: dict[int, trio.lowlevel.Task] = {}
         self._closed = False
 
     async def commit(self, batch: WriteBatch) -> list[Leased]:
@@ -76,14 +70,14 @@ class Spool:
         if self._closed:
             raise SpoolError("the spool is closed")
         ticket = self.core.submit(batch)
-        pending = self._pending[ticket] = _PendingCommit()
-        try:
-            await pending.done.wait()
-        finally:
-            self._pending.pop(ticket, None)
-        if pending.error is not None:
-            raise pending.error
-        return pending.leased
+        self._waiting[ticket] = trio.lowlevel.current_task()
+
+        def abort(_: object) -> trio.lowlevel.Abort:
+            del self._waiting[ticket]
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        leased: list[Leased] = await trio.lowlevel.wait_task_rescheduled(abort)
+        return leased
 
     async def dispatch_completions(self) -> None:
         """Wake the callers of finished commits; runs until cancelled."""
@@ -92,14 +86,13 @@ class Spool:
             await trio.lowlevel.wait_readable(fd)
             self._wake(self.core.take_completions())
 
-    def _wake(self, completions: list[tuple[int, list[Leased], BaseException | None]]) -> None:
+    def _wake(self, completions: list[tuple[int, list[Leased], SpoolError | None]]) -> None:
         for ticket, leased, error in completions:
-            pending = self._pending.get(ticket)
-            if pending is None:  # its caller was cancelled
+            task = self._waiting.pop(ticket, None)
+            if task is None:  # its caller was cancelled
                 continue
-            pending.leased = leased
-            pending.error = error
-            pending.done.set()
+            result = outcome.Value(leased) if error is None else outcome.Error(error)
+            trio.lowlevel.reschedule(task, result)
 
     def get(self, table: str, key: bytes) -> bytes | None:
         return self.core.get(table, key)

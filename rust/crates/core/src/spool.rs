@@ -271,6 +271,9 @@ impl Spool {
         std::fs::create_dir_all(path).map_err(|e| SpoolError::Storage(e.to_string()))?;
         let mut env_options = EnvOpenOptions::new().read_txn_without_tls();
         env_options.map_size(options.map_size).max_dbs(MAX_TABLES).max_readers(512);
+        // SAFETY: WRITEMAP writes straight into the map (no copy of each dirty page); only this
+        // module writes, through heed, so no stray pointer can scribble on the map.
+        unsafe { env_options.flags(heed::EnvFlags::WRITE_MAP) };
         // SAFETY: the environment is opened once per process (this module owns it) and its files
         // are not truncated or modified behind LMDB's back.
         let env = unsafe { env_options.open(path) }?;
