@@ -4,6 +4,7 @@ Errors raised by the extension are the classes of `postwire.errors`.
 """
 
 import os
+from typing import final
 
 from postwire.errors import SpoolError
 
@@ -14,10 +15,165 @@ def new_id() -> str:
 
 # --- mime --------------------------------------------------------------------------------------
 
+from collections.abc import Sequence  # noqa: E402
+from typing import TypeAlias, final  # noqa: E402
+
+_Mailbox: TypeAlias = tuple[str | None, str]
+"""`(display name or None, address)`. The REST layer parses `"Name <a@b>"` strings into these.
+
+Addresses must be a dot-atom local part (ASCII `atext` or UTF-8, no quoted local parts), one
+`@`, and a domain: a host name, an IDN (written in its punycode form, `xn--...`, per UTS 46),
+or an address literal such as `[192.0.2.1]`. A non-ASCII local part is written as UTF-8
+(RFC 6532) and needs SMTPUTF8 to be delivered. Non-ASCII display names are RFC 2047 encoded.
+"""
+
+@final
+class Attachment:
+    """A file carried by a message (immutable).
+
+    `content_type` is `type/subtype` without parameters (case-insensitive, written in lower
+    case, never `multipart/*`); when None it is guessed from the filename's extension, else
+    `application/octet-stream`. With a `content_id` (with or without `<>`) the part is inline:
+    it goes in `multipart/related` with the html, which refers to it as `cid:<content_id>`.
+    A non-ASCII filename is written per RFC 2231. Filenames and content ids are at most 255
+    octets. Checked when the message is built, not here.
+    """
+
+    def __new__(
+        cls,
+        content: bytes,
+        filename: str | None = None,
+        content_type: str | None = None,
+        content_id: str | None = None,
+    ) -> Attachment: ...
+    @property
+    def content(self) -> bytes: ...
+    @property
+    def filename(self) -> str | None: ...
+    @property
+    def content_type(self) -> str | None:
+        """As given (None when it is to be guessed)."""
+    @property
+    def content_id(self) -> str | None: ...
+
+def build_message(
+    *,
+    sender: _Mailbox,
+    to: Sequence[_Mailbox] = (),
+    cc: Sequence[_Mailbox] = (),
+    bcc: Sequence[_Mailbox] = (),
+    reply_to: Sequence[_Mailbox] = (),
+    subject: str = "",
+    text: str | None = None,
+    html: str | None = None,
+    attachments: Sequence[Attachment] = (),
+    headers: Sequence[tuple[str, str]] = (),
+    message_id: str | None = None,
+    date: int | None = None,
+    utc_offset_minutes: int = 0,
+    boundary_seed: str | None = None,
+) -> bytes:
+    """Build one RFC 5322 message: CRLF lines of at most 998 octets, ending in CRLF.
+
+    Headers, in order: From (`sender`), To, Cc, Reply-To (each left out when empty), Subject,
+    Date, Message-ID, the custom `headers` in the order given, MIME-Version, Content-Type.
+    `bcc` is validated like the other lists and never written (the envelope carries it).
+    A non-ASCII subject (or one with a word too long to fold) is RFC 2047 encoded. A custom
+    header value is written as given when ASCII (folded at whitespace, so structured values
+    such as List-Unsubscribe survive) and RFC 2047 encoded otherwise.
+
+    Body: `text` alone is text/plain, `html` alone text/html, both multipart/alternative.
+    Attachments with a content id go with the html in multipart/related
+    (`alternative[text, related[html, inline...]]`); the others make the message
+    multipart/mixed (as do inline parts when there is no html). Neither text, html nor
+    attachments gives an empty text/plain body. mail-builder picks 7bit, quoted-printable
+    or base64 per part; bodies may not contain NUL.
+
+    Determinism, for golden-byte tests: `date` is Unix seconds shown at `utc_offset_minutes`
+    (-1439..1439; the current time when `date` is None). `message_id` is taken with or without
+    `<>` and must be `left@right`; when None it is `<uuid4@sender-domain>`. Every boundary is
+    `{boundary_seed}_{n}`, n = 1, 2, 3 from the outermost multipart inwards; the seed is
+    1-60 of `A-Z a-z 0-9 . _ -` and may not occur as `--{seed}` in the content; when None it
+    is random.
+
+    Raises:
+        postwire.errors.HeaderInjectionError: a display name, address, subject, header name
+            or value, message id, filename, content type, content id or boundary seed holds
+            CR, LF or NUL. The message names the field (`to[1] address`, `header X-Tag value`).
+        postwire.errors.MessageError: anything else malformed: other control characters, an
+            invalid address or domain, a header name that is not printable ASCII without `:`
+            and space, a custom header naming a structural header (From, To, Cc, Bcc, Reply-To,
+            Subject, Date, Message-ID, MIME-Version, Content-Type, Content-Transfer-Encoding;
+            case-insensitive: use the matching argument), a header word too long to fold into
+            998 octets, a bad date, offset, content type, id or seed.
+    """
+
 # --- dkim --------------------------------------------------------------------------------------
+
+from typing import Literal, final  # noqa: E402
+
+@final
+class DkimKey:
+    """A fresh DKIM key pair, from `generate_dkim_key`. Its repr leaves the private key out."""
+
+    @property
+    def kind(self) -> Literal["rsa", "ed25519"]: ...
+    @property
+    def private_key_pem(self) -> str:
+        """Unencrypted PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`); keep it secret."""
+    @property
+    def dns_txt(self) -> str:
+        """TXT value to publish at `<selector>._domainkey.<domain>`:
+        `v=DKIM1; k=rsa; p=<base64 SubjectPublicKeyInfo>` or
+        `v=DKIM1; k=ed25519; p=<base64 raw 32-byte key>` (RFC 8463)."""
+
+def generate_dkim_key(kind: Literal["rsa", "ed25519"] = "rsa", bits: int | None = None) -> DkimKey:
+    """Generate a DKIM key, GIL released (RSA-2048 takes ~0.1-1 s, RSA-4096 seconds).
+
+    `bits` is the RSA modulus size: 2048 when None, 1024..4096 accepted (keys under 2048 bits
+    only for DNS hosts that cannot take long TXT records). It must be None for Ed25519.
+    Raises `DkimError` for an unknown kind or a size out of range.
+    """
+
+@final
+class DkimSigner:
+    """A private key bound to a signing domain (`d=`) and selector (`s=`), parsed once.
+
+    Signatures are RSA-SHA256 or Ed25519-SHA256 (by the key), canonicalization relaxed/relaxed,
+    over those of From, To, Cc, Reply-To, Subject, Date, Message-ID, MIME-Version, Content-Type,
+    List-Unsubscribe, List-Unsubscribe-Post that the message has (each instance of a repeated
+    one); From is required. Safe to share between threads; `sign` releases the GIL.
+    """
+
+    def __init__(self, private_key_pem: str, domain: str, selector: str) -> None:
+        """Parse the key: PKCS#8 `PRIVATE KEY` (RSA or Ed25519, as OpenSSL and
+        `generate_dkim_key` write it) or PKCS#1 `RSA PRIVATE KEY`, RSA of 1024..4096 bits.
+
+        Raises `DkimError` for anything else (bad PEM, public, encrypted or EC keys) and for a
+        domain or selector that is not an ASCII DNS name (IDNs as punycode).
+        """
+    def sign(self, message: bytes, *, timestamp: int | None = None) -> bytes:
+        """Return the `DKIM-Signature: ...\\r\\n` header (folded, CRLF) to prepend to `message`.
+
+        `message` is the complete RFC 5322 message with CRLF line endings; 8-bit bytes are fine.
+        `timestamp` (Unix seconds) sets `t=`; None uses the clock. Signing is deterministic, so
+        a fixed timestamp gives golden bytes. Raises `DkimError` if the message has no From.
+        """
+    @property
+    def algorithm(self) -> Literal["rsa-sha256", "ed25519-sha256"]: ...
+    @property
+    def kind(self) -> Literal["rsa", "ed25519"]: ...
+    @property
+    def domain(self) -> str: ...
+    @property
+    def selector(self) -> str: ...
+    @property
+    def dns_txt(self) -> str:
+        """The TXT value publishing this key's public half (as `DkimKey.dns_txt`)."""
 
 # --- spool -------------------------------------------------------------------------------------
 
+@final
 class WriteBatch:
     """Operations that commit together or not at all; consumed by `Spool.submit`/`Spool.commit`.
 
@@ -25,7 +181,7 @@ class WriteBatch:
     before any write of the batch, so a refused batch leaves nothing behind.
     """
 
-    def __init__(self) -> None: ...
+    def __new__(cls) -> WriteBatch: ...
     def __len__(self) -> int: ...
     def put(self, table: str, key: bytes, value: bytes) -> None:
         """Set `key` in a plain table."""
@@ -61,6 +217,7 @@ class WriteBatch:
     def release_leases(self, now_ms: int) -> None:
         """Make every leased message due now (at start-up, when this process alone delivers)."""
 
+@final
 class Leased:
     """A message handed out by `WriteBatch.lease_due`."""
 
@@ -80,6 +237,7 @@ class Leased:
     @property
     def enqueued_at_ms(self) -> int: ...
 
+@final
 class MessageState:
     """Delivery state of one spooled message."""
 
@@ -96,6 +254,7 @@ class MessageState:
     @property
     def enqueued_at_ms(self) -> int: ...
 
+@final
 class Spool:
     """The durable spool: one LMDB environment in directory `path`, owned by this object.
 
@@ -105,16 +264,18 @@ class Spool:
     `SpoolFullError` when the map (`map_size` bytes) is full.
     """
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         path: str | os.PathLike[str],
         *,
         tables: list[str],
-        map_size: int = 1 << 30,
+        map_size: int = ...,
         commit_window_us: int = 1000,
         max_batch: int = 512,
-    ) -> None:
-        """Open or create the spool with the plain `tables` (names not starting with `_`)."""
+    ) -> Spool:
+        """Open or create the spool with the plain `tables` (names not starting with `_`).
+
+        `map_size` defaults to 1 GiB."""
     def submit(self, batch: WriteBatch) -> int:
         """Queue `batch` for group commit and return its ticket without waiting."""
     def commit(self, batch: WriteBatch) -> list[Leased]:
@@ -128,13 +289,13 @@ class Spool:
         self,
         table: str,
         *,
-        prefix: bytes = b"",
+        prefix: bytes = ...,
         cursor: bytes | None = None,
         reverse: bool = False,
         limit: int = 100,
     ) -> list[tuple[bytes, bytes]]:
-        """Entries whose key starts with `prefix`, in key order or `reverse`d, strictly after
-        `cursor` in that order, at most `limit`."""
+        """Entries whose key starts with `prefix` (default: every key), in key order or
+        `reverse`d, strictly after `cursor` in that order, at most `limit`."""
     def count(self, table: str) -> int: ...
     def message_body(self, id: str) -> bytes | None: ...
     def message_state(self, id: str) -> MessageState | None: ...
