@@ -16,7 +16,7 @@ def new_id() -> str:
 # --- mime --------------------------------------------------------------------------------------
 
 from collections.abc import Sequence  # noqa: E402
-from typing import TypeAlias, final  # noqa: E402
+from typing import TypeAlias  # noqa: E402
 
 _Mailbox: TypeAlias = tuple[str | None, str]
 """`(display name or None, address)`. The REST layer parses `"Name <a@b>"` strings into these.
