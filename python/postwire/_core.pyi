@@ -110,7 +110,7 @@ def build_message(
 
 # --- dkim --------------------------------------------------------------------------------------
 
-from typing import Literal, final  # noqa: E402
+from typing import Literal  # noqa: E402
 
 @final
 class DkimKey:
@@ -125,7 +125,8 @@ class DkimKey:
     def dns_txt(self) -> str:
         """TXT value to publish at `<selector>._domainkey.<domain>`:
         `v=DKIM1; k=rsa; p=<base64 SubjectPublicKeyInfo>` or
-        `v=DKIM1; k=ed25519; p=<base64 raw 32-byte key>` (RFC 8463)."""
+        `v=DKIM1; k=ed25519; p=<base64 raw 32-byte key>` (RFC 8463). RSA values pass 255
+        characters, so DNS publishes them as several strings of one TXT record."""
 
 def generate_dkim_key(kind: Literal["rsa", "ed25519"] = "rsa", bits: int | None = None) -> DkimKey:
     """Generate a DKIM key, GIL released (RSA-2048 takes ~0.1-1 s, RSA-4096 seconds).
@@ -145,7 +146,7 @@ class DkimSigner:
     one); From is required. Safe to share between threads; `sign` releases the GIL.
     """
 
-    def __init__(self, private_key_pem: str, domain: str, selector: str) -> None:
+    def __new__(cls, private_key_pem: str, domain: str, selector: str) -> DkimSigner:
         """Parse the key: PKCS#8 `PRIVATE KEY` (RSA or Ed25519, as OpenSSL and
         `generate_dkim_key` write it) or PKCS#1 `RSA PRIVATE KEY`, RSA of 1024..4096 bits.
 
