@@ -86,8 +86,9 @@ def build_message(
     Attachments with a content id go with the html in multipart/related
     (`alternative[text, related[html, inline...]]`); the others make the message
     multipart/mixed (as do inline parts when there is no html). Neither text, html nor
-    attachments gives an empty text/plain body. mail-builder picks 7bit, quoted-printable
-    or base64 per part; bodies may not contain NUL.
+    attachments gives an empty text/plain body. Text and html may not contain NUL; their bare
+    CR and bare LF become CRLF; mail-builder picks 7bit, quoted-printable or base64 for them.
+    Attachments are always base64, so their bytes arrive exactly as given.
 
     Determinism, for golden-byte tests: `date` is Unix seconds shown at `utc_offset_minutes`
     (-1439..1439; the current time when `date` is None). `message_id` is taken with or without

@@ -196,6 +196,25 @@ def test_lines_are_crlf_and_at_most_998_octets() -> None:
     assert decoded == "Ü" * 500 + " <jose@example.com>"
 
 
+def test_bare_cr_and_lf_never_reach_the_wire() -> None:
+    raw_file = b"a\rb\nc\x00d\r\n"
+    data = _core.build_message(
+        sender=(None, "a@example.com"),
+        text="x\r.\rRCPT TO:<evil@example.net>\n",
+        html="<p>\r</p>\n",
+        attachments=[_core.Attachment(raw_file, "notes.txt")],
+    )
+    assert re.search(rb"\r(?!\n)|(?<!\r)\n", data) is None
+    message = parse(data)
+    text_part = message.get_body(("plain",))
+    assert text_part is not None
+    assert text_part.get_content() == "x\r\n.\r\nRCPT TO:<evil@example.net>\r\n"
+    # Attachments are base64 whatever their type, so their bytes arrive exactly.
+    (attachment,) = message.iter_attachments()
+    assert attachment["Content-Transfer-Encoding"] == "base64"
+    assert attachment.get_payload(decode=True) == raw_file
+
+
 def test_single_part_and_alternative_structures() -> None:
     base: dict[str, Any] = {"sender": (None, "a@example.com"), "to": [(None, "b@example.com")]}
     text_only = parse(_core.build_message(**base, text="only text\n"))

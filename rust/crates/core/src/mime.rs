@@ -150,8 +150,8 @@ fn invalid(message: String) -> MimeError {
     MimeError::Invalid(message)
 }
 
-/// Refuses CR, LF and NUL (injection) and the other ASCII controls but TAB (not allowed in
-/// header text by RFC 5322, and some relays treat a bare CR-like control as a line end).
+/// Refuses CR, LF and NUL (injection), and the other ASCII controls but TAB, which RFC 5322
+/// header text does not allow either.
 fn check_text(value: &str, field: &Field<'_>) -> Result<(), MimeError> {
     let is_control = |b: &u8| (*b < 0x20 && *b != b'\t') || *b == 0x7f;
     if !value.as_bytes().iter().any(is_control) {
@@ -429,11 +429,11 @@ fn check_seed(seed: &str) -> Result<(), MimeError> {
     Ok(())
 }
 
-fn random_hex(bytes: usize) -> String {
+/// 128 random bits in hex: a collision with content is not a practical concern.
+fn random_seed() -> String {
     let mut raw = [0u8; 16];
-    let raw = &mut raw[..bytes.min(16)];
-    rand::thread_rng().fill_bytes(raw);
-    raw.iter().map(|b| format!("{b:02x}")).collect()
+    rand::thread_rng().fill_bytes(&mut raw);
+    format!("{:032x}", u128::from_le_bytes(raw))
 }
 
 fn random_uuid() -> String {
@@ -571,34 +571,52 @@ fn build_attachment<'a>(
     if let Some(name) = filename {
         disposition = disposition.attribute("filename", name);
     }
-    let mut part = MimePart::new(
-        ContentType::new(content_type),
-        BodyPart::Binary(Cow::Borrowed(attachment.content)),
-    )
-    .header("Content-Disposition", disposition);
+    // A raw Content-Type (a validated token/token) makes mail-builder base64 every attachment,
+    // text/* included: its bytes then arrive exactly as given, and no bare CR, LF or NUL of
+    // the file reaches the message as it would in a 7bit part.
+    let mut part = MimePart::raw(BodyPart::Binary(Cow::Borrowed(attachment.content)))
+        .header("Content-Type", Raw::new(content_type))
+        .header("Content-Disposition", disposition);
     if let Some(cid) = content_id {
         part = part.header("Content-ID", MessageId::new(cid));
     }
     Ok(part)
 }
 
-/// Refuses a caller's seed that already occurs in a text part: a line `--{seed}_n` inside a
-/// body would end the part early. Base64 output cannot hold `_` or `-`, so binary parts are safe.
+/// Refuses a caller's seed that already occurs in the text or html: a line `--{seed}_n` inside
+/// a body would end the part early. Attachments are base64, which holds no `-`.
 fn check_seed_absent(seed: &str, spec: &MessageSpec<'_>) -> Result<(), MimeError> {
     let marker = format!("--{seed}");
-    let texts = [spec.text.map(str::as_bytes), spec.html.map(str::as_bytes)];
-    let attachments = spec.attachments.iter().map(|a| Some(a.content));
-    for content in texts.into_iter().chain(attachments).flatten() {
-        if content
-            .windows(marker.len())
-            .any(|window| window == marker.as_bytes())
-        {
+    for body in [spec.text, spec.html].into_iter().flatten() {
+        if body.contains(&marker) {
             return Err(invalid(format!(
                 "boundary_seed {seed:?} occurs in the message content; choose another"
             )));
         }
     }
     Ok(())
+}
+
+/// Turns every bare CR into CRLF. mail-builder already does so for bare LF, but would write a
+/// lone CR as is in a 7bit body, and receivers that take it for a line end are open to SMTP
+/// smuggling (`\r.\r`). Bodies without CR, nearly all of them, are borrowed.
+fn crlf_bare_cr(body: &str) -> Cow<'_, str> {
+    let bytes = body.as_bytes();
+    let is_bare = |at: usize| bytes.get(at + 1) != Some(&b'\n');
+    if !body.contains('\r') || !body.match_indices('\r').any(|(at, _)| is_bare(at)) {
+        return Cow::Borrowed(body);
+    }
+    let mut fixed = String::with_capacity(body.len() + 16);
+    let mut start = 0;
+    for (at, _) in body.match_indices('\r') {
+        fixed.push_str(&body[start..=at]);
+        if is_bare(at) {
+            fixed.push('\n');
+        }
+        start = at + 1;
+    }
+    fixed.push_str(&body[start..]);
+    Cow::Owned(fixed)
 }
 
 fn multipart<'a>(kind: &'static str, boundary: String, parts: Vec<MimePart<'a>>) -> MimePart<'a> {
@@ -668,8 +686,7 @@ pub fn build_message(spec: &MessageSpec<'_>) -> Result<Vec<u8>, MimeError> {
             check_seed_absent(seed, spec)?;
             Cow::Borrowed(seed)
         }
-        // 128 random bits: a collision with content is not a practical concern.
-        None => Cow::Owned(random_hex(16)),
+        None => Cow::Owned(random_seed()),
     };
 
     let mut attachments = Vec::new();
@@ -683,11 +700,13 @@ pub fn build_message(spec: &MessageSpec<'_>) -> Result<Vec<u8>, MimeError> {
         }
     }
 
-    if let Some(body) = spec.text.or(spec.html) {
-        // 7bit and quoted-printable cannot carry NUL (RFC 2045 section 2.7).
-        if body.contains('\0') || spec.html.is_some_and(|html| html.contains('\0')) {
-            return Err(invalid("text and html bodies cannot contain NUL".into()));
-        }
+    // 7bit and quoted-printable cannot carry NUL (RFC 2045 section 2.7).
+    if [spec.text, spec.html]
+        .into_iter()
+        .flatten()
+        .any(|body| body.contains('\0'))
+    {
+        return Err(invalid("text and html bodies cannot contain NUL".into()));
     }
 
     // Boundaries are numbered from the outermost multipart inwards.
@@ -707,10 +726,10 @@ pub fn build_message(spec: &MessageSpec<'_>) -> Result<Vec<u8>, MimeError> {
 
     let text = spec
         .text
-        .map(|text| MimePart::new("text/plain", BodyPart::Text(Cow::Borrowed(text))));
+        .map(|text| MimePart::new("text/plain", BodyPart::Text(crlf_bare_cr(text))));
     let mut html = spec
         .html
-        .map(|html| MimePart::new("text/html", BodyPart::Text(Cow::Borrowed(html))));
+        .map(|html| MimePart::new("text/html", BodyPart::Text(crlf_bare_cr(html))));
     if let Some(boundary) = related_boundary {
         let mut parts = Vec::with_capacity(inline.len() + 1);
         parts.extend(html.take());
@@ -1251,6 +1270,52 @@ mod tests {
         spec.boundary_seed = Some("x");
         spec.text = Some("a line\n--x_1\nmore\n");
         assert!(matches!(build_message(&spec), Err(MimeError::Invalid(_))));
+    }
+
+    #[test]
+    fn mime_bare_cr_in_bodies_becomes_crlf() {
+        assert_eq!(crlf_bare_cr("a\rb\r\nc\r"), "a\r\nb\r\nc\r\n");
+        assert!(matches!(crlf_bare_cr("a\r\nb\n"), Cow::Borrowed(_)));
+        let mut spec = simple_spec();
+        spec.text = Some("x\r.\rMAIL FROM:<evil@example.net>\r\n");
+        spec.html = Some("<p>\r</p>");
+        let message = build_message(&spec).unwrap();
+        assert_well_formed(&message);
+    }
+
+    #[test]
+    fn mime_attachments_are_base64_whatever_their_type() {
+        let content = b"line\rbare cr\nbare lf\0nul\r\n";
+        let mut spec = simple_spec();
+        spec.attachments = vec![
+            Attachment {
+                content,
+                filename: Some("a.txt"),
+                content_type: None,
+                content_id: None,
+            },
+            Attachment {
+                content,
+                filename: Some("b.txt"),
+                content_type: Some("text/plain"),
+                content_id: Some("b"),
+            },
+        ];
+        let message = build(&spec);
+        assert_eq!(message.matches("Content-Type: text/plain\r\n").count(), 2);
+        assert_eq!(
+            message
+                .matches("Content-Transfer-Encoding: base64\r\n")
+                .count(),
+            2
+        );
+        assert_eq!(
+            message
+                .matches("bGluZQ1iYXJlIGNyCmJhcmUgbGYAbnVsDQo=")
+                .count(),
+            2
+        );
+        assert_well_formed(message.as_bytes());
     }
 
     #[test]
