@@ -62,6 +62,9 @@ impl From<heed::Error> for SpoolError {
 
 pub type Result<T> = std::result::Result<T, SpoolError>;
 
+/// A key and its value, borrowed from a read transaction.
+type Row<'txn> = (&'txn [u8], &'txn [u8]);
+
 /// How the spool is opened.
 #[derive(Debug, Clone)]
 pub struct SpoolOptions {
@@ -149,22 +152,45 @@ pub struct Leased {
 #[derive(Debug, Clone)]
 pub enum Op {
     /// Set `key` in a plain table.
-    Put { table: String, key: Vec<u8>, value: Vec<u8> },
+    Put {
+        table: String,
+        key: Vec<u8>,
+        value: Vec<u8>,
+    },
     /// Set `key` only if absent; otherwise the whole batch fails with [`SpoolError::KeyExists`].
-    Insert { table: String, key: Vec<u8>, value: Vec<u8> },
+    Insert {
+        table: String,
+        key: Vec<u8>,
+        value: Vec<u8>,
+    },
     /// Remove `key` from a plain table (absent is fine).
     Delete { table: String, key: Vec<u8> },
     /// Store a new message, due at `due_at_ms`. An id already spooled fails the batch.
-    Enqueue { id: String, body: Vec<u8>, due_at_ms: u64, now_ms: u64 },
+    Enqueue {
+        id: String,
+        body: Vec<u8>,
+        due_at_ms: u64,
+        now_ms: u64,
+    },
     /// Move a message to a new due time. With a lease, the lease must still be held; without,
     /// the message must not be leased right now. `count_attempt` records a failed attempt.
-    Reschedule { id: String, lease: Option<u64>, due_at_ms: u64, count_attempt: bool, now_ms: u64 },
+    Reschedule {
+        id: String,
+        lease: Option<u64>,
+        due_at_ms: u64,
+        count_attempt: bool,
+        now_ms: u64,
+    },
     /// Finish a leased message: its body, state and index entry go.
     Ack { id: String, lease: u64 },
     /// Remove a message that is not leased right now (a cancelled scheduled email).
     Remove { id: String, now_ms: u64 },
     /// Hand out up to `limit` messages due at `now_ms`, each leased for `lease_ms`.
-    LeaseDue { now_ms: u64, limit: usize, lease_ms: u64 },
+    LeaseDue {
+        now_ms: u64,
+        limit: usize,
+        lease_ms: u64,
+    },
     /// Make every leased message due at `now_ms` (on start-up, when this process alone delivers).
     ReleaseLeases { now_ms: u64 },
 }
@@ -226,7 +252,10 @@ struct Tables {
 
 impl Tables {
     fn plain(&self, name: &str) -> Result<Database<Bytes, Bytes>> {
-        self.plain.get(name).copied().ok_or_else(|| SpoolError::UnknownTable(name.to_string()))
+        self.plain
+            .get(name)
+            .copied()
+            .ok_or_else(|| SpoolError::UnknownTable(name.to_string()))
     }
 }
 
@@ -262,15 +291,23 @@ impl Spool {
     pub fn open(path: &Path, options: &SpoolOptions) -> Result<Spool> {
         for name in &options.tables {
             if name.is_empty() || name.starts_with('_') {
-                return Err(SpoolError::Invalid(format!("table name '{name}' is reserved")));
+                return Err(SpoolError::Invalid(format!(
+                    "table name '{name}' is reserved"
+                )));
             }
         }
         if options.tables.len() + 3 > MAX_TABLES as usize {
-            return Err(SpoolError::Invalid(format!("at most {} tables", MAX_TABLES - 3)));
+            return Err(SpoolError::Invalid(format!(
+                "at most {} tables",
+                MAX_TABLES - 3
+            )));
         }
         std::fs::create_dir_all(path).map_err(|e| SpoolError::Storage(e.to_string()))?;
         let mut env_options = EnvOpenOptions::new().read_txn_without_tls();
-        env_options.map_size(options.map_size).max_dbs(MAX_TABLES).max_readers(512);
+        env_options
+            .map_size(options.map_size)
+            .max_dbs(MAX_TABLES)
+            .max_readers(512);
         // SAFETY: WRITEMAP writes straight into the map (no copy of each dirty page); only this
         // module writes, through heed, so no stray pointer can scribble on the map.
         unsafe { env_options.flags(heed::EnvFlags::WRITE_MAP) };
@@ -291,8 +328,19 @@ impl Spool {
         let (wakeup_reader, wakeup) = UnixStream::pair().map_err(io_error)?;
         wakeup_reader.set_nonblocking(true).map_err(io_error)?;
         wakeup.set_nonblocking(true).map_err(io_error)?;
-        let completions = Arc::new(Completions { pending: Mutex::new(Vec::new()), wakeup });
-        let shared = Arc::new(Shared { env, tables: Tables { bodies, states, due, plain } });
+        let completions = Arc::new(Completions {
+            pending: Mutex::new(Vec::new()),
+            wakeup,
+        });
+        let shared = Arc::new(Shared {
+            env,
+            tables: Tables {
+                bodies,
+                states,
+                due,
+                plain,
+            },
+        });
         let (jobs, receiver) = crossbeam_channel::unbounded();
         let committer = {
             let shared = Arc::clone(&shared);
@@ -305,7 +353,11 @@ impl Spool {
                 .map_err(io_error)?
         };
         Ok(Spool {
-            running: RwLock::new(Some(Running { shared, jobs, committer })),
+            running: RwLock::new(Some(Running {
+                shared,
+                jobs,
+                committer,
+            })),
             completions,
             next_ticket: AtomicU64::new(1),
             wakeup_reader,
@@ -325,14 +377,20 @@ impl Spool {
     /// [`Completion`] appears in [`Spool::take_completions`] after the commit is durable.
     pub fn submit(&self, batch: Batch) -> Result<u64> {
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
-        self.send(Job { batch, reply: Reply::Ticket(ticket) })?;
+        self.send(Job {
+            batch,
+            reply: Reply::Ticket(ticket),
+        })?;
         Ok(ticket)
     }
 
     /// Commit a batch through the group committer and block until it is durable.
     pub fn commit(&self, batch: Batch) -> BatchResult {
         let (sender, receiver) = crossbeam_channel::bounded(1);
-        self.send(Job { batch, reply: Reply::Channel(sender) })?;
+        self.send(Job {
+            batch,
+            reply: Reply::Channel(sender),
+        })?;
         receiver.recv().map_err(|_| SpoolError::Closed)?
     }
 
@@ -365,7 +423,14 @@ impl Spool {
             Ok(mut running) => running.take(),
             Err(_) => None,
         };
-        let Some(Running { shared, jobs, committer }) = running else { return };
+        let Some(Running {
+            shared,
+            jobs,
+            committer,
+        }) = running
+        else {
+            return;
+        };
         drop(jobs);
         let _ = committer.join();
         if let Ok(shared) = Arc::try_unwrap(shared) {
@@ -411,7 +476,7 @@ impl Spool {
                 (_, _, None) => Bound::Unbounded,
             };
             let range = (lower, upper);
-            let rows: Box<dyn Iterator<Item = heed::Result<(&[u8], &[u8])>>> = if reverse {
+            let rows: Box<dyn Iterator<Item = heed::Result<Row<'_>>>> = if reverse {
                 Box::new(db.rev_range(rtxn, &range)?)
             } else {
                 Box::new(db.range(rtxn, &range)?)
@@ -438,7 +503,11 @@ impl Spool {
     /// The delivery state of a spooled message.
     pub fn message_state(&self, id: &str) -> Result<Option<MessageState>> {
         self.read(|tables, rtxn| {
-            tables.states.get(rtxn, id.as_bytes())?.map(MessageState::decode).transpose()
+            tables
+                .states
+                .get(rtxn, id.as_bytes())?
+                .map(MessageState::decode)
+                .transpose()
         })
     }
 
@@ -487,7 +556,10 @@ fn due_key(due_at_ms: u64, id: &str) -> Vec<u8> {
 }
 
 fn due_key_time(key: &[u8]) -> u64 {
-    key.get(..8).and_then(|b| b.try_into().ok()).map(u64::from_be_bytes).unwrap_or(0)
+    key.get(..8)
+        .and_then(|b| b.try_into().ok())
+        .map(u64::from_be_bytes)
+        .unwrap_or(0)
 }
 
 fn run_committer(
@@ -527,10 +599,12 @@ fn commit_group(shared: &Shared, group: &[Job]) -> Vec<BatchResult> {
     }
     group
         .iter()
-        .map(|job| match try_commit(shared, std::iter::once(&job.batch)) {
-            Ok(mut results) => results.pop().unwrap_or_else(|| Ok(Vec::new())),
-            Err(err) => Err(err),
-        })
+        .map(
+            |job| match try_commit(shared, std::iter::once(&job.batch)) {
+                Ok(mut results) => results.pop().unwrap_or_else(|| Ok(Vec::new())),
+                Err(err) => Err(err),
+            },
+        )
         .collect()
 }
 
@@ -562,7 +636,10 @@ fn check_batch(tables: &Tables, txn: &RwTxn<'_>, batch: &Batch) -> Result<()> {
             }
             Op::Insert { table, key, .. } => {
                 if tables.plain(table)?.get(txn, key)?.is_some() {
-                    return Err(SpoolError::KeyExists { table: table.clone(), key: key.clone() });
+                    return Err(SpoolError::KeyExists {
+                        table: table.clone(),
+                        key: key.clone(),
+                    });
                 }
             }
             Op::Enqueue { id, .. } => {
@@ -570,10 +647,15 @@ fn check_batch(tables: &Tables, txn: &RwTxn<'_>, batch: &Batch) -> Result<()> {
                     return Err(SpoolError::Invalid("empty message id".into()));
                 }
                 if tables.states.get(txn, id.as_bytes())?.is_some() {
-                    return Err(SpoolError::KeyExists { table: STATES.into(), key: id.clone().into_bytes() });
+                    return Err(SpoolError::KeyExists {
+                        table: STATES.into(),
+                        key: id.clone().into_bytes(),
+                    });
                 }
             }
-            Op::Reschedule { id, lease, now_ms, .. } => {
+            Op::Reschedule {
+                id, lease, now_ms, ..
+            } => {
                 let state = load_state(tables, txn, id)?;
                 let held = match lease {
                     Some(token) => state.lease == *token && *token != 0,
@@ -634,7 +716,12 @@ fn apply_batch(tables: &Tables, txn: &mut RwTxn<'_>, batch: &Batch) -> Result<Ve
             Op::Delete { table, key } => {
                 tables.plain(table)?.delete(txn, key)?;
             }
-            Op::Enqueue { id, body, due_at_ms, now_ms } => {
+            Op::Enqueue {
+                id,
+                body,
+                due_at_ms,
+                now_ms,
+            } => {
                 tables.bodies.put(txn, id.as_bytes(), body)?;
                 let state = MessageState {
                     due_at_ms: *due_at_ms,
@@ -646,7 +733,12 @@ fn apply_batch(tables: &Tables, txn: &mut RwTxn<'_>, batch: &Batch) -> Result<Ve
                 store_state(tables, txn, id, &state)?;
                 tables.due.put(txn, &due_key(*due_at_ms, id), &[])?;
             }
-            Op::Reschedule { id, due_at_ms, count_attempt, .. } => {
+            Op::Reschedule {
+                id,
+                due_at_ms,
+                count_attempt,
+                ..
+            } => {
                 let mut state = load_state(tables, txn, id)?;
                 move_due(tables, txn, id, state.due_at_ms, *due_at_ms)?;
                 state.due_at_ms = *due_at_ms;
@@ -662,7 +754,11 @@ fn apply_batch(tables: &Tables, txn: &mut RwTxn<'_>, batch: &Batch) -> Result<Ve
                 tables.states.delete(txn, id.as_bytes())?;
                 tables.bodies.delete(txn, id.as_bytes())?;
             }
-            Op::LeaseDue { now_ms, limit, lease_ms } => {
+            Op::LeaseDue {
+                now_ms,
+                limit,
+                lease_ms,
+            } => {
                 lease_due(tables, txn, *now_ms, *limit, *lease_ms, &mut leased)?;
             }
             Op::ReleaseLeases { now_ms } => release_leases(tables, txn, *now_ms)?,
@@ -782,16 +878,29 @@ mod tests {
     }
 
     fn enqueue(id: &str, due: u64) -> Op {
-        Op::Enqueue { id: id.into(), body: format!("body of {id}").into_bytes(), due_at_ms: due, now_ms: 1 }
+        Op::Enqueue {
+            id: id.into(),
+            body: format!("body of {id}").into_bytes(),
+            due_at_ms: due,
+            now_ms: 1,
+        }
     }
 
     fn put(table: &str, key: &str, value: &str) -> Op {
-        Op::Put { table: table.into(), key: key.into(), value: value.into() }
+        Op::Put {
+            table: table.into(),
+            key: key.into(),
+            value: value.into(),
+        }
     }
 
     fn lease(spool: &Spool, now_ms: u64, lease_ms: u64) -> Vec<Leased> {
         let mut batch = Batch::new();
-        batch.push(Op::LeaseDue { now_ms, limit: 100, lease_ms });
+        batch.push(Op::LeaseDue {
+            now_ms,
+            limit: 100,
+            lease_ms,
+        });
         spool.commit(batch).unwrap()
     }
 
@@ -803,20 +912,34 @@ mod tests {
         first
             .push(enqueue("m1", 10))
             .push(put("emails", "m1", "record"))
-            .push(Op::Insert { table: "idempotency".into(), key: b"k".to_vec(), value: b"m1".to_vec() });
+            .push(Op::Insert {
+                table: "idempotency".into(),
+                key: b"k".to_vec(),
+                value: b"m1".to_vec(),
+            });
         spool.commit(first).unwrap();
 
         let mut second = Batch::new();
         second
             .push(enqueue("m2", 10))
             .push(put("emails", "m2", "record"))
-            .push(Op::Insert { table: "idempotency".into(), key: b"k".to_vec(), value: b"m2".to_vec() });
+            .push(Op::Insert {
+                table: "idempotency".into(),
+                key: b"k".to_vec(),
+                value: b"m2".to_vec(),
+            });
         let err = spool.commit(second).unwrap_err();
         assert!(matches!(err, SpoolError::KeyExists { ref table, .. } if table == "idempotency"));
         assert_eq!(spool.get("emails", b"m2").unwrap(), None);
         assert_eq!(spool.message_body("m2").unwrap(), None);
-        assert_eq!(spool.get("idempotency", b"k").unwrap(), Some(b"m1".to_vec()));
-        assert_eq!(spool.message_body("m1").unwrap(), Some(b"body of m1".to_vec()));
+        assert_eq!(
+            spool.get("idempotency", b"k").unwrap(),
+            Some(b"m1".to_vec())
+        );
+        assert_eq!(
+            spool.message_body("m1").unwrap(),
+            Some(b"body of m1".to_vec())
+        );
         assert_eq!(spool.message_count().unwrap(), 1);
     }
 
@@ -825,17 +948,29 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let spool = Arc::new(open(dir.path()));
         let mut seed = Batch::new();
-        seed.push(Op::Insert { table: "idempotency".into(), key: b"taken".to_vec(), value: vec![] });
+        seed.push(Op::Insert {
+            table: "idempotency".into(),
+            key: b"taken".to_vec(),
+            value: vec![],
+        });
         spool.commit(seed).unwrap();
         let handles: Vec<_> = (0..16)
             .map(|i| {
                 let spool = Arc::clone(&spool);
                 std::thread::spawn(move || {
                     let mut batch = Batch::new();
-                    let key = if i % 4 == 0 { b"taken".to_vec() } else { format!("k{i}").into_bytes() };
+                    let key = if i % 4 == 0 {
+                        b"taken".to_vec()
+                    } else {
+                        format!("k{i}").into_bytes()
+                    };
                     batch
                         .push(put("emails", &format!("e{i}"), "x"))
-                        .push(Op::Insert { table: "idempotency".into(), key, value: vec![] });
+                        .push(Op::Insert {
+                            table: "idempotency".into(),
+                            key,
+                            value: vec![],
+                        });
                     (i, spool.commit(batch).is_ok())
                 })
             })
@@ -843,7 +978,13 @@ mod tests {
         for handle in handles {
             let (i, ok) = handle.join().unwrap();
             assert_eq!(ok, i % 4 != 0, "batch {i}");
-            assert_eq!(spool.get("emails", format!("e{i}").as_bytes()).unwrap().is_some(), ok);
+            assert_eq!(
+                spool
+                    .get("emails", format!("e{i}").as_bytes())
+                    .unwrap()
+                    .is_some(),
+                ok
+            );
         }
     }
 
@@ -852,14 +993,22 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let spool = open(dir.path());
         let mut batch = Batch::new();
-        batch.push(enqueue("a", 100)).push(enqueue("b", 200)).push(enqueue("later", 10_000));
+        batch
+            .push(enqueue("a", 100))
+            .push(enqueue("b", 200))
+            .push(enqueue("later", 10_000));
         spool.commit(batch).unwrap();
 
         let first = lease(&spool, 250, 1_000);
         let ids: Vec<_> = first.iter().map(|l| l.id.as_str()).collect();
         assert_eq!(ids, ["a", "b"]);
-        assert!(first.iter().all(|l| l.deliveries == 1 && l.lease_expires_at_ms == 1_250));
-        assert!(lease(&spool, 260, 1_000).is_empty(), "leased messages are not handed out twice");
+        assert!(first
+            .iter()
+            .all(|l| l.deliveries == 1 && l.lease_expires_at_ms == 1_250));
+        assert!(
+            lease(&spool, 260, 1_000).is_empty(),
+            "leased messages are not handed out twice"
+        );
         assert_eq!(spool.next_due_at().unwrap(), Some(1_250));
 
         // After the lease runs out, the message is due again with a new token.
@@ -869,11 +1018,20 @@ mod tests {
         assert_ne!(again[0].lease, first[0].lease);
 
         let mut stale_ack = Batch::new();
-        stale_ack.push(Op::Ack { id: "a".into(), lease: first[0].lease });
-        assert!(matches!(spool.commit(stale_ack), Err(SpoolError::LeaseLost(_))));
+        stale_ack.push(Op::Ack {
+            id: "a".into(),
+            lease: first[0].lease,
+        });
+        assert!(matches!(
+            spool.commit(stale_ack),
+            Err(SpoolError::LeaseLost(_))
+        ));
 
         let mut ack = Batch::new();
-        ack.push(Op::Ack { id: "a".into(), lease: again[0].lease });
+        ack.push(Op::Ack {
+            id: "a".into(),
+            lease: again[0].lease,
+        });
         spool.commit(ack).unwrap();
         assert_eq!(spool.message_body("a").unwrap(), None);
 
@@ -887,7 +1045,10 @@ mod tests {
         });
         spool.commit(retry).unwrap();
         let state = spool.message_state("b").unwrap().unwrap();
-        assert_eq!((state.due_at_ms, state.lease, state.attempts), (5_000, 0, 1));
+        assert_eq!(
+            (state.due_at_ms, state.lease, state.attempts),
+            (5_000, 0, 1)
+        );
         let due: Vec<_> = lease(&spool, 6_000, 10).into_iter().map(|l| l.id).collect();
         assert_eq!(due, ["b"]);
     }
@@ -903,8 +1064,15 @@ mod tests {
             assert_eq!(lease(&spool, 20, 60_000).len(), 2);
         }
         let spool = open(dir.path());
-        assert!(lease(&spool, 30, 1_000).is_empty(), "unexpired leases stay held after reopen");
-        assert_eq!(lease(&spool, 60_020, 1_000).len(), 2, "expired leases come back as due");
+        assert!(
+            lease(&spool, 30, 1_000).is_empty(),
+            "unexpired leases stay held after reopen"
+        );
+        assert_eq!(
+            lease(&spool, 60_020, 1_000).len(),
+            2,
+            "expired leases come back as due"
+        );
 
         let mut release = Batch::new();
         release.push(Op::ReleaseLeases { now_ms: 60_030 });
@@ -920,15 +1088,33 @@ mod tests {
         batch.push(enqueue("s", 500));
         spool.commit(batch).unwrap();
         let mut move_it = Batch::new();
-        move_it.push(Op::Reschedule { id: "s".into(), lease: None, due_at_ms: 50, count_attempt: false, now_ms: 10 });
+        move_it.push(Op::Reschedule {
+            id: "s".into(),
+            lease: None,
+            due_at_ms: 50,
+            count_attempt: false,
+            now_ms: 10,
+        });
         spool.commit(move_it).unwrap();
         assert_eq!(lease(&spool, 60, 1_000).len(), 1);
         let mut remove = Batch::new();
-        remove.push(Op::Remove { id: "s".into(), now_ms: 70 });
-        assert!(matches!(spool.commit(remove), Err(SpoolError::LeaseLost(_))));
+        remove.push(Op::Remove {
+            id: "s".into(),
+            now_ms: 70,
+        });
+        assert!(matches!(
+            spool.commit(remove),
+            Err(SpoolError::LeaseLost(_))
+        ));
         let mut missing = Batch::new();
-        missing.push(Op::Remove { id: "nope".into(), now_ms: 70 });
-        assert!(matches!(spool.commit(missing), Err(SpoolError::NoSuchMessage(_))));
+        missing.push(Op::Remove {
+            id: "nope".into(),
+            now_ms: 70,
+        });
+        assert!(matches!(
+            spool.commit(missing),
+            Err(SpoolError::NoSuchMessage(_))
+        ));
     }
 
     #[test]
@@ -941,28 +1127,68 @@ mod tests {
         }
         spool.commit(batch).unwrap();
         let keys = |rows: Vec<(Vec<u8>, Vec<u8>)>| -> Vec<String> {
-            rows.into_iter().map(|(k, _)| String::from_utf8(k).unwrap()).collect()
+            rows.into_iter()
+                .map(|(k, _)| String::from_utf8(k).unwrap())
+                .collect()
         };
-        assert_eq!(keys(spool.scan("emails", b"t1/", None, false, 10).unwrap()), ["t1/a", "t1/b", "t1/c"]);
-        assert_eq!(keys(spool.scan("emails", b"t1/", None, true, 2).unwrap()), ["t1/c", "t1/b"]);
-        assert_eq!(keys(spool.scan("emails", b"t1/", Some(b"t1/a"), false, 10).unwrap()), ["t1/b", "t1/c"]);
-        assert_eq!(keys(spool.scan("emails", b"t1/", Some(b"t1/b"), true, 10).unwrap()), ["t1/a"]);
-        assert_eq!(keys(spool.scan("emails", b"", None, true, 1).unwrap()), ["t2/a"]);
-        assert_eq!(keys(spool.scan("emails", b"", None, false, 1).unwrap()), ["t1/a"]);
-        assert!(matches!(spool.get("nope", b"k"), Err(SpoolError::UnknownTable(_))));
+        assert_eq!(
+            keys(spool.scan("emails", b"t1/", None, false, 10).unwrap()),
+            ["t1/a", "t1/b", "t1/c"]
+        );
+        assert_eq!(
+            keys(spool.scan("emails", b"t1/", None, true, 2).unwrap()),
+            ["t1/c", "t1/b"]
+        );
+        assert_eq!(
+            keys(
+                spool
+                    .scan("emails", b"t1/", Some(b"t1/a"), false, 10)
+                    .unwrap()
+            ),
+            ["t1/b", "t1/c"]
+        );
+        assert_eq!(
+            keys(
+                spool
+                    .scan("emails", b"t1/", Some(b"t1/b"), true, 10)
+                    .unwrap()
+            ),
+            ["t1/a"]
+        );
+        assert_eq!(
+            keys(spool.scan("emails", b"", None, true, 1).unwrap()),
+            ["t2/a"]
+        );
+        assert_eq!(
+            keys(spool.scan("emails", b"", None, false, 1).unwrap()),
+            ["t1/a"]
+        );
+        assert!(matches!(
+            spool.get("nope", b"k"),
+            Err(SpoolError::UnknownTable(_))
+        ));
         assert_eq!(spool.count("emails").unwrap(), 5);
     }
 
     #[test]
     fn full_map_is_a_typed_error_and_fails_only_the_big_batch() {
         let dir = tempfile::tempdir().unwrap();
-        let options = SpoolOptions { map_size: 1 << 20, tables: vec!["emails".into()], ..SpoolOptions::default() };
+        let options = SpoolOptions {
+            map_size: 1 << 20,
+            tables: vec!["emails".into()],
+            ..SpoolOptions::default()
+        };
         let spool = Arc::new(Spool::open(dir.path(), &options).unwrap());
         let big = std::thread::spawn({
             let spool = Arc::clone(&spool);
             move || {
                 let mut batch = Batch::new();
-                batch.push(Op::Enqueue { id: "big".into(), body: vec![7; 4 << 20], due_at_ms: 0, now_ms: 0 });
+                batch.push(Op::Enqueue {
+                    id: "big".into(),
+                    body: vec![7; 4 << 20],
+                    due_at_ms: 0,
+                    now_ms: 0,
+                });
                 spool.commit(batch)
             }
         });
@@ -970,7 +1196,10 @@ mod tests {
         small.push(put("emails", "small", "fits"));
         spool.commit(small).unwrap();
         assert!(matches!(big.join().unwrap(), Err(SpoolError::MapFull)));
-        assert_eq!(spool.get("emails", b"small").unwrap(), Some(b"fits".to_vec()));
+        assert_eq!(
+            spool.get("emails", b"small").unwrap(),
+            Some(b"fits".to_vec())
+        );
         assert_eq!(spool.message_body("big").unwrap(), None);
     }
 
@@ -1001,7 +1230,10 @@ mod tests {
         let mut late = Batch::new();
         late.push(put("emails", "late", "v"));
         assert!(matches!(spool.submit(late), Err(SpoolError::Closed)));
-        assert!(matches!(spool.get("emails", b"k1"), Err(SpoolError::Closed)));
+        assert!(matches!(
+            spool.get("emails", b"k1"),
+            Err(SpoolError::Closed)
+        ));
         let reopened = open(dir.path());
         assert_eq!(reopened.count("emails").unwrap(), 50);
     }
@@ -1014,7 +1246,11 @@ mod tests {
         revents: i16,
     }
     fn libc_pollfd(fd: i32) -> PollFd {
-        PollFd { fd, events: 1, revents: 0 }
+        PollFd {
+            fd,
+            events: 1,
+            revents: 0,
+        }
     }
     fn poll(fds: &mut [PollFd], timeout_ms: i32) {
         extern "C" {

@@ -40,7 +40,12 @@ impl WriteBatch {
     }
 
     fn enqueue(&mut self, id: String, body: Vec<u8>, due_at_ms: u64, now_ms: u64) {
-        self.batch.push(core::Op::Enqueue { id, body, due_at_ms, now_ms });
+        self.batch.push(core::Op::Enqueue {
+            id,
+            body,
+            due_at_ms,
+            now_ms,
+        });
     }
 
     #[pyo3(signature = (id, due_at_ms, now_ms, *, lease = None, count_attempt = false))]
@@ -52,7 +57,13 @@ impl WriteBatch {
         lease: Option<u64>,
         count_attempt: bool,
     ) {
-        self.batch.push(core::Op::Reschedule { id, lease, due_at_ms, count_attempt, now_ms });
+        self.batch.push(core::Op::Reschedule {
+            id,
+            lease,
+            due_at_ms,
+            count_attempt,
+            now_ms,
+        });
     }
 
     fn ack(&mut self, id: String, lease: u64) {
@@ -64,7 +75,11 @@ impl WriteBatch {
     }
 
     fn lease_due(&mut self, now_ms: u64, limit: usize, lease_ms: u64) {
-        self.batch.push(core::Op::LeaseDue { now_ms, limit, lease_ms });
+        self.batch.push(core::Op::LeaseDue {
+            now_ms,
+            limit,
+            lease_ms,
+        });
     }
 
     fn release_leases(&mut self, now_ms: u64) {
@@ -145,7 +160,9 @@ impl Spool {
             max_batch,
             tables,
         };
-        let spool = py.detach(|| core::Spool::open(&path, &options)).map_err(spool_error)?;
+        let spool = py
+            .detach(|| core::Spool::open(&path, &options))
+            .map_err(spool_error)?;
         Ok(Spool { spool })
     }
 
@@ -162,7 +179,9 @@ impl Spool {
         batch: &Bound<'py, WriteBatch>,
     ) -> PyResult<Bound<'py, PyList>> {
         let batch = std::mem::take(&mut batch.borrow_mut().batch);
-        let leased = py.detach(|| self.spool.commit(batch)).map_err(spool_error)?;
+        let leased = py
+            .detach(|| self.spool.commit(batch))
+            .map_err(spool_error)?;
         leased_list(py, leased)
     }
 
@@ -177,16 +196,23 @@ impl Spool {
         for completion in self.spool.take_completions() {
             let item = match completion.result {
                 Ok(leased) => (completion.ticket, leased_list(py, leased)?, py.None()),
-                Err(err) => {
-                    (completion.ticket, PyList::empty(py), spool_error(err).into_value(py).into_any())
-                }
+                Err(err) => (
+                    completion.ticket,
+                    PyList::empty(py),
+                    spool_error(err).into_value(py).into_any(),
+                ),
             };
             out.append(item)?;
         }
         Ok(out)
     }
 
-    fn get<'py>(&self, py: Python<'py>, table: &str, key: &[u8]) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        table: &str,
+        key: &[u8],
+    ) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let value = self.spool.get(table, key).map_err(spool_error)?;
         Ok(value.map(|v| PyBytes::new(py, &v)))
     }
@@ -205,14 +231,22 @@ impl Spool {
             .spool
             .scan(table, &prefix, cursor.as_deref(), reverse, limit)
             .map_err(spool_error)?;
-        PyList::new(py, rows.into_iter().map(|(k, v)| (PyBytes::new(py, &k), PyBytes::new(py, &v))))
+        PyList::new(
+            py,
+            rows.into_iter()
+                .map(|(k, v)| (PyBytes::new(py, &k), PyBytes::new(py, &v))),
+        )
     }
 
     fn count(&self, table: &str) -> PyResult<u64> {
         self.spool.count(table).map_err(spool_error)
     }
 
-    fn message_body<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    fn message_body<'py>(
+        &self,
+        py: Python<'py>,
+        id: &str,
+    ) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let body = self.spool.message_body(id).map_err(spool_error)?;
         Ok(body.map(|b| PyBytes::new(py, &b)))
     }
