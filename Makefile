@@ -33,6 +33,7 @@ lint: setup  ## ruff, mypy, cargo fmt and clippy
 	$(BIN)/ruff check python tests benchmarks
 	$(BIN)/ruff format --check python tests benchmarks
 	$(BIN)/mypy
+	$(BIN)/python -m mypy.stubtest postwire._core
 	cargo fmt --all --check
 	cargo clippy --workspace --release -- -D warnings
 
