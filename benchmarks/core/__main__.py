@@ -113,16 +113,19 @@ def report(medians: dict[str, dict[str, float]], rounds: int, seconds: float) ->
         for c in BENCHMARKS[name][1]:
             ours, base = figures[c.postwire], figures[c.baseline]
             ratio = ours / base
-            target = f"≥ {c.target:g}× {'met' if ratio >= c.target else 'MISSED'}" if c.target else "—"
+            verdict = "met" if ratio >= c.target else "MISSED"
+            target = f">= {c.target:g}x {verdict}" if c.target else "-"
             lines.append(
-                f"| {c.what} | {ours:,.0f} {c.unit} | {base:,.0f} {c.unit} | {ratio:,.1f}× "
+                f"| {c.what} | {ours:,.0f} {c.unit} | {base:,.0f} {c.unit} | {ratio:,.1f}x "
                 f"| {target} |"
             )
     for name, key, minimum in ABSOLUTE_TARGETS:
         if name in medians:
             value = medians[name][key]
             verdict = "met" if value >= minimum else "MISSED"
-            lines.append(f"| {key} (absolute) | {value:,.0f}/s | | | ≥ {minimum:,.0f}/s {verdict} |")
+            lines.append(
+                f"| {key} (absolute) | {value:,.0f}/s | | | >= {minimum:,.0f}/s {verdict} |"
+            )
     return "\n".join(lines) + "\n"
 
 

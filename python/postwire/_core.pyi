@@ -4,9 +4,23 @@ Errors raised by the extension are the classes of `postwire.errors`.
 """
 
 import os
-from typing import final
+from collections.abc import Sequence
+from typing import Literal, TypeAlias, final
 
 from postwire.errors import SpoolError
+
+__all__ = [
+    "Attachment",
+    "DkimKey",
+    "DkimSigner",
+    "Leased",
+    "MessageState",
+    "Spool",
+    "WriteBatch",
+    "build_message",
+    "generate_dkim_key",
+    "new_id",
+]
 
 # --- ids ---------------------------------------------------------------------------------------
 
@@ -14,9 +28,6 @@ def new_id() -> str:
     """A fresh random UUID v4 string (the id format of every resource)."""
 
 # --- mime --------------------------------------------------------------------------------------
-
-from collections.abc import Sequence  # noqa: E402
-from typing import TypeAlias  # noqa: E402
 
 _Mailbox: TypeAlias = tuple[str | None, str]
 """`(display name or None, address)`. The REST layer parses `"Name <a@b>"` strings into these.
@@ -110,8 +121,6 @@ def build_message(
     """
 
 # --- dkim --------------------------------------------------------------------------------------
-
-from typing import Literal  # noqa: E402
 
 @final
 class DkimKey:
