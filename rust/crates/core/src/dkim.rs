@@ -6,8 +6,6 @@
 //! absent headers in `h=` as well, reads the clock itself, and folds its header past 78 columns.
 //! So we choose the headers, take `t=` from the caller and write the header ourselves.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use aws_lc_rs::digest::{self, SHA256};
 use aws_lc_rs::error::KeyRejected;
 use aws_lc_rs::rand::SystemRandom;
@@ -269,7 +267,7 @@ impl Signer {
             .canonical_body(body, 0)
             .write(&mut body_hash);
 
-        let timestamp = timestamp.unwrap_or_else(unix_now);
+        let timestamp = timestamp.unwrap_or_else(crate::clock::unix_seconds);
         let mut header = FoldedHeader::new("DKIM-Signature:");
         for tag in [
             "v=1;".to_string(),
@@ -399,13 +397,6 @@ impl Writer for Sha256Writer {
     fn write(&mut self, buf: &[u8]) {
         self.0.update(buf);
     }
-}
-
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
 
 fn check_dns_name(what: &'static str, value: &str) -> Result<(), DkimError> {

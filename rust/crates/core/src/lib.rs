@@ -2,6 +2,7 @@
 //!
 //! Pure Rust with no Python in sight; `rust/crates/py` wraps it for `postwire._core`.
 
+pub mod clock;
 pub mod dkim;
 pub mod ids;
 pub mod mime;

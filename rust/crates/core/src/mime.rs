@@ -12,7 +12,6 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use mail_builder::headers::address::Address;
 use mail_builder::headers::content_type::ContentType;
@@ -69,7 +68,7 @@ impl Date {
     /// The current time, shown at `utc_offset_minutes`.
     pub fn now(utc_offset_minutes: i32) -> Self {
         Self {
-            unix: now_unix(),
+            unix: crate::clock::unix_seconds() as i64,
             utc_offset_minutes,
         }
     }
@@ -409,12 +408,6 @@ fn format_date(date: Date) -> Result<String, MimeError> {
     Ok(text)
 }
 
-fn now_unix() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_secs() as i64)
-}
-
 /// Characters of a boundary that need no escaping anywhere (a subset of RFC 2046 `bchars`);
 /// `=` is left out so quoted-printable bodies can never produce a boundary line.
 fn check_seed(seed: &str) -> Result<(), MimeError> {
@@ -434,15 +427,6 @@ fn random_seed() -> String {
     let mut raw = [0u8; 16];
     rand::thread_rng().fill_bytes(&mut raw);
     format!("{:032x}", u128::from_le_bytes(raw))
-}
-
-fn random_uuid() -> String {
-    let mut raw = [0u8; 16];
-    rand::thread_rng().fill_bytes(&mut raw);
-    uuid::Builder::from_random_bytes(raw)
-        .into_uuid()
-        .hyphenated()
-        .to_string()
 }
 
 fn check_media_type<'a>(
@@ -676,7 +660,7 @@ pub fn build_message(spec: &MessageSpec<'_>) -> Result<Vec<u8>, MimeError> {
                 unreachable!("build_mailbox returns one address")
             };
             let domain = sender.email.rsplit_once('@').map_or("", |(_, d)| d);
-            Cow::Owned(format!("{}@{domain}", random_uuid()))
+            Cow::Owned(format!("{}@{domain}", crate::ids::new_id()))
         }
     };
     let date = format_date(spec.date.unwrap_or_else(|| Date::now(0)))?;
