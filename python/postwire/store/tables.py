@@ -1,0 +1,79 @@
+"""Typed records in the spool's plain tables.
+
+A `Table` pairs a table name with a frozen dataclass. Records are stored as compact JSON, so
+their fields must be JSON values (str, int, float, bool, None, and lists or dicts of those).
+Writes are added to a `WriteBatch`, so a record commits together with whatever else the batch
+holds (a message, an idempotency key); reads go straight to the spool.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+from postwire._core import WriteBatch
+from postwire.errors import SpoolError
+from postwire.store.spool import TABLES, Spool
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+RecordT = TypeVar("RecordT", bound="DataclassInstance")
+
+
+@dataclass(frozen=True, slots=True)
+class Table(Generic[RecordT]):
+    """The records of type `record` kept in spool table `name`, by string key."""
+
+    name: str
+    record: type[RecordT]
+
+    def __post_init__(self) -> None:
+        if self.name not in TABLES:
+            raise SpoolError(f"unknown spool table {self.name!r}")
+        if not dataclasses.is_dataclass(self.record):
+            raise TypeError(f"{self.record!r} is not a dataclass")
+
+    def encode(self, record: RecordT) -> bytes:
+        return json.dumps(dataclasses.asdict(record), separators=(",", ":")).encode()
+
+    def decode(self, raw: bytes) -> RecordT:
+        fields = json.loads(raw)
+        known = {f.name for f in dataclasses.fields(self.record)}
+        # Fields written by a newer version are dropped; missing ones take their defaults.
+        return self.record(**{k: v for k, v in fields.items() if k in known})
+
+    def get(self, spool: Spool, key: str) -> RecordT | None:
+        raw = spool.get(self.name, key.encode())
+        return None if raw is None else self.decode(raw)
+
+    def scan(
+        self,
+        spool: Spool,
+        *,
+        prefix: str = "",
+        cursor: str | None = None,
+        reverse: bool = False,
+        limit: int = 100,
+    ) -> list[tuple[str, RecordT]]:
+        """Records whose key starts with `prefix`, in key order (or reversed), after `cursor`."""
+        rows = spool.scan(
+            self.name,
+            prefix=prefix.encode(),
+            cursor=None if cursor is None else cursor.encode(),
+            reverse=reverse,
+            limit=limit,
+        )
+        return [(key.decode(), self.decode(raw)) for key, raw in rows]
+
+    def put(self, batch: WriteBatch, key: str, record: RecordT) -> None:
+        batch.put(self.name, key.encode(), self.encode(record))
+
+    def insert(self, batch: WriteBatch, key: str, record: RecordT) -> None:
+        """Add `record` only if `key` is free; else the batch fails with `KeyExistsError`."""
+        batch.insert(self.name, key.encode(), self.encode(record))
+
+    def delete(self, batch: WriteBatch, key: str) -> None:
+        batch.delete(self.name, key.encode())
