@@ -71,12 +71,19 @@ BENCHMARKS: dict[str, tuple[Callable[[float], dict[str, float]], list[Comparison
         spool.run,
         [
             Comparison(
-                "Durable 4 KiB enqueues, group commit vs one commit each",
+                "Durable 4 KiB mail enqueues, group commit vs one commit each",
                 "msg/s",
                 "postwire group commit",
                 "lmdb one commit per message",
                 0.0,
-            )
+            ),
+            Comparison(
+                "Durable 4 KiB random-byte enqueues, group commit vs one commit each",
+                "msg/s",
+                "postwire group commit, incompressible",
+                "lmdb one commit per message",
+                0.0,
+            ),
         ],
     ),
 }

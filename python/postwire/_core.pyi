@@ -25,7 +25,8 @@ __all__ = [
 # --- ids ---------------------------------------------------------------------------------------
 
 def new_id() -> str:
-    """A fresh random UUID v4 string (the id format of every resource)."""
+    """A fresh UUID v7 string, the id of every resource: opaque to clients, but it sorts in
+    creation order, which keeps the spool's B-trees append-only."""
 
 # --- mime --------------------------------------------------------------------------------------
 
@@ -103,8 +104,8 @@ def build_message(
 
     Determinism, for golden-byte tests: `date` is Unix seconds shown at `utc_offset_minutes`
     (-1439..1439; the current time when `date` is None). `message_id` is taken with or without
-    `<>` and must be `left@right`; when None it is `<uuid4@sender-domain>`. Every boundary is
-    `{boundary_seed}_{n}`, n = 1, 2, 3 from the outermost multipart inwards; the seed is
+    `<>` and must be `left@right`; when None it is `<{new_id()}@sender-domain>`. Every
+    boundary is `{boundary_seed}_{n}`, n = 1, 2, 3 from the outermost multipart inwards; the seed is
     1-60 of `A-Z a-z 0-9 . _ -` and may not occur as `--{seed}` in the content; when None it
     is random.
 
@@ -308,7 +309,8 @@ class Spool:
         """Entries whose key starts with `prefix` (default: every key), in key order or
         `reverse`d, strictly after `cursor` in that order, at most `limit`."""
     def count(self, table: str) -> int: ...
-    def message_body(self, id: str) -> bytes | None: ...
+    def message_body(self, id: str) -> bytes | None:
+        """The message exactly as enqueued (bodies are stored LZ4-compressed when that pays)."""
     def message_state(self, id: str) -> MessageState | None: ...
     def message_count(self) -> int: ...
     def next_due_at(self) -> int | None:

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import lmdb
+import lz4.block
 import pytest
 
 from postwire import _core
@@ -22,6 +23,13 @@ from postwire.store.spool import TABLES
 from tests.integration.spool_writer import body_for
 
 ROUNDS = 20
+
+
+def decode_stored_body(stored: bytes) -> bytes:
+    """The spool's body record: a tag byte, then raw bytes (0) or a size-prefixed LZ4 block (1)."""
+    tag, rest = stored[0], stored[1:]
+    assert tag in (0, 1), f"unknown body encoding {tag}"
+    return rest if tag == 0 else lz4.block.decompress(rest)
 
 
 def acknowledged_ids(output: bytes) -> list[str]:
@@ -77,7 +85,9 @@ def test_acknowledged_writes_survive_sigkill(tmp_path: Path) -> None:
         with env.begin() as txn:
             for message_id in acknowledged:
                 key = message_id.encode()
-                assert txn.get(key, db=bodies) == body_for(message_id), message_id
+                stored = txn.get(key, db=bodies)
+                assert stored is not None, message_id
+                assert decode_stored_body(stored) == body_for(message_id), message_id
                 assert txn.get(key, db=emails) == b"record:" + key, message_id
         env.close()
 

@@ -259,7 +259,7 @@ def test_defaults_date_message_id_and_boundaries() -> None:
     message = parse(first)
     match = re.fullmatch(r"<([0-9a-f-]{36})@example\.com>", message["Message-ID"])
     assert match is not None
-    assert uuid.UUID(match.group(1)).version == 4
+    assert uuid.UUID(match.group(1)).version == 7
     assert abs(message["Date"].datetime.timestamp() - time.time()) < 60
     assert message["Date"].datetime.utcoffset() == timedelta(0)
     assert message.get_boundary() != parse(second).get_boundary()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -78,7 +79,7 @@ async def test_full_map_is_spool_full_error(tmp_path: Path) -> None:
     async with trio.open_nursery() as nursery:
         nursery.start_soon(spool.dispatch_completions)
         batch = _core.WriteBatch()
-        batch.enqueue("big", b"\0" * (2 << 20), 0, 0)
+        batch.enqueue("big", os.urandom(2 << 20), 0, 0)  # incompressible
         with pytest.raises(SpoolFullError):
             await spool.commit(batch)
         small = _core.WriteBatch()

@@ -1104,7 +1104,7 @@ mod tests {
             .unwrap();
         assert!(id_line.ends_with("@example.com>"), "{id_line}");
         let uuid = &id_line["Message-ID: <".len()..id_line.len() - "@example.com>".len()];
-        assert_eq!(uuid::Uuid::parse_str(uuid).unwrap().get_version_num(), 4);
+        assert_eq!(uuid::Uuid::parse_str(uuid).unwrap().get_version_num(), 7);
         let date_line = first.lines().find(|l| l.starts_with("Date: ")).unwrap();
         assert!(date_line.ends_with(" +0000"), "{date_line}");
         assert!(first.contains("boundary=\"") && first.contains("_3\""));

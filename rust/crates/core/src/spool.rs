@@ -495,9 +495,15 @@ impl Spool {
         self.read(|tables, rtxn| Ok(tables.plain(table)?.len(rtxn)?))
     }
 
-    /// The stored bytes of a spooled message.
+    /// The bytes of a spooled message, exactly as enqueued.
     pub fn message_body(&self, id: &str) -> Result<Option<Vec<u8>>> {
-        self.read(|tables, rtxn| Ok(tables.bodies.get(rtxn, id.as_bytes())?.map(<[u8]>::to_vec)))
+        self.read(|tables, rtxn| {
+            tables
+                .bodies
+                .get(rtxn, id.as_bytes())?
+                .map(decode_body)
+                .transpose()
+        })
     }
 
     /// The delivery state of a spooled message.
@@ -546,6 +552,37 @@ fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
         }
     }
     None
+}
+
+/// First byte of a stored body: how the rest is encoded.
+const BODY_RAW: u8 = 0;
+/// An LZ4 block preceded by the decoded length (u32, little-endian), as `lz4_flex` and the
+/// `lz4.block` Python module both write it.
+const BODY_LZ4: u8 = 1;
+
+/// Compress a body when that saves at least an eighth; mail (text, HTML, base64) usually does.
+/// Fewer bytes per message is more messages per fsync'd megabyte, and a body that shrinks under
+/// half a page no longer needs overflow pages of its own.
+fn encode_body(body: &[u8]) -> Vec<u8> {
+    let compressed = lz4_flex::compress_prepend_size(body);
+    let mut stored = Vec::with_capacity(1 + compressed.len().min(body.len()));
+    if compressed.len() + compressed.len() / 7 < body.len() {
+        stored.push(BODY_LZ4);
+        stored.extend_from_slice(&compressed);
+    } else {
+        stored.push(BODY_RAW);
+        stored.extend_from_slice(body);
+    }
+    stored
+}
+
+fn decode_body(stored: &[u8]) -> Result<Vec<u8>> {
+    match stored.split_first() {
+        Some((&BODY_RAW, body)) => Ok(body.to_vec()),
+        Some((&BODY_LZ4, compressed)) => lz4_flex::decompress_size_prepended(compressed)
+            .map_err(|e| SpoolError::Storage(format!("corrupt compressed body: {e}"))),
+        _ => Err(SpoolError::Storage("corrupt body record".into())),
+    }
 }
 
 fn due_key(due_at_ms: u64, id: &str) -> Vec<u8> {
@@ -722,7 +759,7 @@ fn apply_batch(tables: &Tables, txn: &mut RwTxn<'_>, batch: &Batch) -> Result<Ve
                 due_at_ms,
                 now_ms,
             } => {
-                tables.bodies.put(txn, id.as_bytes(), body)?;
+                tables.bodies.put(txn, id.as_bytes(), &encode_body(body))?;
                 let state = MessageState {
                     due_at_ms: *due_at_ms,
                     lease: 0,
@@ -875,6 +912,19 @@ mod tests {
             ..SpoolOptions::default()
         };
         Spool::open(dir, &options).unwrap()
+    }
+
+    /// xorshift64 output: bytes LZ4 cannot shrink.
+    fn incompressible(len: usize) -> Vec<u8> {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 24) as u8
+            })
+            .collect()
     }
 
     fn enqueue(id: &str, due: u64) -> Op {
@@ -1118,6 +1168,33 @@ mod tests {
     }
 
     #[test]
+    fn bodies_come_back_exactly_compressed_or_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = open(dir.path());
+        let text = b"Hello, this line repeats.\r\n".repeat(200);
+        let noise = incompressible(5000);
+        let mut batch = Batch::new();
+        for (id, body) in [
+            ("text", &text[..]),
+            ("noise", &noise[..]),
+            ("empty", &[][..]),
+        ] {
+            batch.push(Op::Enqueue {
+                id: id.into(),
+                body: body.to_vec(),
+                due_at_ms: 0,
+                now_ms: 0,
+            });
+        }
+        spool.commit(batch).unwrap();
+        assert_eq!(spool.message_body("text").unwrap().unwrap(), text);
+        assert_eq!(spool.message_body("noise").unwrap().unwrap(), noise);
+        assert_eq!(spool.message_body("empty").unwrap().unwrap(), b"");
+        assert!(encode_body(&text).len() < text.len() / 4);
+        assert_eq!(encode_body(&noise)[0], BODY_RAW);
+    }
+
+    #[test]
     fn scan_walks_prefixes_and_cursors_both_ways() {
         let dir = tempfile::tempdir().unwrap();
         let spool = open(dir.path());
@@ -1185,7 +1262,7 @@ mod tests {
                 let mut batch = Batch::new();
                 batch.push(Op::Enqueue {
                     id: "big".into(),
-                    body: vec![7; 4 << 20],
+                    body: incompressible(4 << 20),
                     due_at_ms: 0,
                     now_ms: 0,
                 });
