@@ -5,6 +5,8 @@ The Rust extension raises the classes defined here (it imports them), so there i
 
     PostwireError
     ├── ConfigError              invalid or unknown configuration; names the key
+    ├── ApiError                 a request is refused; carries the wire contract's
+    │                            {"statusCode", "name", "message"}
     ├── MessageError             (also ValueError) a message cannot be built as asked
     │   └── HeaderInjectionError a header name or value holds CR, LF or NUL
     ├── DkimError                a key cannot be generated, parsed or used to sign
@@ -21,6 +23,28 @@ class PostwireError(Exception):
 
 class ConfigError(PostwireError):
     """The configuration is invalid; the message names the offending key."""
+
+
+class ApiError(PostwireError):
+    """A REST request is refused with the contract's error body.
+
+    `name` is one of the contract's error names (`validation_error`, `missing_api_key`,
+    `not_found`, ...); `status` the HTTP status that goes with it.
+    """
+
+    def __init__(self, status: int, name: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.name = name
+        self.message = message
+
+    def to_json(self) -> dict[str, object]:
+        return {"statusCode": self.status, "name": self.name, "message": self.message}
+
+
+def validation_error(message: str, status: int = 422) -> ApiError:
+    """The contract's most common refusal: 422 `validation_error`."""
+    return ApiError(status, "validation_error", message)
 
 
 class MessageError(PostwireError, ValueError):
