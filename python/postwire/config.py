@@ -54,6 +54,8 @@ class ApiConfig:
     listen: str = "127.0.0.1:3000"
     # Base of links Postwire puts in mail and pages (tracking, dashboard); no trailing slash.
     public_url: str = "http://127.0.0.1:3000"
+    # Requests per second per team, across all its keys; 0 means unlimited (Resend uses 10).
+    rate_limit: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -522,6 +524,7 @@ def _at_least(minimum: int) -> Callable[[str, int], int]:
 _VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "api.listen": _check_listen,
     "api.public_url": _check_url,
+    "api.rate_limit": _at_least(0),
     "smtp.starttls_listen": _check_listen_list,
     "smtp.tls_listen": _check_listen_list,
     "smtp.max_message_size": _at_least(1),
