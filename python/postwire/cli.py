@@ -46,10 +46,48 @@ def build_parser() -> argparse.ArgumentParser:
         "SIGINT or SIGTERM shuts down gracefully; a second signal skips the grace period.",
     )
     serve.set_defaults(handler=_serve)
+
+    keys = commands.add_parser("keys", help="manage API keys").add_subparsers(
+        dest="keys_command", metavar="ACTION", required=True
+    )
+    create = keys.add_parser(
+        "create",
+        parents=[config_parent],
+        help="create an API key and print its token (shown only this once)",
+        description="Create an API key. The first key also creates the team it belongs to.",
+    )
+    create.add_argument("--name", required=True, help="a label for the key (at most 50 chars)")
+    create.add_argument(
+        "--permission", choices=["full_access", "sending_access"], default="full_access"
+    )
+    create.add_argument(
+        "--domain", metavar="DOMAIN_ID", help="with sending_access: only this domain may send"
+    )
+    team = create.add_mutually_exclusive_group()
+    team.add_argument("--team", metavar="TEAM_ID", help="the team (default: the only team)")
+    team.add_argument("--new-team", metavar="NAME", help="create a new team for this key")
+    create.set_defaults(handler=_create_key)
     return parser
 
 
-def _serve(config: Config) -> int:
+def _create_key(config: Config, args: argparse.Namespace) -> int:
+    import trio
+
+    from postwire.keys_command import create_key
+
+    try:
+        key_id, token = trio.run(
+            create_key, config, args.name, args.permission, args.domain, args.team, args.new_team
+        )
+    except PostwireError as exc:
+        print(f"postwire: {exc}", file=sys.stderr)
+        return 1
+    print(f"API key {key_id} created; its token, shown only now:", file=sys.stderr)
+    print(token)
+    return 0
+
+
+def _serve(config: Config, args: argparse.Namespace) -> int:
     import trio  # imported here so `postwire --version` stays fast
 
     from postwire import app
@@ -96,4 +134,4 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ConfigError as exc:
         print(f"postwire: {exc}", file=sys.stderr)
         sys.exit(EXIT_USAGE)
-    sys.exit(args.handler(config))
+    sys.exit(args.handler(config, args))

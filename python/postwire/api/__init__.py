@@ -1,0 +1,1 @@
+"""The REST API, wire-compatible with Resend: one module per resource."""

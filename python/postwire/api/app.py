@@ -1,0 +1,109 @@
+"""The REST API: a Quart-Trio app served by Hypercorn's trio worker inside the service tree.
+
+Served at the root of its host (the Go and Rust SDKs drop any path prefix). Every response is
+JSON in the contract's shapes; `errors.install_error_handlers` owns the error side.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+
+import hypercorn.trio
+import trio
+from hypercorn.config import Config as HypercornConfig
+from quart import Response, g, request
+from quart_trio import QuartTrio
+
+from postwire.api import api_keys
+from postwire.api.auth import authenticate_caller
+from postwire.api.context import ApiContext
+from postwire.api.errors import install_error_handlers
+from postwire.api.rate_limit import RateLimiter
+from postwire.app import ServiceDeps
+from postwire.config import Config
+from postwire.errors import ApiError
+from postwire.store import accounts
+
+log = logging.getLogger("postwire.api")
+
+# Paths served without an API key.
+PUBLIC_PATHS = frozenset({"/openapi.json"})
+# Whole-request cap: 40 MB of email after base64, plus JSON overhead.
+MAX_BODY_BYTES = 48 * 1024 * 1024
+# How often a key's last_used_at is written at most (it costs a commit).
+KEY_USE_WRITE_INTERVAL = 60.0
+
+
+def create_app(ctx: ApiContext) -> QuartTrio:
+    app = QuartTrio("postwire")
+    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
+    app.config["JSON_SORT_KEYS"] = False
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    install_error_handlers(app)
+    limiter = RateLimiter(ctx.config.api.rate_limit)
+
+    @app.before_request
+    async def identify_caller() -> None:
+        g.rate = None
+        if request.path in PUBLIC_PATHS:
+            return
+        caller = authenticate_caller(
+            ctx.spool, request.headers.get("Authorization"), request.method, request.path
+        )
+        g.caller = caller
+        g.rate = limiter.check(caller.team_id, ctx.monotonic())
+        if g.rate is not None and not g.rate.allowed:
+            raise ApiError(
+                429,
+                "rate_limit_exceeded",
+                "Too many requests. Please limit the number of requests per second.",
+            )
+        await _note_key_use(ctx, app, caller.key)
+
+    @app.after_request
+    async def add_rate_headers(response: Response) -> Response:
+        rate = g.get("rate")
+        if rate is not None:
+            response.headers.update(rate.headers())
+        return response
+
+    app.register_blueprint(api_keys.routes(ctx))
+    return app
+
+
+async def _note_key_use(ctx: ApiContext, app: QuartTrio, key: accounts.ApiKeyRecord) -> None:
+    now = ctx.monotonic()
+    last = ctx.key_use_written.get(key.id)
+    if last is not None and now - last < KEY_USE_WRITE_INTERVAL:
+        return
+    ctx.key_use_written[key.id] = now
+    # Off the request's path: the caller does not wait for this commit.
+    app.nursery.start_soon(accounts.record_key_use, ctx.spool, key, ctx.now())
+
+
+async def serve_api(
+    config: Config,
+    deps: ServiceDeps,
+    *,
+    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve the REST API on `api.listen` until the stage's `stopping` event.
+
+    Reports the bound URLs once listening. On `stopping`, Hypercorn stops accepting and lets
+    requests in flight finish within its graceful timeout; cancellation closes at once.
+    """
+    app = create_app(ApiContext(config=config, spool=deps.spool))
+    hypercorn_config = HypercornConfig()
+    hypercorn_config.bind = [config.api.listen]
+    hypercorn_config.accesslog = None
+    hypercorn_config.errorlog = logging.getLogger("hypercorn.error")
+    hypercorn_config.graceful_timeout = 10.0
+    async with trio.open_nursery() as nursery:
+        urls: list[str] = await nursery.start(
+            partial(
+                hypercorn.trio.serve, app, hypercorn_config, shutdown_trigger=deps.stopping.wait
+            )
+        )
+        log.info("REST API listening on %s", ", ".join(urls))
+        task_status.started(urls)

@@ -1,0 +1,27 @@
+"""What every API handler works with, passed explicitly rather than through globals."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import trio
+
+from postwire.config import Config
+from postwire.store.spool import Spool
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(slots=True)
+class ApiContext:
+    config: Config
+    spool: Spool
+    # Injectable clocks: wall time for records, monotonic seconds for rate windows.
+    now: Callable[[], datetime] = utc_now
+    monotonic: Callable[[], float] = trio.current_time
+    # Key id -> when its last_used_at was last written, to write it at most once a minute.
+    key_use_written: dict[str, float] = field(default_factory=dict)

@@ -1,0 +1,102 @@
+"""A live `postwire serve` in a subprocess, driven by real clients (the `resend` SDK, httpx)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+READY = re.compile(r"REST API listening on (http://\S+)")
+
+
+@dataclass
+class LiveServer:
+    config_path: Path
+    data_dir: Path
+    process: subprocess.Popen[str] | None = None
+    base_url: str = ""
+    log_lines: list[str] = field(default_factory=list)
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "postwire", "serve", "--config", str(self.config_path)],
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_clean_env(),
+        )
+        assert self.process.stderr is not None
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            line = self.process.stderr.readline()
+            if not line:
+                break
+            self.log_lines.append(line)
+            if match := READY.search(line):
+                self.base_url = match.group(1)
+                return
+        raise AssertionError("postwire did not start:\n" + "".join(self.log_lines))
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        assert self.process is not None
+        self.process.send_signal(sig)
+        status = self.process.wait(timeout=20)
+        self.process = None
+        return status
+
+    def create_key(
+        self,
+        name: str = "test",
+        *,
+        permission: str = "full_access",
+        domain_id: str | None = None,
+        new_team: str | None = None,
+    ) -> str:
+        """A token from `postwire keys create`, the same command an operator runs."""
+        command = [sys.executable, "-m", "postwire", "keys", "create", "--name", name]
+        command += ["--config", str(self.config_path), "--permission", permission]
+        if domain_id is not None:
+            command += ["--domain", domain_id]
+        if new_team is not None:
+            command += ["--new-team", new_team]
+        result = subprocess.run(
+            command, capture_output=True, text=True, check=True, env=_clean_env()
+        )
+        return result.stdout.strip()
+
+
+def _clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("POSTWIRE_")}
+
+
+def write_config(path: Path, data_dir: Path, *, rate_limit: int = 0) -> None:
+    path.write_text(
+        f"""data_dir = "{data_dir}"
+
+[api]
+listen = "127.0.0.1:0"
+public_url = "http://127.0.0.1:3000"
+rate_limit = {rate_limit}
+
+[smtp]
+starttls_listen = []
+tls_listen = []
+"""
+    )
+
+
+@pytest.fixture
+def live_server(tmp_path: Path) -> Iterator[LiveServer]:
+    server = LiveServer(config_path=tmp_path / "postwire.toml", data_dir=tmp_path / "data")
+    write_config(server.config_path, server.data_dir)
+    server.start()
+    yield server
+    if server.process is not None:
+        server.stop()
