@@ -13,7 +13,8 @@ The Rust extension raises the classes defined here (it imports them), so there i
     └── SpoolError               the durable spool failed; nothing of the write was kept
         ├── SpoolFullError       the map is full: back off (SMTP 451, HTTP 503)
         ├── KeyExistsError       an insert found its key taken (idempotency races)
-        └── LeaseLostError       the lease expired or was taken over; do not ack
+        ├── LeaseLostError       the lease expired or was taken over; do not ack
+        └── NoSuchMessageError   the message is not (or no longer) in the spool
 """
 
 
@@ -78,3 +79,7 @@ class KeyExistsError(SpoolError):
 
 class LeaseLostError(SpoolError):
     """The message's lease expired or another worker holds it now."""
+
+
+class NoSuchMessageError(SpoolError):
+    """The message is not in the spool (never was, or already delivered or removed)."""

@@ -19,6 +19,7 @@ mod py {
     pyo3::import_exception!(postwire.errors, SpoolFullError);
     pyo3::import_exception!(postwire.errors, KeyExistsError);
     pyo3::import_exception!(postwire.errors, LeaseLostError);
+    pyo3::import_exception!(postwire.errors, NoSuchMessageError);
 }
 
 pub fn mime_error(err: MimeError) -> PyErr {
@@ -40,6 +41,7 @@ pub fn spool_error(err: SpoolError) -> PyErr {
             py::KeyExistsError::new_err((err.to_string(), table.clone(), key))
         }),
         SpoolError::LeaseLost(_) => py::LeaseLostError::new_err(err.to_string()),
+        SpoolError::NoSuchMessage(_) => py::NoSuchMessageError::new_err(err.to_string()),
         _ => py::SpoolError::new_err(err.to_string()),
     }
 }

@@ -1,0 +1,130 @@
+"""Email records: what the API shows of every accepted email, next to its spooled message.
+
+Records live under `{team_id}/{email_id}`; ids are time-ordered, so a reverse scan of a team's
+prefix lists its emails newest first, and a cursor is just another key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from postwire._core import WriteBatch
+from postwire.errors import ApiError, LeaseLostError, NoSuchMessageError
+from postwire.store.spool import Spool
+from postwire.store.tables import Table
+
+
+@dataclass(frozen=True, slots=True)
+class EmailRecord:
+    id: str
+    team_id: str
+    domain_id: str
+    sender: str  # the `from` field as sent, display name included
+    to: list[str]
+    subject: str
+    message_id: str
+    created_at: str
+    last_event: str
+    envelope_from: str
+    recipients: list[str]  # to + cc + bcc addresses: the envelope
+    cc: list[str] = field(default_factory=list)
+    bcc: list[str] = field(default_factory=list)
+    reply_to: list[str] = field(default_factory=list)
+    html: str | None = None
+    text: str | None = None
+    tags: list[dict[str, str]] = field(default_factory=list)
+    scheduled_at: str | None = None
+    size: int = 0
+
+
+EMAILS = Table("emails", EmailRecord)
+
+
+def email_key(team_id: str, email_id: str) -> str:
+    return f"{team_id}/{email_id}"
+
+
+def add_email(
+    batch: WriteBatch, record: EmailRecord, message: bytes, due_at_ms: int, now_ms: int
+) -> None:
+    """Add the record and its message to `batch`: they commit together or not at all."""
+    batch.enqueue(record.id, message, due_at_ms, now_ms)
+    EMAILS.put(batch, email_key(record.team_id, record.id), record)
+
+
+def get_email(spool: Spool, team_id: str, email_id: str) -> EmailRecord:
+    record = EMAILS.get(spool, email_key(team_id, email_id))
+    if record is None:
+        raise ApiError(404, "not_found", "Email not found")
+    return record
+
+
+def list_emails(
+    spool: Spool, team_id: str, *, limit: int, after: str | None, before: str | None
+) -> tuple[list[EmailRecord], bool]:
+    """A page of the team's emails, newest first; `after` walks to older ones, `before` to
+    newer ones, the cursor itself excluded."""
+    prefix = f"{team_id}/"
+    if before is not None:
+        newer = EMAILS.scan(
+            spool, prefix=prefix, cursor=email_key(team_id, before), limit=limit + 1
+        )
+        page = [record for _, record in newer[:limit]]
+        return list(reversed(page)), len(newer) > limit
+    cursor = None if after is None else email_key(team_id, after)
+    older = EMAILS.scan(spool, prefix=prefix, cursor=cursor, reverse=True, limit=limit + 1)
+    return [record for _, record in older[:limit]], len(older) > limit
+
+
+def email_json(record: EmailRecord, *, full: bool) -> dict[str, Any]:
+    """The contract's Email object (section 3.5); list items leave out html, text and tags."""
+    body: dict[str, Any] = {
+        "object": "email",
+        "id": record.id,
+        "to": record.to,
+        "from": record.sender,
+        "created_at": record.created_at,
+        "subject": record.subject,
+        "bcc": record.bcc,
+        "cc": record.cc,
+        "reply_to": record.reply_to,
+        "last_event": record.last_event,
+        "scheduled_at": record.scheduled_at,
+        "message_id": record.message_id,
+    }
+    if full:
+        body["html"] = record.html
+        body["text"] = record.text
+        body["tags"] = record.tags
+    return body
+
+
+async def reschedule_email(
+    spool: Spool, record: EmailRecord, scheduled_at: str, due_at_ms: int, now_ms: int
+) -> EmailRecord:
+    if record.last_event != "scheduled":
+        raise ApiError(422, "validation_error", "Only scheduled emails can be rescheduled.")
+    batch = WriteBatch()
+    batch.reschedule(record.id, due_at_ms, now_ms)
+    updated = replace(record, scheduled_at=scheduled_at)
+    EMAILS.put(batch, email_key(record.team_id, record.id), updated)
+    try:
+        await spool.commit(batch)
+    except (LeaseLostError, NoSuchMessageError):
+        raise ApiError(422, "validation_error", "The email is already being sent.") from None
+    return updated
+
+
+async def cancel_email(spool: Spool, record: EmailRecord, now_ms: int) -> EmailRecord:
+    if record.last_event != "scheduled":
+        raise ApiError(422, "validation_error", "Only scheduled emails can be canceled.")
+    batch = WriteBatch()
+    batch.remove(record.id, now_ms)
+    canceled = replace(record, last_event="canceled")
+    EMAILS.put(batch, email_key(record.team_id, record.id), canceled)
+    try:
+        await spool.commit(batch)
+    except (LeaseLostError, NoSuchMessageError):
+        raise ApiError(422, "validation_error", "The email is already being sent.") from None
+    return canceled
