@@ -109,8 +109,8 @@ _UNITS = {
 _ISO_START = re.compile(r"\d{4}-\d{2}-\d{2}(?:[Tt ]|$)")
 _AMOUNT = r"\d+|an?|one"
 _UNIT = "|".join(sorted(_UNITS, key=len, reverse=True))
-_DURATION_PART = re.compile(rf"({_AMOUNT})\s*({_UNIT})\b\s*(?:and\s+)?")
-_RELATIVE = re.compile(r"in\s+(?P<parts>.+)|(?P<parts_ago>.+?)\s+from\s+now")
+_DURATION_PART = re.compile(rf"({_AMOUNT})\s*({_UNIT})(?![a-z])\s*(?:and\s+)?")
+_RELATIVE = re.compile(r"in\s+(?P<parts>.+)|(?P<parts_before_from_now>.+?)\s+from\s+now")
 _DAY = rf"today|tomorrow|(?:(?:next|this|on)\s+)?(?:{'|'.join(_WEEKDAYS)})"
 _TIME = r"noon|\d{1,2}(?::\d{2})?\s*(?:am|pm)|\d{1,2}:\d{2}|\d{1,2}"
 _DAY_THEN_TIME = re.compile(rf"(?:(?P<day>{_DAY})\s*)?(?:(?:at|@)?\s*(?P<time>{_TIME}))?")
@@ -127,23 +127,26 @@ def parse_scheduled_at(value: str, now: datetime) -> datetime:
     """
     if now.tzinfo is None:
         raise ValueError("now must be an aware datetime")
+    # Everything is compared in UTC: aware datetimes sharing a tzinfo compare by wall clock.
+    now = now.astimezone(UTC)
     moment = _parse_moment(value.strip(), now)
     if moment <= now:
         raise validation_error(NOT_IN_FUTURE_MESSAGE)
     if moment - now > MAX_SCHEDULE_AHEAD:
         raise validation_error(TOO_FAR_MESSAGE)
-    return moment.astimezone(UTC)
+    return moment
 
 
 def _parse_moment(value: str, now: datetime) -> datetime:
+    """`value` as a UTC datetime (not yet checked against the window)."""
     if _ISO_START.match(value):
         return _parse_iso(value)
     # Commas and the dots of "a.m." carry no meaning here; one space separates words.
     text = " ".join(value.lower().replace(",", " ").replace(".m.", "m").split())
     relative = _RELATIVE.fullmatch(text)
     if relative:
-        return now + _parse_duration(relative["parts"] or relative["parts_ago"])
-    return _parse_wall_time(text, value, now)
+        return now + _parse_duration(relative["parts"] or relative["parts_before_from_now"])
+    return _parse_wall_time(text, value.replace(",", " ").split()[-1] if text else "", now)
 
 
 def _parse_iso(value: str) -> datetime:
@@ -152,7 +155,13 @@ def _parse_iso(value: str) -> datetime:
     except ValueError:
         raise _invalid() from None
     # An ISO date without an offset is read as UTC.
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # within a day of datetime's range: year 1 or 9999
+        message = TOO_FAR_MESSAGE if moment.year > 1 else NOT_IN_FUTURE_MESSAGE
+        raise validation_error(message) from None
 
 
 def _parse_duration(text: str) -> timedelta:
@@ -162,23 +171,23 @@ def _parse_duration(text: str) -> timedelta:
         part = _DURATION_PART.match(text, position)
         if part is None:
             raise _invalid()
-        amount = 1 if part[1] in ("a", "an", "one") else int(part[1])
-        # Bounded before multiplying so a huge number cannot overflow timedelta.
-        if amount > 1_000_000:
+        amount = part[1]
+        # Bounded before converting so that huge numbers cannot overflow timedelta.
+        if len(amount) > 6:
             raise validation_error(TOO_FAR_MESSAGE)
-        total += amount * _UNITS[part[2]]
+        total += (1 if amount in ("a", "an", "one") else int(amount)) * _UNITS[part[2]]
+        if total > MAX_SCHEDULE_AHEAD:
+            raise validation_error(TOO_FAR_MESSAGE)
         position = part.end()
-    if position == 0:
-        raise _invalid()
     return total
 
 
-def _parse_wall_time(text: str, original: str, now: datetime) -> datetime:
+def _parse_wall_time(text: str, original_last_word: str, now: datetime) -> datetime:
     words = text.split()
     zone: tzinfo = UTC
     if len(words) > 1:
         # The zone, when given, is the last word; IANA names keep their original spelling.
-        found = _zone_named(original.split()[-1])
+        found = _zone_named(original_last_word)
         if found is not None:
             zone = found
             text = " ".join(words[:-1])
@@ -187,26 +196,27 @@ def _parse_wall_time(text: str, original: str, now: datetime) -> datetime:
         raise _invalid()
     day, clock = match["day"], match["time"]
     local_now = now.astimezone(zone)
-    time_of_day = _parse_clock(clock) if clock else local_now.time().replace(tzinfo=None)
+    today = local_now.date()
+    time_of_day = _parse_clock(clock) if clock else local_now.time()
 
     if day is None:
-        candidate = _at(local_now.date(), time_of_day, zone)
-        if candidate <= now:
-            candidate = _at(local_now.date() + timedelta(days=1), time_of_day, zone)
-        return candidate
+        candidate = _at(today, time_of_day, zone)
+        return candidate if candidate > now else _at(today + timedelta(days=1), time_of_day, zone)
     if day == "today":
-        return _at(local_now.date(), time_of_day, zone)
+        return _at(today, time_of_day, zone)
     if day == "tomorrow":
-        return _at(local_now.date() + timedelta(days=1), time_of_day, zone)
+        return _at(today + timedelta(days=1), time_of_day, zone)
 
     qualifier, _, weekday_name = day.rpartition(" ")
-    days_ahead = (_WEEKDAYS[weekday_name] - local_now.weekday()) % 7
-    if qualifier == "next" and days_ahead == 0:
-        days_ahead = 7
-    candidate = _at(local_now.date() + timedelta(days=days_ahead), time_of_day, zone)
-    if candidate <= now and qualifier != "next":
-        candidate = _at(local_now.date() + timedelta(days=days_ahead + 7), time_of_day, zone)
-    return candidate
+    days_ahead = (_WEEKDAYS[weekday_name] - today.weekday()) % 7
+    if qualifier == "next":
+        return _at(today + timedelta(days=days_ahead or 7), time_of_day, zone)
+    candidate = _at(today + timedelta(days=days_ahead), time_of_day, zone)
+    return (
+        candidate
+        if candidate > now
+        else _at(today + timedelta(days=days_ahead + 7), time_of_day, zone)
+    )
 
 
 def _parse_clock(text: str) -> time:
@@ -230,9 +240,12 @@ def _parse_clock(text: str) -> time:
 
 
 def _at(day: date, time_of_day: time, zone: tzinfo) -> datetime:
-    # fold=0: a skipped wall time takes the offset before the change, a repeated one its first
-    # occurrence (see the module docstring).
-    return datetime.combine(day, time_of_day, tzinfo=zone).replace(fold=0)
+    """The wall time `time_of_day` of `day` in `zone`, as UTC.
+
+    fold=0: a skipped wall time takes the offset before the change, a repeated one its first
+    occurrence (see the module docstring)."""
+    local = datetime.combine(day, time_of_day.replace(fold=0), tzinfo=zone)
+    return local.astimezone(UTC)
 
 
 def _zone_named(word: str) -> tzinfo | None:
@@ -243,7 +256,7 @@ def _zone_named(word: str) -> tzinfo | None:
     if key is not None:
         return zoneinfo.ZoneInfo(key)
     offset = _OFFSET_ZONE.fullmatch(lowered)
-    if offset is not None and (lowered.startswith(("utc", "gmt"))):
+    if offset is not None and lowered.startswith(("utc", "gmt")):
         hours, minutes = int(offset["hours"]), int(offset["minutes"] or 0)
         if hours > 14 or minutes > 59:
             return None
