@@ -1,0 +1,311 @@
+"""Attachment bytes: the content encodings the SDKs send, refused file types, and `path` URLs
+fetched with a guard against server-side request forgery.
+
+The JSON attachment object itself is read by `postwire.api.send_request`; this module turns its
+`content` into bytes and its `path` into bytes fetched from the network.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import ipaddress
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
+from urllib.parse import unquote, urlsplit
+
+import httpx
+import trio
+
+from postwire.errors import ApiError, validation_error
+
+IPAddress = IPv4Address | IPv6Address
+IPNetwork = IPv4Network | IPv6Network
+Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
+"""`(host, port) -> addresses`: how a `path` URL's host becomes IP addresses to vet."""
+
+MAX_REDIRECTS = 3
+
+# Resend's list of extensions it refuses to send (DOCS knowledge-base, "What attachment types
+# are not supported?"): executables, scripts, shortcuts, installers and the like.
+# fmt: off
+FORBIDDEN_EXTENSIONS = frozenset((
+    "adp", "app", "asp", "bas", "bat", "cer", "chm", "cmd", "com", "cpl", "crt", "csh", "der",
+    "exe", "fxp", "gadget", "hlp", "hta", "inf", "ins", "isp", "its", "js", "jse", "ksh", "lib",
+    "lnk", "mad", "maf", "mag", "mam", "maq", "mar", "mas", "mat", "mau", "mav", "maw", "mda",
+    "mdb", "mde", "mdt", "mdw", "mdz", "msc", "msh", "msh1", "msh2", "mshxml", "msh1xml",
+    "msh2xml", "msi", "msp", "mst", "ops", "pcd", "pif", "plg", "prf", "prg", "reg", "scf", "scr",
+    "sct", "shb", "shs", "sys", "ps1", "ps1xml", "ps2", "ps2xml", "psc1", "psc2", "tmp", "url",
+    "vb", "vbe", "vbs", "vps", "vsmacros", "vss", "vst", "vsw", "vxd", "ws", "wsc", "wsf", "wsh",
+    "xnk",
+))
+# fmt: on
+
+# Instance metadata services (AWS, GCP and Azure share 169.254.169.254; AWS ECS, AWS over
+# IPv6, Alibaba, Oracle). All are private anyway; named so that no allow-list lets them through.
+CLOUD_METADATA_ADDRESSES = frozenset(
+    ipaddress.ip_address(address)
+    for address in (
+        "169.254.169.254",
+        "169.254.170.2",
+        "fd00:ec2::254",
+        "100.100.100.200",
+        "192.0.0.192",
+    )
+)
+_NAT64_PREFIX = IPv6Network("64:ff9b::/96")
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteAttachment:
+    """An attachment given by `path`: its bytes are fetched before the message is built."""
+
+    url: str
+    filename: str | None
+    content_type: str | None
+    content_id: str | None
+    field: str
+    """Where it stands in the request, e.g. `attachments[2]`, for error messages."""
+
+
+def decode_attachment_content(value: object, field: str) -> bytes:
+    """The bytes of an attachment's `content`: a base64 string, an array of byte values
+    (Python's `list(bytes)`, Go, Rust, Ruby) or Node's Buffer JSON `{"type": "Buffer",
+    "data": [...]}`. Raises 422 `validation_error` naming `field` otherwise."""
+    if isinstance(value, str):
+        return _decode_base64(value, field)
+    if isinstance(value, list):
+        return _bytes_from_ints(value, field)
+    if isinstance(value, dict) and value.get("type") == "Buffer" and "data" in value:
+        data = value["data"]
+        if isinstance(data, list):
+            return _bytes_from_ints(data, f"{field}.data")
+    raise validation_error(
+        f"The `{field}` field must be a base64 string, an array of bytes or a Buffer."
+    )
+
+
+def _decode_base64(text: str, field: str) -> bytes:
+    # SDKs and hand-written clients wrap lines, drop the padding or use the URL-safe alphabet;
+    # each is accepted, anything else is refused rather than silently dropped.
+    compact = "".join(text.split()).replace("-", "+").replace("_", "/")
+    compact += "=" * (-len(compact) % 4)
+    try:
+        return base64.b64decode(compact, validate=True)
+    except (binascii.Error, ValueError):
+        raise validation_error(f"The `{field}` field is not valid base64.") from None
+
+
+def _bytes_from_ints(values: list[object], field: str) -> bytes:
+    # bool is an int subclass: `true` is not a byte.
+    if all(type(value) is int and 0 <= value <= 255 for value in values):
+        return bytes(values)  # type: ignore[arg-type]  # checked element by element above
+    raise validation_error(f"The `{field}` field must only hold integers from 0 to 255.")
+
+
+def base64_size(byte_count: int) -> int:
+    """Length of `byte_count` bytes once base64-encoded (the contract's measure of size)."""
+    return 4 * ((byte_count + 2) // 3)
+
+
+def refuse_forbidden_file_type(filename: str, field: str) -> None:
+    """Raise 422 `invalid_attachment` when `filename` ends in an extension Resend refuses.
+    Trailing dots and spaces, which Windows ignores, are ignored here too."""
+    stem, dot, extension = filename.rstrip(". ").rpartition(".")
+    if dot and stem and extension.lower() in FORBIDDEN_EXTENSIONS:
+        raise ApiError(
+            422,
+            "invalid_attachment",
+            f"The `{field}` file type `.{extension.lower()}` is not supported.",
+        )
+
+
+def filename_from_url(url: str) -> str | None:
+    """The last segment of the URL's path, decoded; None when there is none."""
+    name = unquote(urlsplit(url).path.rpartition("/")[2])
+    return name or None
+
+
+async def resolve_host(host: str, port: int) -> list[str]:
+    """The host's addresses for TCP, in the resolver's order, through trio's thread pool."""
+    infos = await trio.socket.getaddrinfo(host, port, type=trio.socket.SOCK_STREAM)
+    addresses: list[str] = []
+    for info in infos:
+        address = str(info[4][0])
+        if address not in addresses:
+            addresses.append(address)
+    return addresses
+
+
+def is_refused_address(address: IPAddress, allowed_networks: Sequence[IPNetwork] = ()) -> bool:
+    """Whether an SSRF guard refuses `address`: anything not publicly routable (loopback,
+    private, link-local, multicast, reserved, unspecified, shared) and cloud metadata services,
+    also when tunnelled inside an IPv6 address. `allowed_networks` lets an operator's own
+    networks through, but never a metadata address."""
+    embedded = _embedded_ipv4(address)
+    if embedded is not None:
+        return is_refused_address(embedded, allowed_networks)
+    if address in CLOUD_METADATA_ADDRESSES:
+        return True
+    if any(address in network for network in allowed_networks):
+        return False
+    return (
+        address.is_loopback
+        or address.is_private
+        or address.is_link_local
+        or address.is_multicast
+        or address.is_reserved
+        or address.is_unspecified
+        or not address.is_global
+    )
+
+
+def _embedded_ipv4(address: IPAddress) -> IPv4Address | None:
+    """The IPv4 address inside an IPv4-mapped, 6to4, Teredo or NAT64 IPv6 address."""
+    if not isinstance(address, IPv6Address):
+        return None
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address.teredo is not None:
+        return address.teredo[1]
+    if address in _NAT64_PREFIX:
+        return IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
+async def fetch_attachment(
+    url: str,
+    *,
+    allow_private: bool,
+    max_bytes: int,
+    timeout: float,
+    allowed_networks: Sequence[IPNetwork] = (),
+    resolve: Resolver = resolve_host,
+    field: str = "path",
+) -> bytes:
+    """GET `url` (http or https) and return its body, at most `max_bytes`, within `timeout`
+    seconds in all (resolution, redirects and body included).
+
+    Each hop's host is resolved once and every address vetted (unless `allow_private`); the
+    connection then goes to a vetted address while the Host header and TLS server name keep the
+    URL's host, so a second DNS answer cannot redirect it (DNS rebinding). At most 3 redirects
+    are followed, each vetted the same way. Failures raise 422 `invalid_attachment` naming
+    `field`.
+    """
+    with trio.move_on_after(timeout):
+        async with httpx.AsyncClient(
+            trust_env=False,  # a proxy from the environment would connect to unvetted hosts
+            follow_redirects=False,
+            timeout=httpx.Timeout(timeout),
+        ) as client:
+            return await _fetch_following_redirects(
+                client,
+                httpx.URL(url),
+                allow_private=allow_private,
+                max_bytes=max_bytes,
+                allowed_networks=allowed_networks,
+                resolve=resolve,
+                field=field,
+            )
+    raise _fetch_error(field, f"it took longer than {timeout:g} seconds")
+
+
+async def _fetch_following_redirects(
+    client: httpx.AsyncClient,
+    url: httpx.URL,
+    *,
+    allow_private: bool,
+    max_bytes: int,
+    allowed_networks: Sequence[IPNetwork],
+    resolve: Resolver,
+    field: str,
+) -> bytes:
+    for _ in range(MAX_REDIRECTS + 1):
+        if url.scheme not in ("http", "https") or not url.raw_host:
+            raise _fetch_error(field, "it leads to a URL that is not http or https")
+        port = url.port or (443 if url.scheme == "https" else 80)
+        # raw_host: an IDN in its punycode form, an IPv6 address without brackets.
+        host = url.raw_host.decode("ascii")
+        addresses = await _vetted_addresses(
+            host, port, allow_private, allowed_networks, resolve, field
+        )
+        response = await _send_to_first_reachable(client, url, host, addresses, field)
+        try:
+            if response.has_redirect_location:
+                url = url.join(response.headers["location"])
+                continue
+            if response.status_code != 200:
+                raise _fetch_error(field, f"the server answered {response.status_code}")
+            return await _read_limited(response, max_bytes, field)
+        except httpx.HTTPError:
+            raise _fetch_error(field, "the transfer failed") from None
+        finally:
+            await response.aclose()
+    raise _fetch_error(field, f"it redirects more than {MAX_REDIRECTS} times")
+
+
+async def _vetted_addresses(
+    host: str,
+    port: int,
+    allow_private: bool,
+    allowed_networks: Sequence[IPNetwork],
+    resolve: Resolver,
+    field: str,
+) -> list[IPAddress]:
+    try:
+        # An IPv6 zone (`fe80::1%eth0`) is dropped: such addresses are link-local anyway.
+        addresses = [
+            ipaddress.ip_address(address.partition("%")[0]) for address in await resolve(host, port)
+        ]
+    except (OSError, ValueError):
+        raise _fetch_error(field, f"the host `{host}` could not be resolved") from None
+    if not addresses:
+        raise _fetch_error(field, f"the host `{host}` could not be resolved")
+    # One refused address refuses the host: a name that also points inward is not trusted.
+    if not allow_private and any(is_refused_address(a, allowed_networks) for a in addresses):
+        raise _fetch_error(field, f"the host `{host}` is a private, loopback or reserved address")
+    return addresses
+
+
+async def _send_to_first_reachable(
+    client: httpx.AsyncClient, url: httpx.URL, host: str, addresses: list[IPAddress], field: str
+) -> httpx.Response:
+    """Send the GET to each vetted address in turn until one connects."""
+    headers = {"Host": url.netloc.decode("ascii"), "Accept-Encoding": "identity"}
+    for address in addresses:
+        # The URL names the vetted address; Host and the TLS server name keep the real host.
+        request = client.build_request(
+            "GET",
+            url.copy_with(host=str(address)),
+            headers=headers,
+            extensions={"sni_hostname": host},
+        )
+        try:
+            return await client.send(request, stream=True)
+        except httpx.ConnectError:
+            continue
+        except httpx.HTTPError:
+            break
+    raise _fetch_error(field, "the connection to its host failed")
+
+
+async def _read_limited(response: httpx.Response, max_bytes: int, field: str) -> bytes:
+    too_large = _fetch_error(field, f"it is larger than {max_bytes} bytes")
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise too_large
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > max_bytes:
+            raise too_large
+    return bytes(body)
+
+
+def _fetch_error(field: str, reason: str) -> ApiError:
+    return ApiError(
+        422, "invalid_attachment", f"The attachment at `{field}` could not be fetched: {reason}."
+    )

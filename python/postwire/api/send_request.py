@@ -1,0 +1,762 @@
+"""The send body of `POST /emails` (and of each `POST /emails/batch` item), validated.
+
+`parse_send_request` is pure: it checks every field in the order Resend does (to, html/text,
+subject, from, then the optional fields), refuses what the MIME builder would refuse (so a
+header injection is a 422, not a 500), and returns a `SendRequest` ready for
+`postwire._core.build_message`. Attachments given by `path` need the network: they stay
+`RemoteAttachment`s until `resolve_attachments` fetches them.
+
+Choices the contract leaves open:
+- cc, bcc and reply_to are capped at 50 addresses each, like `to`.
+- A tag's `value` may be left out (the Python SDK marks it optional); it is then "".
+- `content` wins over `path` when an attachment has both; an attachment given by `path`
+  without a `filename` is named after the last segment of the URL's path.
+- The 40 MB limit counts subject, html, text and headers as sent (not the generated text) plus
+  each attachment's base64 length.
+- `request_fingerprint` hashes the whole JSON body, unknown fields included, in a canonical
+  form (sorted keys, no whitespace, ASCII escapes): key order and spacing do not matter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from html.parser import HTMLParser
+from typing import Literal
+from urllib.parse import urlsplit
+
+from postwire import _core
+from postwire.api.attachments import (
+    IPNetwork,
+    RemoteAttachment,
+    Resolver,
+    base64_size,
+    decode_attachment_content,
+    fetch_attachment,
+    filename_from_url,
+    refuse_forbidden_file_type,
+    resolve_host,
+)
+from postwire.api.scheduling import parse_scheduled_at
+from postwire.errors import ApiError, MessageError, validation_error
+
+Mailbox = tuple[str | None, str]
+"""`(display name or None, address)`, as `_core.build_message` takes them."""
+BatchMode = Literal["strict", "permissive"]
+
+MAX_EMAIL_SIZE = 40 * 1024 * 1024
+MAX_RECIPIENTS = 50
+MAX_BATCH_SIZE = 100
+MAX_TAG_LENGTH = 256
+MAX_CONTENT_ID_LENGTH = 127  # the contract: "< 128 chars"
+MAX_FILENAME_OCTETS = 255  # the MIME builder's limit
+DEFAULT_FETCH_TIMEOUT = 30.0
+
+# Headers the MIME builder writes itself (it refuses them in `headers`), by lower-case name,
+# with the body field that sets them where there is one.
+_STRUCTURAL_HEADERS: dict[str, str | None] = {
+    "from": "from",
+    "to": "to",
+    "cc": "cc",
+    "bcc": "bcc",
+    "reply-to": "reply_to",
+    "subject": "subject",
+    "date": None,
+    "message-id": None,
+    "mime-version": None,
+    "content-type": None,
+    "content-transfer-encoding": None,
+}
+
+_ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~\-\u0080-\U0010ffff]"
+_LOCAL_PART = re.compile(rf"{_ATEXT}+(?:\.{_ATEXT}+)*")
+_ASCII_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?")
+_QUOTED_NAME = re.compile(r'"((?:[^"\\]|\\.)*)"', re.DOTALL)
+_HEADER_NAME = re.compile(r"[!-9;-~]+")  # printable ASCII except ":" (RFC 5322 ftext)
+_TAG_TEXT = re.compile(rf"[A-Za-z0-9_-]{{0,{MAX_TAG_LENGTH}}}")
+_MIME_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*")
+
+
+@dataclass(frozen=True, slots=True)
+class Tag:
+    name: str
+    value: str
+
+
+@dataclass(frozen=True)
+class SendRequest:
+    """One email to send, validated. Mailboxes are parsed; the `*_as_sent` fields keep the
+    client's strings for the API's email object."""
+
+    sender: Mailbox
+    to: tuple[Mailbox, ...]
+    cc: tuple[Mailbox, ...]
+    bcc: tuple[Mailbox, ...]
+    reply_to: tuple[Mailbox, ...]
+    from_as_sent: str
+    to_as_sent: tuple[str, ...]
+    cc_as_sent: tuple[str, ...]
+    bcc_as_sent: tuple[str, ...]
+    reply_to_as_sent: tuple[str, ...]
+    subject: str
+    html: str | None
+    text: str | None
+    """As sent, or generated from `html` when absent; None when `text` was `""`."""
+    headers: tuple[tuple[str, str], ...]
+    tags: tuple[Tag, ...]
+    attachments: tuple[_core.Attachment | RemoteAttachment, ...]
+    scheduled_at: datetime | None
+    """Aware, UTC."""
+    size: int
+    """Bytes counted against the 40 MB limit so far (remote attachments once fetched)."""
+    request_fingerprint: str
+    """sha256 hex of the body's canonical JSON, to compare idempotent retries."""
+
+    @property
+    def has_remote_attachments(self) -> bool:
+        return any(isinstance(a, RemoteAttachment) for a in self.attachments)
+
+
+@dataclass(frozen=True)
+class BatchRequest:
+    """A validated `POST /emails/batch` body. In strict mode every entry is a `SendRequest`;
+    in permissive mode an invalid email is its `ApiError`. Entries keep the request's order
+    and carry their index in it."""
+
+    mode: BatchMode
+    entries: tuple[tuple[int, SendRequest | ApiError], ...]
+    request_fingerprint: str
+
+    @property
+    def valid(self) -> list[tuple[int, SendRequest]]:
+        return [(i, e) for i, e in self.entries if isinstance(e, SendRequest)]
+
+    @property
+    def errors(self) -> list[tuple[int, ApiError]]:
+        return [(i, e) for i, e in self.entries if isinstance(e, ApiError)]
+
+
+def request_fingerprint(body: object) -> str:
+    """sha256 hex of `body` as canonical JSON: equal for bodies that differ only in key order
+    or spacing."""
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+def parse_send_request(
+    body: object,
+    *,
+    now: datetime,
+    allow_attachments: bool = True,
+    max_total_bytes: int = MAX_EMAIL_SIZE,
+) -> SendRequest:
+    """Validate a send body; raise `ApiError` (422) at the first problem, in the contract's
+    order. `now` is the reference for `scheduled_at`."""
+    if not isinstance(body, dict):
+        raise validation_error("The request body must be a JSON object.")
+    return _parse_send_object(
+        body, now=now, allow_attachments=allow_attachments, max_total_bytes=max_total_bytes
+    )
+
+
+def parse_batch_request(body: object, *, now: datetime, mode: BatchMode) -> BatchRequest:
+    """Validate a batch body: 1 to 100 send objects, without attachments. Strict mode raises
+    the first invalid email's error, its index in the message; permissive mode keeps it."""
+    if not isinstance(body, list):
+        raise validation_error("The `request.body` field must be an `array`.")
+    if not 1 <= len(body) <= MAX_BATCH_SIZE:
+        raise validation_error(
+            f"The batch must contain between 1 and {MAX_BATCH_SIZE} emails, not {len(body)}."
+        )
+    entries: list[tuple[int, SendRequest | ApiError]] = []
+    for index, item in enumerate(body):
+        try:
+            if not isinstance(item, dict):
+                raise validation_error("Each email must be a JSON object.")
+            entry: SendRequest | ApiError = _parse_send_object(
+                item, now=now, allow_attachments=False, max_total_bytes=MAX_EMAIL_SIZE
+            )
+        except ApiError as error:
+            if mode == "strict":
+                raise ApiError(
+                    error.status, error.name, f"Email at index {index}: {error.message}"
+                ) from None
+            entry = error
+        entries.append((index, entry))
+    return BatchRequest(mode, tuple(entries), request_fingerprint(body))
+
+
+def parse_batch_validation_header(value: str | None) -> BatchMode:
+    """The `x-batch-validation` header: `strict` (also when absent) or `permissive`."""
+    mode = (value or "strict").strip().lower()
+    if mode == "strict":
+        return "strict"
+    if mode == "permissive":
+        return "permissive"
+    raise validation_error("The `x-batch-validation` header must be `strict` or `permissive`.")
+
+
+def _parse_send_object(
+    body: Mapping[str, object], *, now: datetime, allow_attachments: bool, max_total_bytes: int
+) -> SendRequest:
+    to, to_as_sent = _parse_mailboxes(body, "to", required=True)
+
+    html = _optional_body_text(body, "html")
+    text = _optional_body_text(body, "text")
+    if not html and not text:
+        raise ApiError(422, "missing_required_field", "Missing `html` or `text` field")
+    if text is None and html:
+        text = html_to_text(html) or None
+    elif text == "":
+        text = None
+
+    subject = body.get("subject")
+    if subject is None:
+        raise ApiError(422, "missing_required_field", "Missing `subject` field")
+    if not isinstance(subject, str):
+        raise validation_error("The `subject` field must be a string.")
+    _refuse_header_controls(subject, "The `subject` field")
+
+    sender_value = body.get("from")
+    if sender_value is None or sender_value == "":
+        raise ApiError(422, "missing_required_field", "Missing `from` field")
+    if not isinstance(sender_value, str):
+        raise validation_error("The `from` field must be a string.")
+    sender = _parse_mailbox_or_refuse(sender_value, "from")
+
+    cc, cc_as_sent = _parse_mailboxes(body, "cc")
+    bcc, bcc_as_sent = _parse_mailboxes(body, "bcc")
+    # Node sends `replyTo` as `reply_to`; older clients and hand-written ones send `replyTo`.
+    reply_to_key = "replyTo" if body.get("reply_to") is None and "replyTo" in body else "reply_to"
+    reply_to, reply_to_as_sent = _parse_mailboxes(body, reply_to_key)
+
+    headers = _parse_headers(body.get("headers"))
+    tags = _parse_tags(body.get("tags"))
+    attachments = _parse_attachments(body.get("attachments"), allow_attachments)
+
+    scheduled_value = body.get("scheduled_at")
+    scheduled_at = None
+    if scheduled_value is not None:
+        if not isinstance(scheduled_value, str):
+            raise validation_error("The `scheduled_at` field must be a string.")
+        scheduled_at = parse_scheduled_at(scheduled_value, now)
+
+    size = sum(_utf8_size(part) for part in (subject, html, body.get("text")))
+    size += sum(_utf8_size(name) + _utf8_size(value) for name, value in headers)
+    size += sum(base64_size(len(a.content)) for a in attachments if isinstance(a, _core.Attachment))
+    _refuse_oversize(size, max_total_bytes)
+
+    return SendRequest(
+        sender=sender,
+        to=to,
+        cc=cc,
+        bcc=bcc,
+        reply_to=reply_to,
+        from_as_sent=sender_value,
+        to_as_sent=to_as_sent,
+        cc_as_sent=cc_as_sent,
+        bcc_as_sent=bcc_as_sent,
+        reply_to_as_sent=reply_to_as_sent,
+        subject=subject,
+        html=html or None,
+        text=text,
+        headers=headers,
+        tags=tags,
+        attachments=attachments,
+        scheduled_at=scheduled_at,
+        size=size,
+        request_fingerprint=request_fingerprint(body),
+    )
+
+
+# --- addresses ---------------------------------------------------------------------------------
+
+
+def parse_mailbox(value: str) -> Mailbox | None:
+    """`a@b`, `Name <a@b>` or `"Quoted, Name" <a@b>` as `(name, address)`; None when `value`
+    is not exactly one such mailbox.
+
+    The address is a dot-atom local part (ASCII or UTF-8) and a domain of at least two labels
+    (ASCII or IDN). An unquoted name may not hold `<>",;`: a comma or semicolon there reads as
+    a list of addresses, which one string may not be.
+    """
+    text = value.strip(" \t")
+    if not text.endswith(">"):
+        return (None, text) if _is_address(text) else None
+    start = text.rfind("<")
+    if start < 0:
+        return None
+    address = text[start + 1 : -1]
+    name_part = text[:start].strip(" \t")
+    name: str | None
+    if not name_part:
+        name = None
+    elif name_part.startswith('"'):
+        quoted = _QUOTED_NAME.fullmatch(name_part)
+        if quoted is None:
+            return None
+        name = re.sub(r"\\(.)", r"\1", quoted[1], flags=re.DOTALL) or None
+    elif any(char in name_part for char in '<>",;'):
+        return None
+    else:
+        name = name_part
+    if name is not None and not _is_printable_text(name):
+        return None
+    return (name, address) if _is_address(address) else None
+
+
+def _is_address(address: str) -> bool:
+    local, at, domain = address.rpartition("@")
+    if not at or len(address.encode()) > 254 or not _is_printable_text(address):
+        return False
+    if " " in address or len(local.encode()) > 64 or not _LOCAL_PART.fullmatch(local):
+        return False
+    labels = domain.split(".")
+    if len(labels) < 2 or len(domain) > 253 or labels[-1].isdigit():
+        return False
+    return all(_is_domain_label(label) for label in labels)
+
+
+def _is_domain_label(label: str) -> bool:
+    if not 1 <= len(label) <= 63:
+        return False
+    if label.isascii():
+        return _ASCII_LABEL.fullmatch(label) is not None
+    # An IDN label; the MIME builder converts it to punycode (UTS 46) and checks it fully.
+    return all(char.isalnum() or char == "-" for char in label) and label[0] != "-" != label[-1]
+
+
+def _is_printable_text(text: str) -> bool:
+    # Tab is the one control character a header may hold.
+    return all(char.isprintable() or char == "\t" for char in text)
+
+
+def _invalid_address_message(field: str) -> str:
+    return (
+        f"Invalid `{field}` field. The email address needs to follow the "
+        "`email@example.com` or `Name <email@example.com>` format."
+    )
+
+
+def _parse_mailbox_or_refuse(value: str, field: str) -> Mailbox:
+    mailbox = parse_mailbox(value)
+    if mailbox is None:
+        raise validation_error(_invalid_address_message(field))
+    return mailbox
+
+
+def _parse_mailboxes(
+    body: Mapping[str, object], field: str, *, required: bool = False
+) -> tuple[tuple[Mailbox, ...], tuple[str, ...]]:
+    value = body.get(field)
+    if value is None or value == "" or value == []:
+        if required:
+            raise ApiError(422, "missing_required_field", f"Missing `{field}` field")
+        return (), ()
+    if isinstance(value, str):
+        values: list[object] = [value]
+    elif isinstance(value, list):
+        values = value
+    else:
+        raise validation_error(f"The `{field}` field must be a string or an array of strings.")
+    if not all(isinstance(item, str) for item in values):
+        raise validation_error(f"The `{field}` field must be a string or an array of strings.")
+    as_sent = tuple(str(item) for item in values)
+    if len(as_sent) > MAX_RECIPIENTS:
+        raise validation_error(
+            f"The `{field}` field can have at most {MAX_RECIPIENTS} email addresses."
+        )
+    return tuple(_parse_mailbox_or_refuse(item, field) for item in as_sent), as_sent
+
+
+# --- text fields and headers -------------------------------------------------------------------
+
+
+def _optional_body_text(body: Mapping[str, object], field: str) -> str | None:
+    value = body.get(field)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise validation_error(f"The `{field}` field must be a string.")
+    if "\0" in value:
+        raise validation_error(f"The `{field}` field must not contain NUL characters.")
+    return value
+
+
+def _refuse_header_controls(value: str, what: str) -> None:
+    """Refuse what would break out of a header line (CR, LF, NUL) or that the MIME builder
+    refuses in headers (other control characters; tab is fine)."""
+    if any(char in value for char in "\r\n\0"):
+        raise validation_error(f"{what} must not contain line breaks or NUL characters.")
+    if not _is_printable_header_value(value):
+        raise validation_error(f"{what} must not contain control characters.")
+
+
+def _is_printable_header_value(value: str) -> bool:
+    return not any(
+        (ord(char) < 0x20 and char != "\t") or 0x7F <= ord(char) <= 0x9F for char in value
+    )
+
+
+def _parse_headers(value: object) -> tuple[tuple[str, str], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise validation_error("The `headers` field must be an object of string values.")
+    headers: list[tuple[str, str]] = []
+    for name, header_value in value.items():
+        if not _HEADER_NAME.fullmatch(name):
+            raise validation_error(
+                "The `headers` field has an invalid header name: names are printable ASCII "
+                "without spaces or colons."
+            )
+        if name.lower() in _STRUCTURAL_HEADERS:
+            field = _STRUCTURAL_HEADERS[name.lower()]
+            raise validation_error(
+                f"The `{name}` header cannot be set in `headers`; use the `{field}` field."
+                if field
+                else f"The `{name}` header is written by Postwire and cannot be set in `headers`."
+            )
+        if not isinstance(header_value, str):
+            raise validation_error(f"The `headers` value of `{name}` must be a string.")
+        _refuse_header_controls(header_value, f"The `headers` value of `{name}`")
+        headers.append((name, header_value))
+    return tuple(headers)
+
+
+def _parse_tags(value: object) -> tuple[Tag, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise validation_error("The `tags` field must be an array of `{name, value}` objects.")
+    tags: list[Tag] = []
+    for index, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise validation_error(f"The `tags[{index}]` field must be a `{{name, value}}` object.")
+        name = item.get("name")
+        if not isinstance(name, str) or not name or not _TAG_TEXT.fullmatch(name):
+            raise validation_error(
+                f"The `tags[{index}].name` field must be 1 to {MAX_TAG_LENGTH} ASCII letters, "
+                "numbers, underscores or dashes."
+            )
+        tag_value = item.get("value")
+        if tag_value is None:
+            tag_value = ""
+        if not isinstance(tag_value, str) or not _TAG_TEXT.fullmatch(tag_value):
+            raise validation_error(
+                f"The `tags[{index}].value` field must be at most {MAX_TAG_LENGTH} ASCII "
+                "letters, numbers, underscores or dashes."
+            )
+        tags.append(Tag(name, tag_value))
+    return tuple(tags)
+
+
+# --- attachments -------------------------------------------------------------------------------
+
+
+def _parse_attachments(
+    value: object, allow_attachments: bool
+) -> tuple[_core.Attachment | RemoteAttachment, ...]:
+    if value is None or value == []:
+        return ()
+    if not allow_attachments:
+        raise validation_error("The `attachments` field is not supported for batch emails.")
+    if not isinstance(value, list):
+        raise validation_error("The `attachments` field must be an array of attachment objects.")
+    return tuple(_parse_attachment(item, f"attachments[{i}]") for i, item in enumerate(value))
+
+
+def _parse_attachment(value: object, field: str) -> _core.Attachment | RemoteAttachment:
+    if not isinstance(value, dict):
+        raise validation_error(f"The `{field}` field must be an attachment object.")
+    content = value.get("content")
+    path = value.get("path")
+    if content is None and path is None:
+        raise ApiError(
+            422, "invalid_attachment", "Attachment must have either a `content` or `path`."
+        )
+    filename = _attachment_filename(value.get("filename"), field)
+    content_type = _attachment_content_type(
+        value.get("content_type", value.get("contentType")), field
+    )
+    content_id = _attachment_content_id(
+        value.get("content_id", value.get("inline_content_id")), field
+    )
+    if content is not None:
+        data = decode_attachment_content(content, f"{field}.content")
+        return _core.Attachment(data, filename, content_type, content_id)
+
+    if not isinstance(path, str) or not _is_http_url(path):
+        raise validation_error(f"The `{field}.path` field must be an http or https URL.")
+    if filename is None:
+        named = filename_from_url(path)
+        if named is not None and _is_filename(named):
+            refuse_forbidden_file_type(named, f"{field}.path")
+            filename = named
+    return RemoteAttachment(path, filename, content_type, content_id, field)
+
+
+def _attachment_filename(value: object, field: str) -> str | None:
+    # Node's type allows `filename: false` for "no name".
+    if value is None or value is False:
+        return None
+    if not isinstance(value, str):
+        raise validation_error(f"The `{field}.filename` field must be a string.")
+    _refuse_header_controls(value, f"The `{field}.filename` field")
+    if not _is_filename(value):
+        raise validation_error(
+            f"The `{field}.filename` field must be at most {MAX_FILENAME_OCTETS} bytes long."
+        )
+    refuse_forbidden_file_type(value, f"{field}.filename")
+    return value or None
+
+
+def _is_filename(name: str) -> bool:
+    return len(name.encode()) <= MAX_FILENAME_OCTETS and _is_printable_header_value(name)
+
+
+def _attachment_content_type(value: object, field: str) -> str | None:
+    if value is None:
+        return None
+    # Parameters (`; charset=...`) are dropped: attachments travel base64, bytes as given.
+    mime_type = value.partition(";")[0].strip().lower() if isinstance(value, str) else ""
+    if not _MIME_TYPE.fullmatch(mime_type) or mime_type.startswith("multipart/"):
+        raise validation_error(
+            f"The `{field}.content_type` field must be a MIME type such as `application/pdf`."
+        )
+    return mime_type
+
+
+def _attachment_content_id(value: object, field: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise validation_error(f"The `{field}.content_id` field must be a string.")
+    _refuse_header_controls(value, f"The `{field}.content_id` field")
+    if not value or len(value) > MAX_CONTENT_ID_LENGTH or " " in value:
+        raise validation_error(
+            f"The `{field}.content_id` field must be 1 to {MAX_CONTENT_ID_LENGTH} characters "
+            "without spaces."
+        )
+    return value
+
+
+def _is_http_url(value: str) -> bool:
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
+# --- size --------------------------------------------------------------------------------------
+
+
+def _utf8_size(value: object) -> int:
+    return len(value.encode("utf-8", "surrogatepass")) if isinstance(value, str) else 0
+
+
+def _refuse_oversize(size: int, limit: int) -> None:
+    if size > limit:
+        raise validation_error(
+            f"The email must not be larger than {limit / 2**20:g} MB, attachments counted "
+            "after base64 encoding."
+        )
+
+
+async def resolve_attachments(
+    request: SendRequest,
+    *,
+    allow_private: bool,
+    max_total_bytes: int = MAX_EMAIL_SIZE,
+    timeout: float = DEFAULT_FETCH_TIMEOUT,
+    allowed_networks: Sequence[IPNetwork] = (),
+    resolve: Resolver = resolve_host,
+) -> SendRequest:
+    """Fetch the request's `path` attachments, one after the other, each within `timeout`
+    seconds and the size left under `max_total_bytes`. Returns the request with every
+    attachment a `_core.Attachment`; raises 422 `invalid_attachment` for one that cannot be
+    fetched (see `fetch_attachment`)."""
+    if not request.has_remote_attachments:
+        return request
+    size = request.size
+    resolved: list[_core.Attachment] = []
+    for attachment in request.attachments:
+        if isinstance(attachment, _core.Attachment):
+            resolved.append(attachment)
+            continue
+        content = await fetch_attachment(
+            attachment.url,
+            allow_private=allow_private,
+            max_bytes=max(0, (max_total_bytes - size) * 3 // 4),
+            timeout=timeout,
+            allowed_networks=allowed_networks,
+            resolve=resolve,
+            field=f"{attachment.field}.path",
+        )
+        size += base64_size(len(content))
+        _refuse_oversize(size, max_total_bytes)
+        resolved.append(
+            _core.Attachment(
+                content, attachment.filename, attachment.content_type, attachment.content_id
+            )
+        )
+    return dataclasses.replace(request, attachments=tuple(resolved), size=size)
+
+
+def build_mime_message(
+    request: SendRequest,
+    *,
+    message_id: str | None = None,
+    date: int | None = None,
+    utc_offset_minutes: int = 0,
+    boundary_seed: str | None = None,
+) -> bytes:
+    """The RFC 5322 message for `request` (its attachments resolved), through
+    `_core.build_message`. What the builder still refuses (an IDN that UTS 46 rejects, a word
+    too long to fold) becomes 422 `validation_error` with the builder's reason."""
+    attachments = [a for a in request.attachments if isinstance(a, _core.Attachment)]
+    if len(attachments) != len(request.attachments):
+        raise ValueError("resolve_attachments must fetch the `path` attachments first")
+    try:
+        return _core.build_message(
+            sender=request.sender,
+            to=request.to,
+            cc=request.cc,
+            bcc=request.bcc,
+            reply_to=request.reply_to,
+            subject=request.subject,
+            text=request.text,
+            html=request.html,
+            attachments=attachments,
+            headers=request.headers,
+            message_id=message_id,
+            date=date,
+            utc_offset_minutes=utc_offset_minutes,
+            boundary_seed=boundary_seed,
+        )
+    except MessageError as error:
+        raise validation_error(f"The email cannot be built: {error}.") from error
+
+
+# --- html to text ------------------------------------------------------------------------------
+
+# Elements whose content is not text a reader sees.
+_HIDDEN_ELEMENTS = frozenset({"script", "style", "head", "title", "template", "noscript"})
+# Elements that stand apart from their neighbours by a blank line or by a line break.
+_PARAGRAPH_ELEMENTS = frozenset(
+    {"p", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre", "table", "ul", "ol", "dl"}
+)
+_LINE_ELEMENTS = frozenset(
+    {
+        "div", "section", "article", "header", "footer", "nav", "aside", "main", "address",
+        "figure", "figcaption", "form", "fieldset", "tr", "li", "dt", "dd", "hr", "center",
+    }
+)  # fmt: skip
+
+
+def html_to_text(html: str) -> str:
+    """A plain-text rendering of `html` for the text/plain part: hidden elements dropped,
+    whitespace collapsed (kept inside <pre>), paragraphs separated by blank lines, <br>, list
+    items and other blocks on their own lines, and link targets kept as `text (url)`."""
+    converter = _HtmlToText()
+    converter.feed(html)
+    converter.close()
+    return converter.result()
+
+
+class _HtmlToText(HTMLParser):
+    """Writes text as it comes, collapsing whitespace outside <pre>; blocks ask for at least
+    one or two line breaks before what follows, so nested blocks do not stack blank lines."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self._parts: list[str] = []
+        self._trailing_newlines = 0
+        self._hidden_depth = 0
+        self._pre_depth = 0
+        self._open_links: list[tuple[str, int]] = []  # (href, index of its first part)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "body":
+            self._hidden_depth = 0  # an unclosed <head> must not hide the whole body
+        elif tag in _HIDDEN_ELEMENTS:
+            self._hidden_depth += 1
+        elif tag == "br":
+            self._line_break()
+        elif tag in _PARAGRAPH_ELEMENTS:
+            self._block_break(2)
+            self._pre_depth += tag == "pre"
+        elif tag == "li":
+            self._block_break(1)
+            self._write("- ")
+        elif tag in _LINE_ELEMENTS:
+            self._block_break(1)
+        elif tag in ("td", "th"):
+            self._write(" ")
+        elif tag == "a":
+            href = (dict(attrs).get("href") or "").strip()
+            self._open_links.append((href, len(self._parts)))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _HIDDEN_ELEMENTS:
+            self._hidden_depth = max(0, self._hidden_depth - 1)
+        elif tag in _PARAGRAPH_ELEMENTS:
+            self._pre_depth = max(0, self._pre_depth - (tag == "pre"))
+            self._block_break(2)
+        elif tag in _LINE_ELEMENTS:
+            self._block_break(1)
+        elif tag == "a" and self._open_links:
+            href, first = self._open_links.pop()
+            label = " ".join("".join(self._parts[first:]).split())
+            if href.startswith(("http://", "https://", "mailto:")) and label not in (
+                href,
+                href.removeprefix("mailto:"),
+            ):
+                self._write(f" ({href})" if label else href)
+
+    def handle_data(self, data: str) -> None:
+        if not self._hidden_depth:
+            self._write(data)
+
+    def _write(self, text: str) -> None:
+        if self._pre_depth:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        else:
+            text = re.sub(r"\s+", " ", text)
+            if not self._parts or self._trailing_newlines or self._parts[-1].endswith(" "):
+                text = text.lstrip(" ")
+        if not text:
+            return
+        self._parts.append(text)
+        body = text.rstrip("\n")
+        self._trailing_newlines = (
+            len(text) - len(body) if body else self._trailing_newlines + len(text)
+        )
+
+    def _line_break(self) -> None:
+        self._drop_trailing_space()
+        self._parts.append("\n")
+        self._trailing_newlines += 1
+
+    def _block_break(self, newlines: int) -> None:
+        if not self._parts:
+            return
+        self._drop_trailing_space()
+        missing = newlines - self._trailing_newlines
+        if missing > 0:
+            self._parts.append("\n" * missing)
+            self._trailing_newlines = newlines
+
+    def _drop_trailing_space(self) -> None:
+        if self._parts and self._parts[-1].endswith(" "):
+            self._parts[-1] = self._parts[-1].rstrip(" ")
+
+    def result(self) -> str:
+        lines = (line.rstrip() for line in "".join(self._parts).split("\n"))
+        return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")
