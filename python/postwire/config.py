@@ -5,7 +5,9 @@
     ├── api               ApiConfig: REST API and dashboard
     ├── smtp              SmtpConfig: submission listeners, TLS, size limit, trusted networks
     ├── dns               DnsConfig: nameservers for MX and domain verification
-    ├── delivery          DeliveryConfig: HELO name, port, routes (transport map / smarthost)
+    ├── delivery          DeliveryConfig: HELO name, port, routes (transport map / smarthost),
+    │                     the IPs that SPF records authorise
+    ├── domains           DomainsConfig: sending domains' DNS records and their re-verification
     ├── webhooks          WebhooksConfig: SSRF guard
     └── spool             SpoolConfig: LMDB map size and group-commit tuning
 
@@ -95,6 +97,9 @@ class DeliveryConfig:
     port: int = 25
     # Lower-case domain pattern ("example.com", "*.example.com", "*") -> "host:port".
     routes: Mapping[str, str] = field(default_factory=_empty_routes)
+    # Addresses mail leaves from, normalised; the SPF record of every domain lists them.
+    # Empty: SPF authorises `a:<helo_name>` instead.
+    sending_ips: tuple[str, ...] = ()
 
     def route_for(self, domain: str) -> str | None:
         """The "host:port" that mail for `domain` goes to instead of its MX, if any.
@@ -110,6 +115,19 @@ class DeliveryConfig:
             if route is not None:
                 return route
         return self.routes.get("*")
+
+
+@dataclass(frozen=True, slots=True)
+class DomainsConfig:
+    """Sending domains: the DNS records Postwire asks for and how often it re-checks them."""
+
+    # MX target of each domain's return-path subdomain, where bounces come back.
+    # None: delivery.helo_name.
+    bounce_host: str | None = None
+    verify_interval_seconds: int = 3600
+    # New domains publish their DKIM key at <selector>._domainkey.<domain>; existing ones keep
+    # the selector they were created with.
+    dkim_selector: str = "postwire"
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +157,7 @@ class Config:
     smtp: SmtpConfig = field(default_factory=SmtpConfig)
     dns: DnsConfig = field(default_factory=DnsConfig)
     delivery: DeliveryConfig = field(default_factory=DeliveryConfig)
+    domains: DomainsConfig = field(default_factory=DomainsConfig)
     webhooks: WebhooksConfig = field(default_factory=WebhooksConfig)
     spool: SpoolConfig = field(default_factory=SpoolConfig)
     # The file this was loaded from (None: embedded default). Not a key: it cannot be set.
@@ -485,6 +504,40 @@ def _check_helo_name(key: str, value: str) -> str:
     return value
 
 
+def _check_ip_list(key: str, value: tuple[str, ...]) -> tuple[str, ...]:
+    normalised = []
+    for entry in value:
+        try:
+            normalised.append(str(ipaddress.ip_address(entry.strip())))
+        except ValueError:
+            raise ConfigError(
+                f"config key {key!r} must list IPv4 or IPv6 addresses, got {entry!r}"
+            ) from None
+    return tuple(normalised)
+
+
+def _check_host_name(key: str, value: str | None) -> str | None:
+    if value is None:
+        return None
+    host = value.strip().lower().rstrip(".")
+    if not _HOSTNAME.match(host) or _is_ipv4(host):
+        raise ConfigError(f"config key {key!r} must be a host name, got {value!r}")
+    return host
+
+
+_DKIM_SELECTOR = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+                            r"(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$")  # fmt: skip
+
+
+def _check_dkim_selector(key: str, value: str) -> str:
+    selector = value.strip().lower()
+    if not _DKIM_SELECTOR.match(selector):
+        raise ConfigError(
+            f"config key {key!r} must be DNS labels of letters, digits and hyphens, got {value!r}"
+        )
+    return selector
+
+
 def _check_port(key: str, value: int) -> int:
     if not 1 <= value <= 65535:
         raise ConfigError(f"config key {key!r} must be a port number (1-65535), got {value}")
@@ -532,6 +585,10 @@ _VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "delivery.helo_name": _check_helo_name,
     "delivery.port": _check_port,
     "delivery.routes": _check_routes,
+    "delivery.sending_ips": _check_ip_list,
+    "domains.bounce_host": _check_host_name,
+    "domains.verify_interval_seconds": _at_least(1),
+    "domains.dkim_selector": _check_dkim_selector,
     "spool.map_size": _at_least(1),
     "spool.commit_window_us": _at_least(0),
     "spool.max_batch": _at_least(1),

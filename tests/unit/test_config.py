@@ -503,3 +503,61 @@ def test_documented_example_loads(tmp_path: Path) -> None:
     example = DOC.read_text().split("```toml\n", 1)[1].split("```", 1)[0]
     config = load_config(write(tmp_path, example), {})
     assert config.delivery.route_for("a.corp.example") == "[fd00::25]:25"
+
+
+# --- sending domains ---------------------------------------------------------------------------
+
+
+def test_domain_keys_defaults_and_overrides(tmp_path: Path) -> None:
+    config = load_config(None, HOST)
+    assert config.delivery.sending_ips == ()
+    assert config.domains.bounce_host is None  # delivery.helo_name is used
+    assert config.domains.verify_interval_seconds == 3600
+    assert config.domains.dkim_selector == "postwire"
+
+    path = write(
+        tmp_path,
+        """
+        [delivery]
+        sending_ips = ["192.0.2.25", "2001:DB8:0::25"]
+
+        [domains]
+        bounce_host = "Bounces.Example.com."
+        verify_interval_seconds = 60
+        dkim_selector = "PW2024"
+        """,
+    )
+    config = load_config(path, HOST)
+    assert config.delivery.sending_ips == ("192.0.2.25", "2001:db8::25")
+    assert config.domains.bounce_host == "bounces.example.com"
+    assert config.domains.verify_interval_seconds == 60
+    assert config.domains.dkim_selector == "pw2024"
+
+    env = {
+        **HOST,
+        "POSTWIRE_DELIVERY_SENDING_IPS": "198.51.100.7",
+        "POSTWIRE_DOMAINS_BOUNCE_HOST": "",
+        "POSTWIRE_DOMAINS_VERIFY_INTERVAL_SECONDS": "900",
+        "POSTWIRE_DOMAINS_DKIM_SELECTOR": "s1.mail",
+    }
+    config = load_config(path, env)
+    assert config.delivery.sending_ips == ("198.51.100.7",)
+    assert config.domains.bounce_host is None
+    assert config.domains.verify_interval_seconds == 900
+    assert config.domains.dkim_selector == "s1.mail"
+
+
+@pytest.mark.parametrize(
+    ("toml", "expected"),
+    [
+        ("[delivery]\nsending_ips = ['mx.example.com']\n", "'delivery.sending_ips' must list IPv4"),
+        ("[delivery]\nsending_ips = ['10.0.0.0/8']\n", "'delivery.sending_ips' must list IPv4"),
+        ("[domains]\nbounce_host = 'a b'\n", "'domains.bounce_host' must be a host name"),
+        ("[domains]\nbounce_host = '192.0.2.1'\n", "'domains.bounce_host' must be a host name"),
+        ("[domains]\nverify_interval_seconds = 0\n", "'domains.verify_interval_seconds' must be"),
+        ("[domains]\ndkim_selector = '_x'\n", "'domains.dkim_selector' must be DNS labels"),
+        ("[domains]\ndkim_selector = 'a..b'\n", "'domains.dkim_selector' must be DNS labels"),
+    ],
+)
+def test_invalid_domain_keys(tmp_path: Path, toml: str, expected: str) -> None:
+    assert expected in error_of(tmp_path, toml)
