@@ -150,7 +150,7 @@ async def test_redirects_are_followed_and_vetted(server: str) -> None:
 
 async def test_redirect_to_another_scheme_is_refused(server: str) -> None:
     message = await refusal(f"{server}/redirect?to=file:///etc/passwd")
-    assert message.endswith("it leads to a URL that is not http or https.")
+    assert message.endswith("it redirects to a URL that is not http or https.")
 
 
 async def test_at_most_three_redirects(server: str) -> None:

@@ -136,6 +136,21 @@ def test_every_spelling_the_sdks_send() -> None:
     ]
 
 
+def test_an_empty_spelling_gives_way_to_the_other() -> None:
+    (attachment,) = parse_attachments(
+        {
+            "content": [1],
+            "filename": "logo.png",
+            "content_type": "",
+            "contentType": "image/png",
+            "content_id": "",
+            "inline_content_id": "logo",
+        }
+    )
+    assert isinstance(attachment, _core.Attachment)
+    assert (attachment.content_type, attachment.content_id) == ("image/png", "logo")
+
+
 def test_content_type_parameters_are_dropped_and_case_folded() -> None:
     (attachment,) = parse_attachments(
         {"content": [1], "filename": "a.txt", "content_type": "Text/Plain; charset=UTF-8"}
@@ -291,6 +306,24 @@ def test_a_url_filename_with_line_breaks_is_not_used() -> None:
             422,
             "validation_error",
             "The `attachments[0].path` field must be an http or https URL.",
+        ),
+        (
+            {"path": "http://[::1/a.pdf"},
+            422,
+            "validation_error",
+            "The `attachments[0].path` field must be an http or https URL.",
+        ),
+        (
+            {"path": "https://example.com/\ud800.pdf"},
+            422,
+            "validation_error",
+            "The `attachments[0].path` field must be an http or https URL.",
+        ),
+        (
+            {"content": [1], "filename": "\ud800.pdf"},
+            422,
+            "validation_error",
+            "The `attachments[0].filename` field must be valid Unicode text.",
         ),
         (
             {"path": ["https://example.com/a.pdf"]},
@@ -510,6 +543,9 @@ async def test_an_unresolvable_host() -> None:
     assert error.message.endswith("the host `nowhere.test` could not be resolved.")
 
 
-async def test_only_http_and_https() -> None:
-    error = await fetch_refusal("file:///etc/passwd", {})
-    assert error.message.endswith("it leads to a URL that is not http or https.")
+@pytest.mark.parametrize(
+    "url", ["file:///etc/passwd", "gopher://x.test/", "http:///x", "http://[::1/"]
+)
+async def test_only_http_and_https_urls(url: str) -> None:
+    error = await fetch_refusal(url, {})
+    assert error.message.endswith("it is not an http or https URL.")

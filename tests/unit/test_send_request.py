@@ -258,6 +258,11 @@ def test_wrong_json_types_name_the_field(changes: dict[str, Any], message: str) 
         ("山田 <taro@例え.jp>", ("山田", "taro@例え.jp")),
         ("jöse@bücher.example", (None, "jöse@bücher.example")),
         ("x@xn--bcher-kva.example", (None, "x@xn--bcher-kva.example")),
+        ("José\u00a0Pérez <jose@example.com>", ("José\u00a0Pérez", "jose@example.com")),
+        (
+            "\u0645\u06cc\u200c\u0631\u0632\u0627 <m@example.ir>",
+            ("\u0645\u06cc\u200c\u0631\u0632\u0627", "m@example.ir"),
+        ),
     ],
 )
 def test_valid_mailboxes(value: str, mailbox: tuple[str | None, str]) -> None:
@@ -307,6 +312,9 @@ def test_valid_mailboxes(value: str, mailbox: tuple[str | None, str]) -> None:
         "Name\x00 <a@example.com>",
         "Name\x1b <a@example.com>",
         "a\u2028b@example.com",
+        "a\u00a0b@example.com",
+        "\ud800 <a@example.com>",
+        "a\ud800@example.com",
     ],
 )
 def test_invalid_mailboxes(value: str) -> None:
@@ -368,6 +376,24 @@ def test_reply_to_wins_over_the_camel_case_alias() -> None:
 )
 def test_subject_injection_is_refused(subject: str, message: str) -> None:
     assert refused_with(minimal(subject=subject)) == (422, "validation_error", message)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"subject": "\ud83d"}, "The `subject` field must be valid Unicode text."),
+        ({"html": "<p>\udc00</p>"}, "The `html` field must be valid Unicode text."),
+        ({"text": "\ud800"}, "The `text` field must be valid Unicode text."),
+        (
+            {"headers": {"X-A": "\ud800"}},
+            "The `headers` value of `X-A` must be valid Unicode text.",
+        ),
+        ({"from": "\ud800 <a@example.com>"}, INVALID_FROM),
+    ],
+)
+def test_unpaired_surrogates_are_refused(changes: dict[str, Any], message: str) -> None:
+    # Valid JSON (`"\\ud800"`), but no UTF-8 encoder takes it: a 422, not a 500 in the builder.
+    assert refused_with(minimal(**changes)) == (422, "validation_error", message)
 
 
 def test_subject_may_be_empty_or_hold_a_tab() -> None:

@@ -195,6 +195,9 @@ async def fetch_attachment(
     are followed, each vetted the same way. Failures raise 422 `invalid_attachment` naming
     `field`.
     """
+    target = parse_http_url(url)
+    if target is None:
+        raise _fetch_error(field, "it is not an http or https URL")
     with trio.move_on_after(timeout):
         async with httpx.AsyncClient(
             trust_env=False,  # a proxy from the environment would connect to unvetted hosts
@@ -203,7 +206,7 @@ async def fetch_attachment(
         ) as client:
             return await _fetch_following_redirects(
                 client,
-                httpx.URL(url),
+                target,
                 allow_private=allow_private,
                 max_bytes=max_bytes,
                 allowed_networks=allowed_networks,
@@ -211,6 +214,18 @@ async def fetch_attachment(
                 field=field,
             )
     raise _fetch_error(field, f"it took longer than {timeout:g} seconds")
+
+
+def parse_http_url(value: str) -> httpx.URL | None:
+    """`value` as httpx reads it when it is an http or https URL with a host, else None."""
+    try:
+        return _http_url_or_none(httpx.URL(value))
+    except (httpx.InvalidURL, ValueError):  # UnicodeEncodeError for unpaired surrogates
+        return None
+
+
+def _http_url_or_none(url: httpx.URL) -> httpx.URL | None:
+    return url if url.scheme in ("http", "https") and url.raw_host else None
 
 
 async def _fetch_following_redirects(
@@ -224,8 +239,6 @@ async def _fetch_following_redirects(
     field: str,
 ) -> bytes:
     for _ in range(MAX_REDIRECTS + 1):
-        if url.scheme not in ("http", "https") or not url.raw_host:
-            raise _fetch_error(field, "it leads to a URL that is not http or https")
         port = url.port or (443 if url.scheme == "https" else 80)
         # raw_host: an IDN in its punycode form, an IPv6 address without brackets.
         host = url.raw_host.decode("ascii")
@@ -235,7 +248,7 @@ async def _fetch_following_redirects(
         response = await _send_to_first_reachable(client, url, host, addresses, field)
         try:
             if response.has_redirect_location:
-                url = url.join(response.headers["location"])
+                url = _redirect_target(url, response.headers["location"], field)
                 continue
             if response.status_code != 200:
                 raise _fetch_error(field, f"the server answered {response.status_code}")
@@ -245,6 +258,16 @@ async def _fetch_following_redirects(
         finally:
             await response.aclose()
     raise _fetch_error(field, f"it redirects more than {MAX_REDIRECTS} times")
+
+
+def _redirect_target(url: httpx.URL, location: str, field: str) -> httpx.URL:
+    try:
+        target = _http_url_or_none(url.join(location))
+    except (httpx.InvalidURL, ValueError):
+        target = None
+    if target is None:
+        raise _fetch_error(field, "it redirects to a URL that is not http or https")
+    return target
 
 
 async def _vetted_addresses(

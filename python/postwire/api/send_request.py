@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from html.parser import HTMLParser
 from typing import Literal
-from urllib.parse import urlsplit
 
 from postwire import _core
 from postwire.api.attachments import (
@@ -39,6 +38,7 @@ from postwire.api.attachments import (
     decode_attachment_content,
     fetch_attachment,
     filename_from_url,
+    parse_http_url,
     refuse_forbidden_file_type,
     resolve_host,
 )
@@ -305,16 +305,18 @@ def parse_mailbox(value: str) -> Mailbox | None:
         return None
     else:
         name = name_part
-    if name is not None and not _is_printable_text(name):
+    if name is not None and not (_is_header_safe(name) and _is_unicode_text(name)):
         return None
     return (name, address) if _is_address(address) else None
 
 
 def _is_address(address: str) -> bool:
     local, at, domain = address.rpartition("@")
-    if not at or len(address.encode()) > 254 or not _is_printable_text(address):
+    if not at or not _is_unicode_text(address) or not _is_header_safe(address):
         return False
-    if " " in address or len(local.encode()) > 64 or not _LOCAL_PART.fullmatch(local):
+    if any(char.isspace() for char in address) or len(address.encode()) > 254:
+        return False
+    if len(local.encode()) > 64 or not _LOCAL_PART.fullmatch(local):
         return False
     labels = domain.split(".")
     if len(labels) < 2 or len(domain) > 253 or labels[-1].isdigit():
@@ -329,11 +331,6 @@ def _is_domain_label(label: str) -> bool:
         return _ASCII_LABEL.fullmatch(label) is not None
     # An IDN label; the MIME builder converts it to punycode (UTS 46) and checks it fully.
     return all(char.isalnum() or char == "-" for char in label) and label[0] != "-" != label[-1]
-
-
-def _is_printable_text(text: str) -> bool:
-    # Tab is the one control character a header may hold.
-    return all(char.isprintable() or char == "\t" for char in text)
 
 
 def _invalid_address_message(field: str) -> str:
@@ -385,22 +382,36 @@ def _optional_body_text(body: Mapping[str, object], field: str) -> str | None:
         raise validation_error(f"The `{field}` field must be a string.")
     if "\0" in value:
         raise validation_error(f"The `{field}` field must not contain NUL characters.")
+    if not _is_unicode_text(value):
+        raise validation_error(f"The `{field}` field must be valid Unicode text.")
     return value
 
 
 def _refuse_header_controls(value: str, what: str) -> None:
     """Refuse what would break out of a header line (CR, LF, NUL) or that the MIME builder
-    refuses in headers (other control characters; tab is fine)."""
+    refuses in headers (other control characters; tab is fine), and unpaired surrogates
+    (valid JSON escapes that no UTF-8 encoder takes)."""
     if any(char in value for char in "\r\n\0"):
         raise validation_error(f"{what} must not contain line breaks or NUL characters.")
-    if not _is_printable_header_value(value):
+    if not _is_header_safe(value):
         raise validation_error(f"{what} must not contain control characters.")
+    if not _is_unicode_text(value):
+        raise validation_error(f"{what} must be valid Unicode text.")
 
 
-def _is_printable_header_value(value: str) -> bool:
+def _is_header_safe(value: str) -> bool:
+    """No C0 control but tab, no DEL, no C1 control: what the MIME builder takes in headers."""
     return not any(
         (ord(char) < 0x20 and char != "\t") or 0x7F <= ord(char) <= 0x9F for char in value
     )
+
+
+def _is_unicode_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _parse_headers(value: object) -> tuple[tuple[str, str], ...]:
@@ -482,16 +493,16 @@ def _parse_attachment(value: object, field: str) -> _core.Attachment | RemoteAtt
         )
     filename = _attachment_filename(value.get("filename"), field)
     content_type = _attachment_content_type(
-        value.get("content_type", value.get("contentType")), field
+        _first_given(value, "content_type", "contentType"), field
     )
     content_id = _attachment_content_id(
-        value.get("content_id", value.get("inline_content_id")), field
+        _first_given(value, "content_id", "inline_content_id"), field
     )
     if content is not None:
         data = decode_attachment_content(content, f"{field}.content")
         return _core.Attachment(data, filename, content_type, content_id)
 
-    if not isinstance(path, str) or not _is_http_url(path):
+    if not isinstance(path, str) or parse_http_url(path) is None:
         raise validation_error(f"The `{field}.path` field must be an http or https URL.")
     if filename is None:
         named = filename_from_url(path)
@@ -499,6 +510,12 @@ def _parse_attachment(value: object, field: str) -> _core.Attachment | RemoteAtt
             refuse_forbidden_file_type(named, f"{field}.path")
             filename = named
     return RemoteAttachment(path, filename, content_type, content_id, field)
+
+
+def _first_given(value: Mapping[str, object], *spellings: str) -> object:
+    """The first of the SDKs' spellings of a field that holds something; "" counts as absent
+    (an SDK may send one spelling empty and the other filled)."""
+    return next((value[key] for key in spellings if value.get(key) not in (None, "")), None)
 
 
 def _attachment_filename(value: object, field: str) -> str | None:
@@ -517,7 +534,11 @@ def _attachment_filename(value: object, field: str) -> str | None:
 
 
 def _is_filename(name: str) -> bool:
-    return len(name.encode()) <= MAX_FILENAME_OCTETS and _is_printable_header_value(name)
+    return (
+        _is_unicode_text(name)
+        and len(name.encode()) <= MAX_FILENAME_OCTETS
+        and _is_header_safe(name)
+    )
 
 
 def _attachment_content_type(value: object, field: str) -> str | None:
@@ -546,19 +567,11 @@ def _attachment_content_id(value: object, field: str) -> str | None:
     return value
 
 
-def _is_http_url(value: str) -> bool:
-    try:
-        parts = urlsplit(value)
-    except ValueError:
-        return False
-    return parts.scheme in ("http", "https") and bool(parts.hostname)
-
-
 # --- size --------------------------------------------------------------------------------------
 
 
 def _utf8_size(value: object) -> int:
-    return len(value.encode("utf-8", "surrogatepass")) if isinstance(value, str) else 0
+    return len(value.encode()) if isinstance(value, str) else 0
 
 
 def _refuse_oversize(size: int, limit: int) -> None:
@@ -670,6 +683,9 @@ def html_to_text(html: str) -> str:
     return converter.result()
 
 
+_WHITESPACE = re.compile(r"\s+")
+
+
 class _HtmlToText(HTMLParser):
     """Writes text as it comes, collapsing whitespace outside <pre>; blocks ask for at least
     one or two line breaks before what follows, so nested blocks do not stack blank lines."""
@@ -728,7 +744,7 @@ class _HtmlToText(HTMLParser):
         if self._pre_depth:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         else:
-            text = re.sub(r"\s+", " ", text)
+            text = _WHITESPACE.sub(" ", text)
             if not self._parts or self._trailing_newlines or self._parts[-1].endswith(" "):
                 text = text.lstrip(" ")
         if not text:
