@@ -1,0 +1,508 @@
+"""Sending domains in the spool's "domains" table, one team's at a time.
+
+Keys, all in table "domains":
+
+    domain/<team_id>/<domain_id>   DomainRecord    ids are UUID v7, so a team's keys sort by age
+    name/<team_id>/<name>          DomainNameEntry one team cannot add the same name twice, and a
+                                                   sender's domain is found without a scan
+
+Every function takes the caller's team and never reads another team's keys. Changes to one
+domain (API updates, deletion, the verifier's results) are read-modify-write; a per-domain lock
+keeps them from overwriting each other within the process that owns the spool.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final, Literal, cast
+
+import trio
+
+from postwire import _core
+from postwire.domains.records import (
+    DnsRecord,
+    DomainStatus,
+    RecordCheck,
+    RecordStatus,
+    dns_records,
+    domain_status,
+    parse_domain_name,
+    parse_return_path,
+    parse_subdomain_label,
+    statuses_after_checks,
+)
+from postwire.errors import ApiError, KeyExistsError, validation_error
+from postwire.store.tables import Table
+
+if TYPE_CHECKING:
+    from postwire.config import Config
+    from postwire.store.spool import Spool
+
+REGIONS: Final = ("us-east-1", "eu-west-1", "sa-east-1", "ap-northeast-1")
+TLS_MODES: Final = ("opportunistic", "enforced")
+Tls = Literal["opportunistic", "enforced"]
+DKIM_KEY_BITS: Final = 2048
+MAX_PAGE: Final = 100
+
+
+@dataclass(frozen=True, slots=True)
+class DomainRecord:
+    """A team's sending domain, its DKIM key and where its verification stands."""
+
+    id: str
+    team_id: str
+    name: str  # canonical: lower case, punycode, no final dot
+    region: str
+    custom_return_path: str
+    open_tracking: bool
+    click_tracking: bool
+    tls: str  # "opportunistic" | "enforced"
+    # {"sending": "enabled"|"disabled", "receiving": "disabled"}: the contract's capabilities.
+    capabilities: dict[str, str]
+    tracking_subdomain: str | None
+    status: str  # DomainStatus
+    created_at: str  # contract text: "2024-05-01 12:00:00.123000+00"
+    dkim_selector: str
+    dkim_private_key_pem: str = field(repr=False)
+    dkim_dns_txt: str
+    # By `DnsRecord.key` ("SPF/MX", "DKIM/TXT", ...): RecordStatus, and what the last check saw.
+    record_statuses: dict[str, str] = field(default_factory=dict)
+    record_details: dict[str, str] = field(default_factory=dict)
+    # Wall-clock ms: when verification was last requested (the policy's clock) and last checked.
+    verification_started_at_ms: int | None = None
+    last_checked_at_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DomainNameEntry:
+    domain_id: str
+
+
+DOMAINS: Final = Table("domains", DomainRecord)
+DOMAIN_NAMES: Final = Table("domains", DomainNameEntry)
+
+# One lock per domain key, alive while someone holds or waits for it.
+_locks: weakref.WeakValueDictionary[str, trio.Lock] = weakref.WeakValueDictionary()
+
+
+def _lock_for(key: str) -> trio.Lock:
+    lock = _locks.get(key)
+    if lock is None:
+        lock = _locks[key] = trio.Lock()
+    return lock
+
+
+def _domain_key(team_id: str, domain_id: str) -> str:
+    return f"domain/{team_id}/{domain_id}"
+
+
+def _name_key(team_id: str, name: str) -> str:
+    return f"name/{team_id}/{name}"
+
+
+def not_found() -> ApiError:
+    return ApiError(404, "not_found", "Domain not found")
+
+
+def format_timestamp(ms: int) -> str:
+    """The contract's timestamp text for REST objects: `2024-05-01 12:00:00.123000+00`."""
+    moment = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC) + datetime.timedelta(
+        milliseconds=ms
+    )
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f+00")
+
+
+# --- reads -------------------------------------------------------------------------------------
+
+
+def load_domain(spool: Spool, team_id: str, domain_id: str) -> DomainRecord | None:
+    """The team's domain with this id, or None."""
+    if not domain_id or "/" in domain_id:
+        return None
+    return DOMAINS.get(spool, _domain_key(team_id, domain_id))
+
+
+def get_domain(spool: Spool, team_id: str, domain_id: str) -> DomainRecord:
+    """The team's domain with this id; 404 `not_found` if the team has none."""
+    domain = load_domain(spool, team_id, domain_id)
+    if domain is None:
+        raise not_found()
+    return domain
+
+
+def list_domains(
+    spool: Spool,
+    team_id: str,
+    *,
+    limit: int | None = None,
+    after: str | None = None,
+    before: str | None = None,
+) -> tuple[list[DomainRecord], bool]:
+    """The team's domains, newest first, and whether more lie beyond the page.
+
+    Without `limit` every domain (the contract's legacy list). `after=<id>` pages toward older
+    domains, `before=<id>` toward newer ones; the cursor's own domain is left out.
+    """
+    if limit is not None and not 1 <= limit <= MAX_PAGE:
+        raise validation_error(
+            f"The pagination limit must be a number between 1 and {MAX_PAGE}, got {limit}."
+        )
+    if after is not None and before is not None:
+        raise validation_error("The pagination cursors `after` and `before` cannot be combined.")
+    prefix = f"domain/{team_id}/"
+    if before is not None:
+        newer = _scan(spool, prefix, cursor=prefix + before, reverse=False, limit=limit)
+        page, has_more = _cut(newer, limit)
+        return page[::-1], has_more
+    cursor = None if after is None else prefix + after
+    return _cut(_scan(spool, prefix, cursor=cursor, reverse=True, limit=limit), limit)
+
+
+def _scan(
+    spool: Spool, prefix: str, *, cursor: str | None, reverse: bool, limit: int | None
+) -> list[DomainRecord]:
+    """Up to `limit` + 1 records (all if `limit` is None) from `cursor` on."""
+    wanted = None if limit is None else limit + 1
+    found: list[DomainRecord] = []
+    while wanted is None or len(found) < wanted:
+        page_size = MAX_PAGE if wanted is None else min(MAX_PAGE, wanted - len(found))
+        rows = DOMAINS.scan(spool, prefix=prefix, cursor=cursor, reverse=reverse, limit=page_size)
+        found.extend(record for _, record in rows)
+        if len(rows) < page_size:
+            break
+        cursor = rows[-1][0]
+    return found
+
+
+def _cut(records: list[DomainRecord], limit: int | None) -> tuple[list[DomainRecord], bool]:
+    if limit is None or len(records) <= limit:
+        return records, False
+    return records[:limit], True
+
+
+def scan_all_domains(spool: Spool) -> Iterator[DomainRecord]:
+    """Every team's domains, page by page: for the verifier, which works for all teams."""
+    cursor: str | None = None
+    while True:
+        rows = DOMAINS.scan(spool, prefix="domain/", cursor=cursor, limit=MAX_PAGE)
+        for _, record in rows:
+            yield record
+        if len(rows) < MAX_PAGE:
+            return
+        cursor = rows[-1][0]
+
+
+def find_verified_domain_for_sender(
+    spool: Spool, team_id: str, from_address_domain: str
+) -> DomainRecord | None:
+    """The team's verified domain that an address at `from_address_domain` may send from.
+
+    Once a domain is verified, any address under it may send: `a.b.example.com` is covered by
+    a verified `example.com`. The closest verified domain wins. None if there is none, or the
+    domain is not a valid name.
+    """
+    try:
+        name = parse_domain_name(from_address_domain)
+    except ApiError:
+        return None
+    labels = name.split(".")
+    for start in range(len(labels) - 1):  # registered domains have at least two labels
+        entry = DOMAIN_NAMES.get(spool, _name_key(team_id, ".".join(labels[start:])))
+        if entry is None:
+            continue
+        domain = load_domain(spool, team_id, entry.domain_id)
+        if domain is not None and domain.status == "verified":
+            return domain
+    return None
+
+
+def domain_dns_records(domain: DomainRecord, config: Config) -> list[DnsRecord]:
+    """The records this domain publishes, with its own DKIM selector and key."""
+    return dns_records(
+        domain.name,
+        domain.custom_return_path,
+        domain.dkim_dns_txt,
+        config,
+        dkim_selector=domain.dkim_selector,
+    )
+
+
+# --- writes ------------------------------------------------------------------------------------
+
+
+async def create_domain(
+    spool: Spool,
+    config: Config,
+    team_id: str,
+    name: object,
+    *,
+    region: object = None,
+    custom_return_path: object = None,
+    open_tracking: object = None,
+    click_tracking: object = None,
+    tls: object = None,
+    capabilities: object = None,
+    tracking_subdomain: object = None,
+) -> DomainRecord:
+    """Add a domain to the team with a fresh RSA-2048 DKIM key; status `not_started`.
+
+    Arguments are the request body's values as parsed from JSON (None: absent), validated here:
+    422 `validation_error` names the field. 403 `validation_error` if the team already has a
+    domain of that name.
+    """
+    canonical = parse_domain_name(name)
+    region_name = _parse_region(region)
+    return_path = parse_return_path(custom_return_path)
+    opens = _parse_bool("open_tracking", open_tracking) or False
+    clicks = _parse_bool("click_tracking", click_tracking) or False
+    tls_mode = _parse_tls(tls) or "opportunistic"
+    capability_states = _parse_capabilities(capabilities, {})
+    tracking_label = _parse_tracking_subdomain(tracking_subdomain)
+    if DOMAIN_NAMES.get(spool, _name_key(team_id, canonical)) is not None:
+        raise _registered_already(canonical)  # before spending a key generation on it
+    key = await trio.to_thread.run_sync(_core.generate_dkim_key, "rsa", DKIM_KEY_BITS)
+    domain_id = _core.new_id()
+    domain = DomainRecord(
+        id=domain_id,
+        team_id=team_id,
+        name=canonical,
+        region=region_name,
+        custom_return_path=return_path,
+        open_tracking=opens,
+        click_tracking=clicks,
+        tls=tls_mode,
+        capabilities=capability_states,
+        tracking_subdomain=tracking_label,
+        status="not_started",
+        created_at=format_timestamp(spool.clock_ms()),
+        dkim_selector=config.domains.dkim_selector,
+        dkim_private_key_pem=key.private_key_pem,
+        dkim_dns_txt=key.dns_txt,
+    )
+    batch = _core.WriteBatch()
+    DOMAIN_NAMES.insert(batch, _name_key(team_id, canonical), DomainNameEntry(domain_id))
+    DOMAINS.put(batch, _domain_key(team_id, domain_id), domain)
+    try:
+        await spool.commit(batch)
+    except KeyExistsError:  # a concurrent create of the same name won
+        raise _registered_already(canonical) from None
+    return domain
+
+
+def _registered_already(name: str) -> ApiError:
+    return validation_error(f"The `{name}` domain has been registered already.", status=403)
+
+
+async def update_domain(
+    spool: Spool,
+    team_id: str,
+    domain_id: str,
+    *,
+    open_tracking: object = None,
+    click_tracking: object = None,
+    tls: object = None,
+    capabilities: object = None,
+    tracking_subdomain: object = None,
+) -> DomainRecord:
+    """Change what PATCH /domains/{id} may change (None: leave it); return the new record."""
+    opens = _parse_bool("open_tracking", open_tracking)
+    clicks = _parse_bool("click_tracking", click_tracking)
+    tls_mode = _parse_tls(tls)
+    tracking_label = _parse_tracking_subdomain(tracking_subdomain)
+    async with _lock_for(_domain_key(team_id, domain_id)):
+        domain = get_domain(spool, team_id, domain_id)
+        updated = dataclasses.replace(
+            domain,
+            open_tracking=domain.open_tracking if opens is None else opens,
+            click_tracking=domain.click_tracking if clicks is None else clicks,
+            tls=tls_mode or domain.tls,
+            capabilities=_parse_capabilities(capabilities, domain.capabilities),
+            tracking_subdomain=tracking_label or domain.tracking_subdomain,
+        )
+        if updated == domain:
+            return domain
+        batch = _core.WriteBatch()
+        DOMAINS.put(batch, _domain_key(team_id, domain_id), updated)
+        await spool.commit(batch)
+        return updated
+
+
+async def delete_domain(spool: Spool, team_id: str, domain_id: str) -> DomainRecord:
+    """Remove the domain, its key and its name; return what was removed. 404 if none."""
+    async with _lock_for(_domain_key(team_id, domain_id)):
+        domain = get_domain(spool, team_id, domain_id)
+        batch = _core.WriteBatch()
+        DOMAINS.delete(batch, _domain_key(team_id, domain_id))
+        DOMAIN_NAMES.delete(batch, _name_key(team_id, domain.name))
+        await spool.commit(batch)
+        return domain
+
+
+async def start_verification(
+    spool: Spool, config: Config, team_id: str, domain_id: str
+) -> DomainRecord:
+    """Start (or restart) the domain's verification now: its policy window begins again.
+
+    Records never checked become `pending`; a record already verified stays so until a check
+    says otherwise. The DNS check itself is the verifier's (`DomainVerifier`).
+    """
+    async with _lock_for(_domain_key(team_id, domain_id)):
+        domain = get_domain(spool, team_id, domain_id)
+        records = domain_dns_records(domain, config)
+        statuses = _statuses(domain)
+        for record in records:
+            if statuses.get(record.key, "not_started") == "not_started":
+                statuses[record.key] = "pending"
+        updated = dataclasses.replace(
+            domain,
+            record_statuses=dict(statuses),
+            status=domain_status(records, statuses),
+            verification_started_at_ms=spool.clock_ms(),
+        )
+        batch = _core.WriteBatch()
+        DOMAINS.put(batch, _domain_key(team_id, domain_id), updated)
+        await spool.commit(batch)
+        return updated
+
+
+async def record_check_results(
+    spool: Spool, config: Config, team_id: str, domain_id: str, checks: Sequence[RecordCheck]
+) -> DomainRecord | None:
+    """Apply a DNS check's results to the domain as it is now, in one commit.
+
+    The policy (`next_record_status`) runs against the stored statuses and window, read under
+    the domain's lock, so an API change made while DNS was being asked is kept. None if the
+    domain was deleted meanwhile or its verification was never started.
+    """
+    async with _lock_for(_domain_key(team_id, domain_id)):
+        domain = load_domain(spool, team_id, domain_id)
+        if domain is None or domain.verification_started_at_ms is None:
+            return None
+        now_ms = spool.clock_ms()
+        statuses = statuses_after_checks(
+            _statuses(domain),
+            checks,
+            verification_started_at_ms=domain.verification_started_at_ms,
+            now_ms=now_ms,
+        )
+        updated = dataclasses.replace(
+            domain,
+            record_statuses=dict(statuses),
+            record_details={
+                **domain.record_details,
+                **{check.record.key: check.detail for check in checks},
+            },
+            status=domain_status(domain_dns_records(domain, config), statuses),
+            last_checked_at_ms=now_ms,
+        )
+        batch = _core.WriteBatch()
+        DOMAINS.put(batch, _domain_key(team_id, domain_id), updated)
+        await spool.commit(batch)
+        return updated
+
+
+def _statuses(domain: DomainRecord) -> dict[str, RecordStatus]:
+    return cast(dict[str, RecordStatus], dict(domain.record_statuses))
+
+
+# --- the contract's JSON (section 5) -----------------------------------------------------------
+
+
+def to_json(
+    domain: DomainRecord, config: Config, *, include_records: bool = True
+) -> dict[str, object]:
+    """The domain object of GET /domains/{id} (and POST /domains), or a list item.
+
+    With `include_records` False, the shape of a GET /domains item: no `object`, no
+    `tracking_subdomain`, no `records`. `config` supplies the records' values (SPF, bounce
+    host), so a change of sending IPs shows at once. Never the private key.
+    """
+    common: dict[str, object] = {
+        "id": domain.id,
+        "name": domain.name,
+        "status": cast(DomainStatus, domain.status),
+        "created_at": domain.created_at,
+        "region": domain.region,
+        "open_tracking": domain.open_tracking,
+        "click_tracking": domain.click_tracking,
+    }
+    capabilities = dict(domain.capabilities)
+    if not include_records:
+        return {**common, "capabilities": capabilities}
+    statuses = _statuses(domain)
+    records = [
+        record.to_json(statuses.get(record.key, "not_started"))
+        for record in domain_dns_records(domain, config)
+        if record.required
+    ]
+    return {
+        "object": "domain",
+        **common,
+        "tracking_subdomain": domain.tracking_subdomain,
+        "capabilities": capabilities,
+        "records": records,
+    }
+
+
+def reference_json(domain_id: str, *, deleted: bool = False) -> dict[str, object]:
+    """The body of PATCH and POST .../verify (`{"object", "id"}`), and of DELETE (`deleted`)."""
+    body: dict[str, object] = {"object": "domain", "id": domain_id}
+    if deleted:
+        body["deleted"] = True
+    return body
+
+
+# --- request values ----------------------------------------------------------------------------
+
+
+def _parse_region(value: object) -> str:
+    if value is None:
+        return REGIONS[0]
+    if value not in REGIONS:
+        raise validation_error(f"The `region` field must be one of {', '.join(REGIONS)}.")
+    return value
+
+
+def _parse_tls(value: object) -> Tls | None:
+    if value is None:
+        return None
+    if value not in TLS_MODES:
+        raise validation_error("The `tls` field must be `opportunistic` or `enforced`.")
+    return value
+
+
+def _parse_bool(field_name: str, value: object) -> bool | None:
+    if value is not None and not isinstance(value, bool):
+        raise validation_error(f"The `{field_name}` field must be a boolean.")
+    return value
+
+
+def _parse_tracking_subdomain(value: object) -> str | None:
+    return None if value is None else parse_subdomain_label("tracking_subdomain", value)
+
+
+def _parse_capabilities(value: object, current: Mapping[str, str]) -> dict[str, str]:
+    """`{"sending": .., "receiving": ..}` over `current`; at least one enabled, no receiving."""
+    merged = {"sending": "enabled", "receiving": "disabled", **current}
+    if value is not None:
+        if not isinstance(value, dict) or not set(value) <= {"sending", "receiving"}:
+            raise validation_error(
+                "The `capabilities` field must be an object with `sending` and `receiving`."
+            )
+        for capability, state in value.items():
+            if state not in ("enabled", "disabled"):
+                raise validation_error(
+                    f"The `capabilities.{capability}` field must be `enabled` or `disabled`."
+                )
+            merged[capability] = state
+    if merged["receiving"] == "enabled":
+        raise validation_error(
+            "This server does not receive mail: `capabilities.receiving` must be `disabled`."
+        )
+    if merged["sending"] != "enabled":
+        raise validation_error("At least one of the domain's capabilities must be enabled.")
+    return merged
