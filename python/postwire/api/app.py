@@ -15,7 +15,7 @@ from hypercorn.config import Config as HypercornConfig
 from quart import Response, g, request
 from quart_trio import QuartTrio
 
-from postwire.api import api_keys
+from postwire.api import api_keys, emails
 from postwire.api.auth import authenticate_caller
 from postwire.api.context import ApiContext
 from postwire.api.errors import install_error_handlers
@@ -69,6 +69,7 @@ def create_app(ctx: ApiContext) -> QuartTrio:
         return response
 
     app.register_blueprint(api_keys.routes(ctx))
+    app.register_blueprint(emails.routes(ctx))
     return app
 
 

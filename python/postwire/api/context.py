@@ -8,7 +8,9 @@ from datetime import UTC, datetime
 
 import trio
 
+from postwire.accept import Acceptor
 from postwire.config import Config
+from postwire.store.idempotency import IdempotencyKeys
 from postwire.store.spool import Spool
 
 
@@ -25,3 +27,12 @@ class ApiContext:
     monotonic: Callable[[], float] = trio.current_time
     # Key id -> when its last_used_at was last written, to write it at most once a minute.
     key_use_written: dict[str, float] = field(default_factory=dict)
+    acceptor: Acceptor = field(init=False)
+    idempotency: IdempotencyKeys = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.acceptor = Acceptor(self.spool)
+        self.idempotency = IdempotencyKeys(self.spool)
+
+    def now_ms(self) -> int:
+        return int(self.now().timestamp() * 1000)

@@ -1,0 +1,129 @@
+"""The one accept path of outgoing mail, for the REST API and (later) SMTP submission alike.
+
+`prepare` checks that the team may send from the sender's domain, builds the MIME message and
+DKIM-signs it (off the Trio thread: signing releases the GIL). `commit` writes the prepared
+emails, their records and an optional idempotency record in one group-committed batch; only
+when it returns is any email accepted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import trio
+
+from postwire import _core
+from postwire.api.send_request import SendRequest, build_mime_message
+from postwire.domains.store import DomainRecord, find_verified_domain_for_sender
+from postwire.errors import ApiError
+from postwire.store.accounts import ApiKeyRecord, contract_timestamp
+from postwire.store.emails import EmailRecord, add_email
+from postwire.store.spool import Spool
+
+# Above this size the MIME build also leaves the Trio thread.
+_BUILD_IN_THREAD_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedEmail:
+    """A signed message and its record, ready to commit."""
+
+    record: EmailRecord
+    message: bytes
+    due_at_ms: int
+
+
+def _millis(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+def verp_return_path(email_id: str, domain: DomainRecord) -> str:
+    """The envelope sender: unique per email, under the domain's return-path subdomain, so a
+    bounce that reaches it names the email it is about."""
+    return f"bounces+{email_id}@{domain.custom_return_path}.{domain.name}"
+
+
+class Acceptor:
+    """Turns validated send requests into durable, signed emails."""
+
+    def __init__(self, spool: Spool) -> None:
+        self.spool = spool
+        # Parsing a PEM key costs more than a signature: keep one signer per domain key.
+        self._signers: dict[tuple[str, str], _core.DkimSigner] = {}
+
+    def signer_for(self, domain: DomainRecord) -> _core.DkimSigner:
+        cache_key = (domain.id, domain.dkim_dns_txt)
+        signer = self._signers.get(cache_key)
+        if signer is None:
+            signer = _core.DkimSigner(
+                domain.dkim_private_key_pem, domain.name, domain.dkim_selector
+            )
+            self._signers[cache_key] = signer
+        return signer
+
+    def sending_domain(self, team_id: str, key: ApiKeyRecord | None, sender: str) -> DomainRecord:
+        """The verified domain `sender` may send from, or the contract's 403."""
+        sender_domain = sender.rpartition("@")[2].lower()
+        domain = find_verified_domain_for_sender(self.spool, team_id, sender_domain)
+        if domain is None:
+            raise ApiError(
+                403,
+                "validation_error",
+                f"The `{sender_domain}` domain is not verified. Please, add and verify your "
+                "domain.",
+            )
+        if key is not None and key.domain_id is not None and key.domain_id != domain.id:
+            raise ApiError(
+                403,
+                "validation_error",
+                f"This API key is restricted to sending from another domain, not "
+                f"`{sender_domain}`.",
+            )
+        return domain
+
+    async def prepare(
+        self, team_id: str, key: ApiKeyRecord | None, request: SendRequest, now: datetime
+    ) -> PreparedEmail:
+        domain = self.sending_domain(team_id, key, request.sender[1])
+        email_id = _core.new_id()
+        message_id = f"<{email_id}@{domain.name}>"
+        if request.size > _BUILD_IN_THREAD_BYTES:
+            message = await trio.to_thread.run_sync(
+                lambda: build_mime_message(request, message_id=message_id)
+            )
+        else:
+            message = build_mime_message(request, message_id=message_id)
+        signature = await trio.to_thread.run_sync(self.signer_for(domain).sign, message)
+        signed = signature + message
+        scheduled = request.scheduled_at
+        record = EmailRecord(
+            id=email_id,
+            team_id=team_id,
+            domain_id=domain.id,
+            sender=request.from_as_sent,
+            to=list(request.to_as_sent),
+            subject=request.subject,
+            message_id=message_id,
+            created_at=contract_timestamp(now),
+            last_event="scheduled" if scheduled is not None else "queued",
+            envelope_from=verp_return_path(email_id, domain),
+            recipients=[address for _, address in (*request.to, *request.cc, *request.bcc)],
+            cc=list(request.cc_as_sent),
+            bcc=list(request.bcc_as_sent),
+            reply_to=list(request.reply_to_as_sent),
+            html=request.html,
+            text=request.text,
+            tags=[{"name": tag.name, "value": tag.value} for tag in request.tags],
+            scheduled_at=None if scheduled is None else contract_timestamp(scheduled),
+            size=len(signed),
+        )
+        due = scheduled if scheduled is not None else now
+        return PreparedEmail(record, signed, _millis(due))
+
+    def add_to_batch(
+        self, batch: _core.WriteBatch, emails: Sequence[PreparedEmail], now: datetime
+    ) -> None:
+        for email in emails:
+            add_email(batch, email.record, email.message, email.due_at_ms, _millis(now))

@@ -1,0 +1,180 @@
+"""`/emails` (contract section 3): send, batch, get, list, reschedule, cancel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+from quart import Blueprint, request
+
+from postwire import _core
+from postwire.accept import PreparedEmail
+from postwire.api.auth import current_caller
+from postwire.api.context import ApiContext
+from postwire.api.pagination import list_response, parse_page_request
+from postwire.api.request_body import json_body, json_object
+from postwire.api.scheduling import parse_scheduled_at
+from postwire.api.send_request import (
+    SendRequest,
+    parse_batch_request,
+    parse_batch_validation_header,
+    parse_send_request,
+    resolve_attachments,
+)
+from postwire.errors import ApiError, KeyExistsError, validation_error
+from postwire.store import emails as email_store
+from postwire.store.accounts import contract_timestamp
+from postwire.store.idempotency import IdempotencyScope, body_fingerprint, validate_key
+
+# Bodies above this are parsed off the Trio thread (html-to-text is slow on big pages).
+_PARSE_IN_THREAD_BYTES = 256 * 1024
+
+
+def routes(ctx: ApiContext) -> Blueprint:
+    blueprint = Blueprint("emails", __name__)
+
+    async def parse_in_place_or_thread(parse: Any, body: Any, raw_size: int) -> Any:
+        if raw_size > _PARSE_IN_THREAD_BYTES:
+            return await trio.to_thread.run_sync(parse, body)
+        return parse(body)
+
+    async def complete(send: SendRequest) -> SendRequest:
+        if not send.has_remote_attachments:
+            return send
+        return await resolve_attachments(
+            send, allow_private=ctx.config.webhooks.allow_private_targets
+        )
+
+    async def commit(
+        prepared: list[PreparedEmail],
+        scope: IdempotencyScope | None,
+        fingerprint: str,
+        response: dict[str, Any],
+    ) -> dict[str, Any]:
+        """Commit the emails (and the idempotency record); the response stands only after."""
+        batch = _core.WriteBatch()
+        ctx.acceptor.add_to_batch(batch, prepared, ctx.now())
+        if scope is not None:
+            ctx.idempotency.record(batch, scope, fingerprint, 200, response, ctx.now_ms())
+        try:
+            await ctx.spool.commit(batch)
+        except KeyExistsError:
+            # Another process committed the same idempotency key first: answer as it did.
+            if scope is None:
+                raise
+            stored = ctx.idempotency.replay(scope, fingerprint, ctx.now_ms())
+            if stored is None:
+                raise
+            return stored.response
+        return response
+
+    async def idempotent(endpoint: str, body: Any, handle: Any) -> dict[str, Any]:
+        key = validate_key(request.headers.get("Idempotency-Key"))
+        fingerprint = body_fingerprint(body)
+        if key is None:
+            result: dict[str, Any] = await handle(None, fingerprint)
+            return result
+        scope = IdempotencyScope(current_caller().team_id, endpoint, key)
+        with ctx.idempotency.in_flight(scope):
+            stored = ctx.idempotency.replay(scope, fingerprint, ctx.now_ms())
+            if stored is not None:
+                return stored.response
+            result = await handle(scope, fingerprint)
+            return result
+
+    @blueprint.post("/emails")
+    async def send_email() -> dict[str, Any]:
+        raw_size = request.content_length or 0
+        body = await json_body()
+        caller = current_caller()
+
+        async def handle(scope: IdempotencyScope | None, fingerprint: str) -> dict[str, Any]:
+            now = ctx.now()
+            send = await parse_in_place_or_thread(
+                lambda b: parse_send_request(b, now=now), body, raw_size
+            )
+            send = await complete(send)
+            prepared = await ctx.acceptor.prepare(caller.team_id, caller.key, send, now)
+            return await commit([prepared], scope, fingerprint, {"id": prepared.record.id})
+
+        return await idempotent("POST /emails", body, handle)
+
+    @blueprint.post("/emails/batch")
+    async def send_batch() -> dict[str, Any]:
+        raw_size = request.content_length or 0
+        mode = parse_batch_validation_header(request.headers.get("x-batch-validation"))
+        body = await json_body()
+        caller = current_caller()
+
+        async def handle(scope: IdempotencyScope | None, fingerprint: str) -> dict[str, Any]:
+            now = ctx.now()
+            batch = await parse_in_place_or_thread(
+                lambda b: parse_batch_request(b, now=now, mode=mode), body, raw_size
+            )
+            prepared: list[PreparedEmail] = []
+            errors: list[dict[str, Any]] = [
+                {"index": index, "message": error.message} for index, error in batch.errors
+            ]
+            for index, send in batch.valid:
+                try:
+                    prepared.append(
+                        await ctx.acceptor.prepare(caller.team_id, caller.key, send, now)
+                    )
+                except ApiError as error:
+                    if mode == "strict":
+                        raise ApiError(
+                            error.status, error.name, f"Email at index {index}: {error.message}"
+                        ) from None
+                    errors.append({"index": index, "message": error.message})
+            response: dict[str, Any] = {"data": [{"id": p.record.id} for p in prepared]}
+            if mode == "permissive":
+                response["errors"] = sorted(errors, key=lambda e: e["index"])
+            return await commit(prepared, scope, fingerprint, response)
+
+        return await idempotent("POST /emails/batch", body, handle)
+
+    @blueprint.get("/emails")
+    async def list_emails() -> dict[str, Any]:
+        page = parse_page_request(request.args, default_limit=20)
+        records, has_more = email_store.list_emails(
+            ctx.spool,
+            current_caller().team_id,
+            limit=page.limit or 20,
+            after=page.after,
+            before=page.before,
+        )
+        data = [email_store.email_json(record, full=False) for record in records]
+        return list_response(data, has_more)
+
+    @blueprint.get("/emails/<email_id>")
+    async def get_email(email_id: str) -> dict[str, Any]:
+        record = email_store.get_email(ctx.spool, current_caller().team_id, email_id)
+        return email_store.email_json(record, full=True)
+
+    @blueprint.patch("/emails/<email_id>")
+    async def reschedule_email(email_id: str) -> dict[str, Any]:
+        body = await json_object()
+        record = email_store.get_email(ctx.spool, current_caller().team_id, email_id)
+        value = body.get("scheduled_at")
+        if not isinstance(value, str):
+            raise ApiError(422, "missing_required_field", "Missing `scheduled_at` field.")
+        now = ctx.now()
+        try:
+            when = parse_scheduled_at(value, now)
+        except ApiError:
+            raise
+        except ValueError as exc:
+            raise validation_error(str(exc)) from None
+        await email_store.reschedule_email(
+            ctx.spool, record, contract_timestamp(when), int(when.timestamp() * 1000), ctx.now_ms()
+        )
+        return {"object": "email", "id": record.id}
+
+    @blueprint.post("/emails/<email_id>/cancel")
+    async def cancel_email(email_id: str) -> dict[str, Any]:
+        await json_body()  # tolerated and ignored
+        record = email_store.get_email(ctx.spool, current_caller().team_id, email_id)
+        await email_store.cancel_email(ctx.spool, record, ctx.now_ms())
+        return {"object": "email", "id": record.id}
+
+    return blueprint
