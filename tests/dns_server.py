@@ -193,7 +193,8 @@ zone:
         )
         if result.returncode != 0:
             output = (result.stdout + result.stderr).strip()
-            if missing_ok and ("no such" in output or "no active transaction" in output):
+            # knotc says "no such node" or "not exists" when there is nothing to remove.
+            if missing_ok and any(why in output for why in ("no such", "not exist", "no active")):
                 return
             raise DnsServerError(f"knotc {' '.join(args)}: {output}")
 
