@@ -60,7 +60,12 @@ def build_resolver(config: Config) -> dns.asyncresolver.Resolver:
     It keeps no cache: a check must see what the domain's servers say now.
     """
     if not config.dns.nameservers:
-        resolver = dns.asyncresolver.Resolver(configure=True)
+        try:
+            resolver = dns.asyncresolver.Resolver(configure=True)
+        except dns.resolver.NoResolverConfiguration as exc:
+            # Not fatal for the whole server: every check is a temporary failure until fixed.
+            log.warning("no DNS resolver for domain verification (%s); set dns.nameservers", exc)
+            resolver = dns.asyncresolver.Resolver(configure=False)
     else:
         resolver = dns.asyncresolver.Resolver(configure=False)
         servers: list[str | dns.nameserver.Nameserver] = []
