@@ -14,6 +14,8 @@ still runs at the stage's deadline is cancelled. The spool is cancelled last, wh
 A second signal skips the remaining grace periods, but keeps the order.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import ipaddress
 import logging
@@ -24,7 +26,7 @@ import urllib.parse
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import dns.asyncbackend
 import trio
@@ -32,6 +34,9 @@ import trio
 from postwire.config import Config
 from postwire.errors import ConfigError
 from postwire.store.spool import Spool, serve_spool
+
+if TYPE_CHECKING:
+    from postwire.domains.verification import DomainVerifier
 
 log = logging.getLogger("postwire")
 
@@ -47,6 +52,7 @@ class ServiceDeps:
     # Set when the service's stage starts stopping: close listeners or stop leasing, finish what
     # is in hand, then return. Each stage gets its own event (see `Stage.start`).
     stopping: trio.Event = field(default_factory=trio.Event)
+    domain_verifier: DomainVerifier | None = None
 
 
 HandleT = TypeVar("HandleT")
@@ -171,7 +177,10 @@ async def _start_processing(stage: Stage, config: Config, deps: ServiceDeps) -> 
     Delivery, the scheduler and webhook dispatch go here, each as
     `handle = await stage.start(serve_x, config, deps)`.
     """
-    return deps
+    from postwire.domains.verification import serve_domain_verifier  # imports ServiceDeps
+
+    verifier = await stage.start(serve_domain_verifier, config, deps)
+    return dataclasses.replace(deps, domain_verifier=verifier)
 
 
 async def _start_intake(stage: Stage, config: Config, deps: ServiceDeps) -> None:

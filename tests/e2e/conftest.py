@@ -76,9 +76,15 @@ def _clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("POSTWIRE_")}
 
 
-def write_config(path: Path, data_dir: Path, *, rate_limit: int = 0) -> None:
+def write_config(
+    path: Path, data_dir: Path, *, rate_limit: int = 0, nameservers: tuple[str, ...] = ()
+) -> None:
+    servers = ", ".join(f'"{server}"' for server in nameservers)
     path.write_text(
         f"""data_dir = "{data_dir}"
+
+[dns]
+nameservers = [{servers}]
 
 [api]
 listen = "127.0.0.1:0"

@@ -8,6 +8,7 @@ from quart import Blueprint, request
 
 from postwire.api.auth import current_caller
 from postwire.api.context import ApiContext
+from postwire.api.models import ApiKeySummary, CreatedApiKey, DeletedReference, ListBody, Reference
 from postwire.api.pagination import list_response, page_of, parse_page_request
 from postwire.api.request_body import json_object
 from postwire.errors import ApiError, validation_error
@@ -38,7 +39,7 @@ def key_permission(body: dict[str, Any]) -> Permission:
     raise validation_error("The `permission` field must be `full_access` or `sending_access`.")
 
 
-def key_summary(key: ApiKeyRecord) -> dict[str, Any]:
+def key_summary(key: ApiKeyRecord) -> ApiKeySummary:
     return {
         "id": key.id,
         "name": key.name,
@@ -59,7 +60,7 @@ def routes(ctx: ApiContext) -> Blueprint:
         return key
 
     @blueprint.post("/api-keys")
-    async def create_key() -> tuple[dict[str, Any], int]:
+    async def create_key() -> tuple[CreatedApiKey, int]:
         body = await json_object()
         name, permission = key_name(body), key_permission(body)
         domain_id = body.get("domain_id")
@@ -71,21 +72,21 @@ def routes(ctx: ApiContext) -> Blueprint:
         return {"object": "api_key", "id": key.id, "token": token}, 201
 
     @blueprint.get("/api-keys")
-    async def list_keys() -> dict[str, Any]:
+    async def list_keys() -> ListBody:
         page = parse_page_request(request.args, default_limit=None)
         keys = accounts.list_api_keys(ctx.spool, current_caller().team_id)
         window, has_more = page_of(keys, page, lambda key: key.id)
-        return list_response([key_summary(key) for key in window], has_more)
+        return list_response([dict(key_summary(key)) for key in window], has_more)
 
     @blueprint.patch("/api-keys/<key_id>")
-    async def rename_key(key_id: str) -> dict[str, Any]:
+    async def rename_key(key_id: str) -> Reference:
         body = await json_object()
         key = team_key(key_id)
         await accounts.rename_api_key(ctx.spool, key, key_name(body))
         return {"object": "api_key", "id": key.id}
 
     @blueprint.delete("/api-keys/<key_id>")
-    async def delete_key(key_id: str) -> dict[str, Any]:
+    async def delete_key(key_id: str) -> DeletedReference:
         key = team_key(key_id)
         await accounts.delete_api_key(ctx.spool, key)
         return {"object": "api_key", "id": key.id, "deleted": True}

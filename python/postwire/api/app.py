@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from functools import partial
+from typing import Any
 
 import hypercorn.trio
 import trio
@@ -15,10 +16,11 @@ from hypercorn.config import Config as HypercornConfig
 from quart import Response, g, request
 from quart_trio import QuartTrio
 
-from postwire.api import api_keys, emails
+from postwire.api import api_keys, domains, emails
 from postwire.api.auth import authenticate_caller
 from postwire.api.context import ApiContext
 from postwire.api.errors import install_error_handlers
+from postwire.api.openapi import openapi_document
 from postwire.api.rate_limit import RateLimiter
 from postwire.app import ServiceDeps
 from postwire.config import Config
@@ -68,8 +70,13 @@ def create_app(ctx: ApiContext) -> QuartTrio:
             response.headers.update(rate.headers())
         return response
 
+    @app.get("/openapi.json")
+    async def openapi_json() -> dict[str, Any]:
+        return openapi_document(ctx.config.api.public_url)
+
     app.register_blueprint(api_keys.routes(ctx))
     app.register_blueprint(emails.routes(ctx))
+    app.register_blueprint(domains.routes(ctx))
     return app
 
 
@@ -94,7 +101,9 @@ async def serve_api(
     Reports the bound URLs once listening. On `stopping`, Hypercorn stops accepting and lets
     requests in flight finish within its graceful timeout; cancellation closes at once.
     """
-    app = create_app(ApiContext(config=config, spool=deps.spool))
+    app = create_app(
+        ApiContext(config=config, spool=deps.spool, domain_verifier=deps.domain_verifier)
+    )
     hypercorn_config = HypercornConfig()
     hypercorn_config.bind = [config.api.listen]
     hypercorn_config.accesslog = None

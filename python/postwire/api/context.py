@@ -10,6 +10,7 @@ import trio
 
 from postwire.accept import Acceptor
 from postwire.config import Config
+from postwire.domains.verification import DomainVerifier
 from postwire.store.idempotency import IdempotencyKeys
 from postwire.store.spool import Spool
 
@@ -25,6 +26,9 @@ class ApiContext:
     # Injectable clocks: wall time for records, monotonic seconds for rate windows.
     now: Callable[[], datetime] = utc_now
     monotonic: Callable[[], float] = trio.current_time
+    # Asked to check a domain's DNS at once; None where no verifier runs (checks then wait for
+    # the periodic scan of a verifier started later).
+    domain_verifier: DomainVerifier | None = None
     # Key id -> when its last_used_at was last written, to write it at most once a minute.
     key_use_written: dict[str, float] = field(default_factory=dict)
     acceptor: Acceptor = field(init=False)

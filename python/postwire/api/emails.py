@@ -11,6 +11,7 @@ from postwire import _core
 from postwire.accept import PreparedEmail
 from postwire.api.auth import current_caller
 from postwire.api.context import ApiContext
+from postwire.api.models import EmailObject, ListBody, Reference
 from postwire.api.pagination import list_response, parse_page_request
 from postwire.api.request_body import json_body, json_object
 from postwire.api.scheduling import parse_scheduled_at
@@ -134,7 +135,7 @@ def routes(ctx: ApiContext) -> Blueprint:
         return await idempotent("POST /emails/batch", body, handle)
 
     @blueprint.get("/emails")
-    async def list_emails() -> dict[str, Any]:
+    async def list_emails() -> ListBody:
         page = parse_page_request(request.args, default_limit=20)
         records, has_more = email_store.list_emails(
             ctx.spool,
@@ -143,16 +144,16 @@ def routes(ctx: ApiContext) -> Blueprint:
             after=page.after,
             before=page.before,
         )
-        data = [email_store.email_json(record, full=False) for record in records]
+        data = [dict(email_store.email_json(record, full=False)) for record in records]
         return list_response(data, has_more)
 
     @blueprint.get("/emails/<email_id>")
-    async def get_email(email_id: str) -> dict[str, Any]:
+    async def get_email(email_id: str) -> EmailObject:
         record = email_store.get_email(ctx.spool, current_caller().team_id, email_id)
         return email_store.email_json(record, full=True)
 
     @blueprint.patch("/emails/<email_id>")
-    async def reschedule_email(email_id: str) -> dict[str, Any]:
+    async def reschedule_email(email_id: str) -> Reference:
         body = await json_object()
         record = email_store.get_email(ctx.spool, current_caller().team_id, email_id)
         value = body.get("scheduled_at")
@@ -171,7 +172,7 @@ def routes(ctx: ApiContext) -> Blueprint:
         return {"object": "email", "id": record.id}
 
     @blueprint.post("/emails/<email_id>/cancel")
-    async def cancel_email(email_id: str) -> dict[str, Any]:
+    async def cancel_email(email_id: str) -> Reference:
         await json_body()  # tolerated and ignored
         record = email_store.get_email(ctx.spool, current_caller().team_id, email_id)
         await email_store.cancel_email(ctx.spool, record, ctx.now_ms())

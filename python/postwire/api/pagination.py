@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from postwire.api.models import ListBody
 from postwire.errors import validation_error
 
 ItemT = TypeVar("ItemT")
@@ -60,5 +61,5 @@ def page_of(
     return window[: page.limit], True
 
 
-def list_response(data: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
+def list_response(data: list[dict[str, Any]], has_more: bool) -> ListBody:
     return {"object": "list", "has_more": has_more, "data": data}

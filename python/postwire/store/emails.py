@@ -7,9 +7,9 @@ prefix lists its emails newest first, and a cursor is just another key.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from postwire._core import WriteBatch
+from postwire.api.models import EmailObject
 from postwire.errors import ApiError, LeaseLostError, NoSuchMessageError
 from postwire.store.spool import Spool
 from postwire.store.tables import Table
@@ -77,9 +77,9 @@ def list_emails(
     return [record for _, record in older[:limit]], len(older) > limit
 
 
-def email_json(record: EmailRecord, *, full: bool) -> dict[str, Any]:
+def email_json(record: EmailRecord, *, full: bool) -> EmailObject:
     """The contract's Email object (section 3.5); list items leave out html, text and tags."""
-    body: dict[str, Any] = {
+    body: EmailObject = {
         "object": "email",
         "id": record.id,
         "to": record.to,

@@ -1,0 +1,93 @@
+"""`/domains` (contract section 5): add, list, get, update, verify, delete."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from quart import Blueprint, request
+
+from postwire.api.auth import current_caller
+from postwire.api.context import ApiContext
+from postwire.api.models import DeletedReference, DomainObject, ListBody, Reference
+from postwire.api.pagination import list_response, parse_page_request
+from postwire.api.request_body import json_body, json_object
+from postwire.domains import store
+from postwire.errors import ApiError
+
+
+def routes(ctx: ApiContext) -> Blueprint:
+    blueprint = Blueprint("domains", __name__)
+
+    def domain_json(domain: store.DomainRecord, *, include_records: bool) -> DomainObject:
+        return cast(
+            DomainObject, store.to_json(domain, ctx.config, include_records=include_records)
+        )
+
+    @blueprint.post("/domains")
+    async def create_domain() -> tuple[DomainObject, int]:
+        body = await json_object()
+        if "name" not in body:
+            raise ApiError(422, "missing_required_field", "Missing `name` field.")
+        domain = await store.create_domain(
+            ctx.spool,
+            ctx.config,
+            current_caller().team_id,
+            body.get("name"),
+            region=body.get("region"),
+            custom_return_path=body.get("custom_return_path"),
+            open_tracking=body.get("open_tracking"),
+            click_tracking=body.get("click_tracking"),
+            tls=body.get("tls"),
+            capabilities=body.get("capabilities"),
+            tracking_subdomain=body.get("tracking_subdomain"),
+        )
+        return domain_json(domain, include_records=True), 201
+
+    @blueprint.get("/domains")
+    async def list_domains() -> ListBody:
+        page = parse_page_request(request.args, default_limit=None)
+        domains, has_more = store.list_domains(
+            ctx.spool, current_caller().team_id, limit=page.limit, after=page.after,
+            before=page.before,
+        )  # fmt: skip
+        data: list[dict[str, Any]] = [
+            dict(domain_json(domain, include_records=False)) for domain in domains
+        ]
+        return list_response(data, has_more)
+
+    @blueprint.get("/domains/<domain_id>")
+    async def get_domain(domain_id: str) -> DomainObject:
+        domain = store.get_domain(ctx.spool, current_caller().team_id, domain_id)
+        return domain_json(domain, include_records=True)
+
+    @blueprint.patch("/domains/<domain_id>")
+    async def update_domain(domain_id: str) -> Reference:
+        body = await json_object()
+        domain = await store.update_domain(
+            ctx.spool,
+            current_caller().team_id,
+            domain_id,
+            open_tracking=body.get("open_tracking"),
+            click_tracking=body.get("click_tracking"),
+            tls=body.get("tls"),
+            capabilities=body.get("capabilities"),
+            tracking_subdomain=body.get("tracking_subdomain"),
+        )
+        return {"object": "domain", "id": domain.id}
+
+    @blueprint.post("/domains/<domain_id>/verify")
+    async def verify_domain(domain_id: str) -> Reference:
+        await json_body()  # tolerated and ignored
+        team_id = current_caller().team_id
+        if ctx.domain_verifier is not None:
+            domain = await ctx.domain_verifier.request_verification(team_id, domain_id)
+        else:
+            domain = await store.start_verification(ctx.spool, ctx.config, team_id, domain_id)
+        return {"object": "domain", "id": domain.id}
+
+    @blueprint.delete("/domains/<domain_id>")
+    async def delete_domain(domain_id: str) -> DeletedReference:
+        domain = await store.delete_domain(ctx.spool, current_caller().team_id, domain_id)
+        return {"object": "domain", "id": domain.id, "deleted": True}
+
+    return blueprint

@@ -1,0 +1,187 @@
+"""The shapes of the REST API's bodies, as TypedDicts.
+
+Handlers are typed with these (mypy holds them to it), and `openapi.py` turns the same classes
+into the JSON schemas of `GET /openapi.json`, so the document cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+# --- shared ------------------------------------------------------------------------------------
+
+
+class ErrorBody(TypedDict):
+    statusCode: int
+    name: str
+    message: str
+
+
+class Reference(TypedDict):
+    object: str
+    id: str
+
+
+class DeletedReference(TypedDict):
+    object: str
+    id: str
+    deleted: bool
+
+
+class IdOnly(TypedDict):
+    id: str
+
+
+class ListBody(TypedDict):
+    object: Literal["list"]
+    has_more: bool
+    data: list[dict[str, Any]]
+
+
+# --- API keys ----------------------------------------------------------------------------------
+
+
+class CreateApiKeyBody(TypedDict):
+    name: str
+    permission: NotRequired[Literal["full_access", "sending_access"]]
+    domain_id: NotRequired[str]
+
+
+class RenameApiKeyBody(TypedDict):
+    name: str
+
+
+class CreatedApiKey(TypedDict):
+    object: Literal["api_key"]
+    id: str
+    token: str
+
+
+class ApiKeySummary(TypedDict):
+    id: str
+    name: str
+    created_at: str
+    last_used_at: str | None
+    permission: str
+    domain_id: str | None
+
+
+# --- emails ------------------------------------------------------------------------------------
+
+
+class AttachmentBody(TypedDict):
+    content: NotRequired[str | list[int] | dict[str, Any]]
+    path: NotRequired[str]
+    filename: NotRequired[str]
+    content_type: NotRequired[str]
+    contentType: NotRequired[str]
+    content_id: NotRequired[str]
+    inline_content_id: NotRequired[str]
+
+
+class TagBody(TypedDict):
+    name: str
+    value: NotRequired[str]
+
+
+# `from` is a Python keyword, hence the functional form.
+SendEmailBody = TypedDict(
+    "SendEmailBody",
+    {
+        "from": str,
+        "to": str | list[str],
+        "subject": str,
+        "cc": NotRequired[str | list[str]],
+        "bcc": NotRequired[str | list[str]],
+        "reply_to": NotRequired[str | list[str]],
+        "replyTo": NotRequired[str | list[str]],
+        "html": NotRequired[str],
+        "text": NotRequired[str],
+        "headers": NotRequired[dict[str, str]],
+        "tags": NotRequired[list[TagBody]],
+        "attachments": NotRequired[list[AttachmentBody]],
+        "scheduled_at": NotRequired[str],
+    },
+)
+
+
+class BatchError(TypedDict):
+    index: int
+    message: str
+
+
+class BatchResult(TypedDict):
+    data: list[IdOnly]
+    errors: NotRequired[list[BatchError]]
+
+
+class RescheduleBody(TypedDict):
+    scheduled_at: str
+
+
+EmailObject = TypedDict(
+    "EmailObject",
+    {
+        "object": Literal["email"],
+        "id": str,
+        "to": list[str],
+        "from": str,
+        "created_at": str,
+        "subject": str,
+        "bcc": list[str],
+        "cc": list[str],
+        "reply_to": list[str],
+        "last_event": str,
+        "scheduled_at": str | None,
+        "message_id": str,
+        "html": NotRequired[str | None],
+        "text": NotRequired[str | None],
+        "tags": NotRequired[list[dict[str, str]]],
+    },
+)
+
+
+# --- domains -----------------------------------------------------------------------------------
+
+
+class CreateDomainBody(TypedDict):
+    name: str
+    region: NotRequired[Literal["us-east-1", "eu-west-1", "sa-east-1", "ap-northeast-1"]]
+    custom_return_path: NotRequired[str]
+    open_tracking: NotRequired[bool]
+    click_tracking: NotRequired[bool]
+    tracking_subdomain: NotRequired[str]
+    tls: NotRequired[Literal["opportunistic", "enforced"]]
+    capabilities: NotRequired[dict[str, Literal["enabled", "disabled"]]]
+
+
+class UpdateDomainBody(TypedDict):
+    open_tracking: NotRequired[bool]
+    click_tracking: NotRequired[bool]
+    tracking_subdomain: NotRequired[str]
+    tls: NotRequired[Literal["opportunistic", "enforced"]]
+    capabilities: NotRequired[dict[str, Literal["enabled", "disabled"]]]
+
+
+class DomainRecordBody(TypedDict):
+    record: str
+    name: str
+    type: str
+    ttl: str
+    status: str
+    value: str
+    priority: NotRequired[int]
+
+
+class DomainObject(TypedDict):
+    object: NotRequired[Literal["domain"]]
+    id: str
+    name: str
+    status: str
+    created_at: str
+    region: str
+    open_tracking: bool
+    click_tracking: bool
+    tracking_subdomain: NotRequired[str | None]
+    capabilities: dict[str, str]
+    records: NotRequired[list[DomainRecordBody]]

@@ -1,0 +1,188 @@
+"""`GET /openapi.json`: the OpenAPI 3.1 document of the REST API, built from `models.py`.
+
+`OPERATIONS` names, for every route, the TypedDicts its handler reads and returns; a test checks
+that it covers exactly the routes the app serves.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Literal, NotRequired, Required, Union, get_args, get_origin
+
+import postwire
+from postwire.api import models
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    method: str
+    path: str  # OpenAPI style: /emails/{email_id}
+    summary: str
+    response: type | None
+    status: int = 200
+    request: type | None = None
+    list_item: type | None = None  # for list responses: the type of `data` items
+    query: tuple[str, ...] = ()
+
+
+PAGE_QUERY = ("limit", "after", "before")
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation("post", "/api-keys", "Create an API key", models.CreatedApiKey, 201,
+              models.CreateApiKeyBody),
+    Operation("get", "/api-keys", "List API keys", models.ListBody, list_item=models.ApiKeySummary,
+              query=PAGE_QUERY),
+    Operation("patch", "/api-keys/{key_id}", "Rename an API key", models.Reference,
+              request=models.RenameApiKeyBody),
+    Operation("delete", "/api-keys/{key_id}", "Delete an API key", models.DeletedReference),
+    Operation("post", "/emails", "Send an email", models.IdOnly, request=models.SendEmailBody),
+    Operation("post", "/emails/batch", "Send up to 100 emails", models.BatchResult,
+              request=models.SendEmailBody),
+    Operation("get", "/emails", "List emails, newest first", models.ListBody,
+              list_item=models.EmailObject, query=PAGE_QUERY),
+    Operation("get", "/emails/{email_id}", "Retrieve an email", models.EmailObject),
+    Operation("patch", "/emails/{email_id}", "Reschedule a scheduled email", models.Reference,
+              request=models.RescheduleBody),
+    Operation("post", "/emails/{email_id}/cancel", "Cancel a scheduled email", models.Reference),
+    Operation("post", "/domains", "Add a domain", models.DomainObject, 201,
+              models.CreateDomainBody),
+    Operation("get", "/domains", "List domains", models.ListBody, list_item=models.DomainObject,
+              query=PAGE_QUERY),
+    Operation("get", "/domains/{domain_id}", "Retrieve a domain with its DNS records",
+              models.DomainObject),
+    Operation("patch", "/domains/{domain_id}", "Update a domain", models.Reference,
+              request=models.UpdateDomainBody),
+    Operation("post", "/domains/{domain_id}/verify", "Verify a domain's DNS records",
+              models.Reference),
+    Operation("delete", "/domains/{domain_id}", "Delete a domain", models.DeletedReference),
+)  # fmt: skip
+
+
+class SchemaBuilder:
+    """JSON Schema (OpenAPI 3.1 flavour) of Python annotations; TypedDicts become components."""
+
+    def __init__(self) -> None:
+        self.components: dict[str, dict[str, Any]] = {}
+
+    def of(self, annotation: Any) -> dict[str, Any]:
+        origin = get_origin(annotation)
+        if annotation is type(None):
+            return {"type": "null"}
+        if annotation in (str, int, bool, float):
+            return {
+                "type": {str: "string", int: "integer", bool: "boolean", float: "number"}[
+                    annotation
+                ]
+            }
+        if annotation is Any:
+            return {}
+        if origin in (NotRequired, Required):
+            return self.of(get_args(annotation)[0])
+        if origin is Literal:
+            return {"enum": list(get_args(annotation))}
+        if origin in (Union, types.UnionType):
+            return {"anyOf": [self.of(arg) for arg in get_args(annotation)]}
+        if origin is list:
+            return {"type": "array", "items": self.of(get_args(annotation)[0])}
+        if origin is dict:
+            return {"type": "object", "additionalProperties": self.of(get_args(annotation)[1])}
+        if typing.is_typeddict(annotation):
+            return self.typed_dict(annotation)
+        raise TypeError(f"no schema for {annotation!r}")
+
+    def typed_dict(self, cls: type) -> dict[str, Any]:
+        name = cls.__name__
+        if name not in self.components:
+            self.components[name] = {}  # placeholder against recursion
+            hints = typing.get_type_hints(cls, include_extras=True)
+            required_keys: frozenset[str] = getattr(cls, "__required_keys__", frozenset())
+            properties = {key: self.of(hint) for key, hint in hints.items()}
+            required = [key for key in hints if key in required_keys]
+            self.components[name] = {
+                "type": "object",
+                "properties": properties,
+                "required": required,
+            }
+        return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json_content(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"application/json": {"schema": schema}}
+
+
+def openapi_document(server_url: str) -> dict[str, Any]:
+    schemas = SchemaBuilder()
+    error = schemas.of(models.ErrorBody)
+    paths: dict[str, dict[str, Any]] = {}
+    for op in OPERATIONS:
+        response = schemas.of(op.response) if op.response else {}
+        if op.list_item is not None:
+            response = {
+                "allOf": [
+                    response,
+                    {"properties": {"data": {"type": "array", "items": schemas.of(op.list_item)}}},
+                ]
+            }
+        operation: dict[str, Any] = {
+            "summary": op.summary,
+            "operationId": f"{op.method}_{op.path.strip('/').replace('/', '_')}",
+            "responses": {
+                str(op.status): {"description": "Success", "content": _json_content(response)},
+                "default": {"description": "Error", "content": _json_content(error)},
+            },
+        }
+        parameters = [
+            {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+            for name in _path_parameters(op.path)
+        ] + [
+            {"name": name, "in": "query", "required": False, "schema": {"type": "string"}}
+            for name in op.query
+        ]
+        if op.path in ("/emails", "/emails/batch") and op.method == "post":
+            parameters.append(
+                {"name": "Idempotency-Key", "in": "header", "schema": {"type": "string"}}
+            )
+        if op.path == "/emails/batch":
+            parameters.append(
+                {
+                    "name": "x-batch-validation",
+                    "in": "header",
+                    "schema": {"enum": ["strict", "permissive"]},
+                }
+            )
+            operation["requestBody"] = {
+                "required": True,
+                "content": _json_content(
+                    {"type": "array", "maxItems": 100, "items": schemas.of(models.SendEmailBody)}
+                ),
+            }
+        elif op.request is not None:
+            operation["requestBody"] = {
+                "required": True,
+                "content": _json_content(schemas.of(op.request)),
+            }
+        if parameters:
+            operation["parameters"] = parameters
+        paths.setdefault(op.path, {})[op.method] = operation
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Postwire REST API",
+            "version": postwire.__version__,
+            "description": "Resend-compatible email sending API. Authenticate with "
+            "`Authorization: Bearer <API key>`.",
+        },
+        "servers": [{"url": server_url}],
+        "security": [{"bearer": []}],
+        "paths": paths,
+        "components": {
+            "schemas": schemas.components,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+    }
+
+
+def _path_parameters(path: str) -> list[str]:
+    return [part[1:-1] for part in path.split("/") if part.startswith("{")]

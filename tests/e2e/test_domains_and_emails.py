@@ -1,0 +1,260 @@
+"""Domains verified against a real DNS server, then email sent through the official SDK.
+
+The server runs as `postwire serve` in a subprocess; its `dns.nameservers` point at a Knot DNS
+server on loopback where the tests publish (and withdraw) the records Postwire asks for.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import dkim
+import httpx
+import lmdb
+import lz4.block
+import pytest
+import resend
+import resend.exceptions
+
+from tests.dns_server import AuthoritativeDnsServer
+from tests.e2e.conftest import LiveServer, write_config
+
+DOMAIN = "mail-example.test"
+
+
+@pytest.fixture
+def server(tmp_path: Path, dns_server: AuthoritativeDnsServer) -> Iterator[LiveServer]:
+    live = LiveServer(config_path=tmp_path / "postwire.toml", data_dir=tmp_path / "data")
+    write_config(live.config_path, live.data_dir, nameservers=(dns_server.nameserver,))
+    live.start()
+    resend.api_url = live.base_url
+    resend.api_key = live.create_key("admin")
+    yield live
+    resend.api_key = None
+    if live.process is not None:
+        live.stop()
+
+
+def fqdn(record_name: str, domain: str) -> str:
+    return record_name if record_name.endswith(domain) else f"{record_name}.{domain}"
+
+
+def publish_records(dns: AuthoritativeDnsServer, domain: dict[str, Any]) -> None:
+    for record in domain["records"]:
+        name = fqdn(record["name"], domain["name"])
+        if record["type"] == "MX":
+            dns.publish(name, "MX", f"{record['priority']} {record['value']}.")
+        else:
+            dns.publish(name, record["type"], record["value"])
+
+
+def wait_for_status(domain_id: str, status: str, timeout: float = 15.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        domain = resend.Domains.get(domain_id)
+        if domain["status"] == status or time.monotonic() > deadline:
+            assert domain["status"] == status, domain
+            return dict(domain)
+        time.sleep(0.1)
+
+
+def verified_domain(dns: AuthoritativeDnsServer, name: str = DOMAIN) -> dict[str, Any]:
+    created = resend.Domains.create({"name": name})
+    publish_records(dns, created)
+    resend.Domains.verify(created["id"])
+    return wait_for_status(created["id"], "verified")
+
+
+def test_domain_lifecycle_follows_dns(
+    server: LiveServer, dns_server: AuthoritativeDnsServer
+) -> None:
+    created = resend.Domains.create({"name": DOMAIN})
+    assert created["status"] == "not_started"
+    kinds = {(r["record"], r["type"]) for r in created["records"]}
+    assert {("DKIM", "TXT"), ("SPF", "TXT"), ("SPF", "MX")} <= kinds
+    assert all(r["status"] == "not_started" for r in created["records"])
+
+    resend.Domains.verify(created["id"])
+    assert wait_for_status(created["id"], "pending")["records"]
+
+    publish_records(dns_server, created)
+    resend.Domains.verify(created["id"])
+    domain = wait_for_status(created["id"], "verified")
+    assert all(r["status"] == "verified" for r in domain["records"])
+
+    # Withdrawing SPF takes the domain out of verified on the next check.
+    spf = next(r for r in created["records"] if (r["record"], r["type"]) == ("SPF", "TXT"))
+    dns_server.withdraw(fqdn(spf["name"], DOMAIN), "TXT")
+    resend.Domains.verify(created["id"])
+    deadline = time.monotonic() + 15
+    while resend.Domains.get(created["id"])["status"] == "verified":
+        assert time.monotonic() < deadline, "verification did not follow the DNS change"
+        time.sleep(0.1)
+
+    updated = resend.Domains.update({"id": created["id"], "open_tracking": True})
+    assert updated["id"] == created["id"]
+    assert resend.Domains.get(created["id"])["open_tracking"] is True
+    listed = resend.Domains.list()
+    assert [d["name"] for d in listed["data"]] == [DOMAIN]
+    assert "records" not in listed["data"][0]
+    assert resend.Domains.remove(created["id"])["deleted"] is True
+    assert resend.Domains.list()["data"] == []
+
+
+def test_send_get_list_batch_and_schedule(
+    server: LiveServer, dns_server: AuthoritativeDnsServer
+) -> None:
+    verified_domain(dns_server)
+    sent = resend.Emails.send(
+        {
+            "from": f"Acme <hello@{DOMAIN}>",
+            "to": ["ann@example.org"],
+            "cc": "carl@example.org",
+            "bcc": ["boss@example.org"],
+            "subject": "Hello ✓",
+            "html": "<p>Hi <a href='https://example.org'>there</a></p>",
+            "tags": [{"name": "kind", "value": "welcome"}],
+            "attachments": [{"filename": "a.txt", "content": "aGVsbG8="}],
+        }
+    )
+    email = resend.Emails.get(sent["id"])
+    assert email["from"] == f"Acme <hello@{DOMAIN}>"
+    assert email["to"] == ["ann@example.org"] and email["bcc"] == ["boss@example.org"]
+    assert email["last_event"] == "queued" and email["subject"] == "Hello ✓"
+    assert "there" in email["text"], "text is generated from html"
+    assert email["message_id"].endswith(f"@{DOMAIN}>")
+
+    # Any address under a verified domain may send, subdomains included.
+    resend.Emails.send(
+        {"from": f"news@eu.{DOMAIN}", "to": "bob@example.org", "subject": "s", "text": "t"}
+    )
+    batch = resend.Batch.send(
+        [
+            {"from": f"a@{DOMAIN}", "to": f"u{i}@example.org", "subject": f"#{i}", "text": "x"}
+            for i in range(3)
+        ]
+    )
+    assert len(batch["data"]) == 3
+    listed = resend.Emails.list({"limit": 4})
+    assert [e["subject"] for e in listed["data"]] == ["#2", "#1", "#0", "s"]
+    assert listed["has_more"] is True
+
+    later = (datetime.now(UTC) + timedelta(hours=2)).isoformat()
+    scheduled = resend.Emails.send(
+        {"from": f"a@{DOMAIN}", "to": "c@example.org", "subject": "later", "text": "x",
+         "scheduled_at": later}
+    )  # fmt: skip
+    assert resend.Emails.get(scheduled["id"])["last_event"] == "scheduled"
+    resend.Emails.update({"id": scheduled["id"], "scheduled_at": "in 3 hours"})
+    resend.Emails.cancel(scheduled["id"])
+    assert resend.Emails.get(scheduled["id"])["last_event"] == "canceled"
+    with pytest.raises(resend.exceptions.ValidationError):
+        resend.Emails.cancel(scheduled["id"])
+
+
+def test_unverified_domain_and_restricted_keys(
+    server: LiveServer, dns_server: AuthoritativeDnsServer
+) -> None:
+    # A 403 validation_error: the SDK knows no class for that pair and raises its base class.
+    with pytest.raises(resend.exceptions.ResendError, match="not verified") as refused:
+        resend.Emails.send({"from": "a@nowhere.test", "to": "b@example.org", "subject": "s",
+                            "text": "t"})  # fmt: skip
+    assert refused.value.code == 403 and refused.value.error_type == "validation_error"
+    domain = verified_domain(dns_server)
+    other = verified_domain(dns_server, "other-example.test")
+    locked = resend.ApiKeys.create(
+        {"name": "locked", "permission": "sending_access", "domain_id": domain["id"]}
+    )
+    headers = {"Authorization": f"Bearer {locked['token']}"}
+    ok = httpx.post(
+        f"{server.base_url}/emails",
+        headers=headers,
+        json={"from": f"a@{DOMAIN}", "to": "b@example.org", "subject": "s", "text": "t"},
+    )
+    assert ok.status_code == 200, ok.text
+    refused = httpx.post(
+        f"{server.base_url}/emails",
+        headers=headers,
+        json={"from": f"a@{other['name']}", "to": "b@example.org", "subject": "s", "text": "t"},
+    )
+    assert refused.status_code == 403 and refused.json()["name"] == "validation_error"
+    listing = httpx.get(f"{server.base_url}/emails", headers=headers)
+    assert listing.status_code == 401 and listing.json()["name"] == "restricted_api_key"
+
+    # Another team sees none of this team's emails or domains.
+    stranger = {"Authorization": f"Bearer {server.create_key('s', new_team='strangers')}"}
+    email_id = ok.json()["id"]
+    assert httpx.get(f"{server.base_url}/emails/{email_id}", headers=stranger).status_code == 404
+    assert (
+        httpx.get(f"{server.base_url}/domains/{domain['id']}", headers=stranger).status_code == 404
+    )
+    assert httpx.get(f"{server.base_url}/emails", headers=stranger).json()["data"] == []
+    assert httpx.get(f"{server.base_url}/domains", headers=stranger).json()["data"] == []
+
+
+def test_idempotent_resend(server: LiveServer, dns_server: AuthoritativeDnsServer) -> None:
+    verified_domain(dns_server)
+    params: Any = {"from": f"a@{DOMAIN}", "to": "b@example.org", "subject": "s", "text": "t"}
+    first = resend.Emails.send(params, {"idempotency_key": "order-42"})
+    again = resend.Emails.send(params, {"idempotency_key": "order-42"})
+    assert again["id"] == first["id"]
+    assert len(resend.Emails.list()["data"]) == 1
+    changed = httpx.post(
+        f"{server.base_url}/emails",
+        headers={"Authorization": f"Bearer {resend.api_key}", "Idempotency-Key": "order-42"},
+        json={**params, "subject": "other"},
+    )
+    assert changed.status_code == 409
+    assert changed.json()["name"] == "invalid_idempotent_request"
+    too_long = httpx.post(
+        f"{server.base_url}/emails",
+        headers={"Authorization": f"Bearer {resend.api_key}", "Idempotency-Key": "k" * 257},
+        json=params,
+    )
+    assert too_long.status_code == 400 and too_long.json()["name"] == "invalid_idempotency_key"
+
+    # Across a kill -9: the key still answers with the original email.
+    server.stop(signal.SIGKILL)
+    server.start()
+    resend.api_url = server.base_url
+    assert resend.Emails.send(params, {"idempotency_key": "order-42"})["id"] == first["id"]
+
+
+def stored_bodies(data_dir: Path) -> dict[str, bytes]:
+    """The spooled messages, read with the independent `lmdb` package (server stopped)."""
+    env = lmdb.open(str(data_dir / "spool"), readonly=True, lock=False, max_dbs=32)
+    bodies = env.open_db(b"_bodies", create=False)
+    out = {}
+    with env.begin() as txn:
+        for key, stored in txn.cursor(db=bodies):
+            raw = bytes(stored)
+            out[bytes(key).decode()] = raw[1:] if raw[0] == 0 else lz4.block.decompress(raw[1:])
+    env.close()
+    return out
+
+
+def test_accepted_mail_survives_kill_9_and_verifies_with_dkimpy(
+    server: LiveServer, dns_server: AuthoritativeDnsServer
+) -> None:
+    domain = verified_domain(dns_server)
+    ids = [
+        resend.Emails.send(
+            {"from": f"a@{DOMAIN}", "to": "b@example.org", "subject": f"n{i}", "text": "hi"}
+        )["id"]
+        for i in range(5)
+    ]
+    server.stop(signal.SIGKILL)
+    bodies = stored_bodies(server.data_dir)
+    assert set(ids) <= set(bodies)
+    dkim_record = next(r for r in domain["records"] if r["record"] == "DKIM")
+    txt = dkim_record["value"].encode()
+    for email_id in ids:
+        assert dkim.verify(bodies[email_id], dnsfunc=lambda name, timeout=5: txt)
+    server.start()
+    resend.api_url = server.base_url
+    assert {e["id"] for e in resend.Emails.list()["data"]} == set(ids)
