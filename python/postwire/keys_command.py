@@ -9,6 +9,7 @@ import trio
 
 from postwire.api.api_keys import MAX_NAME_LENGTH
 from postwire.config import Config
+from postwire.domains.store import load_domain
 from postwire.errors import PostwireError
 from postwire.store import accounts
 from postwire.store.accounts import Permission
@@ -44,6 +45,8 @@ async def create_key(
             team_id = teams[0].id
         else:
             team_id = (await accounts.create_team(spool, DEFAULT_TEAM_NAME, now)).id
+        if domain_id is not None and load_domain(spool, team_id, domain_id) is None:
+            raise PostwireError(f"the team has no domain {domain_id!r}")
         key, token = await accounts.create_api_key(spool, team_id, name, permission, domain_id, now)
         nursery.cancel_scope.cancel()
     return key.id, token

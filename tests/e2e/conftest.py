@@ -11,8 +11,12 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
+import resend
+
+from tests.dns_server import AuthoritativeDnsServer
 
 READY = re.compile(r"REST API listening on (http://\S+)")
 
@@ -106,3 +110,49 @@ def live_server(tmp_path: Path) -> Iterator[LiveServer]:
     yield server
     if server.process is not None:
         server.stop()
+
+
+DOMAIN = "mail-example.test"
+
+
+@pytest.fixture
+def server(tmp_path: Path, dns_server: AuthoritativeDnsServer) -> Iterator[LiveServer]:
+    live = LiveServer(config_path=tmp_path / "postwire.toml", data_dir=tmp_path / "data")
+    write_config(live.config_path, live.data_dir, nameservers=(dns_server.nameserver,))
+    live.start()
+    resend.api_url = live.base_url
+    resend.api_key = live.create_key("admin")
+    yield live
+    resend.api_key = None
+    if live.process is not None:
+        live.stop()
+
+
+def fqdn(record_name: str, domain: str) -> str:
+    return record_name if record_name.endswith(domain) else f"{record_name}.{domain}"
+
+
+def publish_records(dns: AuthoritativeDnsServer, domain: dict[str, Any]) -> None:
+    for record in domain["records"]:
+        name = fqdn(record["name"], domain["name"])
+        if record["type"] == "MX":
+            dns.publish(name, "MX", f"{record['priority']} {record['value']}.")
+        else:
+            dns.publish(name, record["type"], record["value"])
+
+
+def wait_for_status(domain_id: str, status: str, timeout: float = 15.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        domain = resend.Domains.get(domain_id)
+        if domain["status"] == status or time.monotonic() > deadline:
+            assert domain["status"] == status, domain
+            return dict(domain)
+        time.sleep(0.1)
+
+
+def verified_domain(dns: AuthoritativeDnsServer, name: str = DOMAIN) -> dict[str, Any]:
+    created = resend.Domains.create({"name": name})
+    publish_records(dns, created)
+    resend.Domains.verify(created["id"])
+    return wait_for_status(created["id"], "verified")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,52 +21,14 @@ import resend
 import resend.exceptions
 
 from tests.dns_server import AuthoritativeDnsServer
-from tests.e2e.conftest import LiveServer, write_config
-
-DOMAIN = "mail-example.test"
-
-
-@pytest.fixture
-def server(tmp_path: Path, dns_server: AuthoritativeDnsServer) -> Iterator[LiveServer]:
-    live = LiveServer(config_path=tmp_path / "postwire.toml", data_dir=tmp_path / "data")
-    write_config(live.config_path, live.data_dir, nameservers=(dns_server.nameserver,))
-    live.start()
-    resend.api_url = live.base_url
-    resend.api_key = live.create_key("admin")
-    yield live
-    resend.api_key = None
-    if live.process is not None:
-        live.stop()
-
-
-def fqdn(record_name: str, domain: str) -> str:
-    return record_name if record_name.endswith(domain) else f"{record_name}.{domain}"
-
-
-def publish_records(dns: AuthoritativeDnsServer, domain: dict[str, Any]) -> None:
-    for record in domain["records"]:
-        name = fqdn(record["name"], domain["name"])
-        if record["type"] == "MX":
-            dns.publish(name, "MX", f"{record['priority']} {record['value']}.")
-        else:
-            dns.publish(name, record["type"], record["value"])
-
-
-def wait_for_status(domain_id: str, status: str, timeout: float = 15.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        domain = resend.Domains.get(domain_id)
-        if domain["status"] == status or time.monotonic() > deadline:
-            assert domain["status"] == status, domain
-            return dict(domain)
-        time.sleep(0.1)
-
-
-def verified_domain(dns: AuthoritativeDnsServer, name: str = DOMAIN) -> dict[str, Any]:
-    created = resend.Domains.create({"name": name})
-    publish_records(dns, created)
-    resend.Domains.verify(created["id"])
-    return wait_for_status(created["id"], "verified")
+from tests.e2e.conftest import (
+    DOMAIN,
+    LiveServer,
+    fqdn,
+    publish_records,
+    verified_domain,
+    wait_for_status,
+)
 
 
 def test_domain_lifecycle_follows_dns(
@@ -161,10 +122,10 @@ def test_unverified_domain_and_restricted_keys(
     server: LiveServer, dns_server: AuthoritativeDnsServer
 ) -> None:
     # A 403 validation_error: the SDK knows no class for that pair and raises its base class.
-    with pytest.raises(resend.exceptions.ResendError, match="not verified") as refused:
+    with pytest.raises(resend.exceptions.ResendError, match="not verified") as unverified:
         resend.Emails.send({"from": "a@nowhere.test", "to": "b@example.org", "subject": "s",
                             "text": "t"})  # fmt: skip
-    assert refused.value.code == 403 and refused.value.error_type == "validation_error"
+    assert unverified.value.code == 403 and unverified.value.error_type == "validation_error"
     domain = verified_domain(dns_server)
     other = verified_domain(dns_server, "other-example.test")
     locked = resend.ApiKeys.create(

@@ -11,6 +11,7 @@ from postwire.api.context import ApiContext
 from postwire.api.models import ApiKeySummary, CreatedApiKey, DeletedReference, ListBody, Reference
 from postwire.api.pagination import list_response, page_of, parse_page_request
 from postwire.api.request_body import json_object
+from postwire.domains import store as domain_store
 from postwire.errors import ApiError, validation_error
 from postwire.store import accounts
 from postwire.store.accounts import PERMISSIONS, ApiKeyRecord, Permission
@@ -37,6 +38,12 @@ def key_permission(body: dict[str, Any]) -> Permission:
         if permission == allowed:
             return allowed
     raise validation_error("The `permission` field must be `full_access` or `sending_access`.")
+
+
+def check_key_domain(ctx: ApiContext, team_id: str, domain_id: str) -> None:
+    """A key may only be locked to one of its team's own domains."""
+    if domain_store.load_domain(ctx.spool, team_id, domain_id) is None:
+        raise validation_error(f"The `domain_id` {domain_id!r} is not one of your domains.")
 
 
 def key_summary(key: ApiKeyRecord) -> ApiKeySummary:
@@ -66,6 +73,8 @@ def routes(ctx: ApiContext) -> Blueprint:
         domain_id = body.get("domain_id")
         if domain_id is not None and not isinstance(domain_id, str):
             raise validation_error("The `domain_id` field must be a string.")
+        if domain_id is not None and permission == "sending_access":
+            check_key_domain(ctx, current_caller().team_id, domain_id)
         key, token = await accounts.create_api_key(
             ctx.spool, current_caller().team_id, name, permission, domain_id, ctx.now()
         )

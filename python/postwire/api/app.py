@@ -30,7 +30,7 @@ from postwire.store import accounts
 log = logging.getLogger("postwire.api")
 
 # Paths served without an API key.
-PUBLIC_PATHS = frozenset({"/openapi.json"})
+PUBLIC_PATHS = frozenset({"/openapi.json", "/health"})
 # Whole-request cap: 40 MB of email after base64, plus JSON overhead.
 MAX_BODY_BYTES = 48 * 1024 * 1024
 # How often a key's last_used_at is written at most (it costs a commit).
@@ -69,6 +69,11 @@ def create_app(ctx: ApiContext) -> QuartTrio:
         if rate is not None:
             response.headers.update(rate.headers())
         return response
+
+    @app.get("/health")
+    async def health() -> dict[str, str]:
+        """Liveness for load balancers; also the framework's floor in the API benchmark."""
+        return {"status": "ok"}
 
     @app.get("/openapi.json")
     async def openapi_json() -> dict[str, Any]:
