@@ -178,8 +178,10 @@ async def _start_processing(stage: Stage, config: Config, deps: ServiceDeps) -> 
     `handle = await stage.start(serve_x, config, deps)`.
     """
     from postwire.domains.verification import serve_domain_verifier  # imports ServiceDeps
+    from postwire.store.idempotency import serve_idempotency_sweeper
 
     verifier = await stage.start(serve_domain_verifier, config, deps)
+    await stage.start(serve_idempotency_sweeper, config, deps)
     return dataclasses.replace(deps, domain_verifier=verifier)
 
 

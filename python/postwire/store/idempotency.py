@@ -15,14 +15,21 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import trio
 
 from postwire._core import WriteBatch
 from postwire.errors import ApiError
 from postwire.store.spool import Spool
 from postwire.store.tables import Table
 
+if TYPE_CHECKING:
+    from postwire.app import ServiceDeps
+    from postwire.config import Config
+
 RETENTION_MS = 24 * 3600 * 1000
+SWEEP_INTERVAL_SECONDS = 3600.0
 MAX_KEY_LENGTH = 256
 
 
@@ -131,3 +138,37 @@ class IdempotencyKeys:
             IDEMPOTENCY.insert(batch, scope.storage_key, record)
         else:
             IDEMPOTENCY.put(batch, scope.storage_key, record)
+
+
+async def delete_expired(spool: Spool, now_ms: int, page: int = 1000) -> int:
+    """Remove records older than the retention; return how many went. One commit per page."""
+    removed = 0
+    cursor: str | None = None
+    while True:
+        rows = IDEMPOTENCY.scan(spool, cursor=cursor, limit=page)
+        if not rows:
+            return removed
+        batch = WriteBatch()
+        for key, record in rows:
+            if now_ms - record.created_at_ms >= RETENTION_MS:
+                IDEMPOTENCY.delete(batch, key)
+                removed += 1
+        if len(batch):
+            await spool.commit(batch)
+        cursor = rows[-1][0]
+
+
+async def serve_idempotency_sweeper(
+    config: Config,
+    deps: ServiceDeps,
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Delete expired idempotency records every `SWEEP_INTERVAL_SECONDS` (expired ones are
+    already ignored on look-up; this only reclaims their space). Returns when `stopping` is set;
+    a sweep cancelled midway loses nothing, each page being its own commit."""
+    task_status.started()
+    while not deps.stopping.is_set():
+        await delete_expired(deps.spool, deps.spool.clock_ms())
+        with trio.move_on_after(SWEEP_INTERVAL_SECONDS):
+            await deps.stopping.wait()
