@@ -100,31 +100,39 @@ def email_json(record: EmailRecord, *, full: bool) -> EmailObject:
     return body
 
 
-async def reschedule_email(
-    spool: Spool, record: EmailRecord, scheduled_at: str, due_at_ms: int, now_ms: int
+async def _change_scheduled(
+    spool: Spool, batch: WriteBatch, updated: EmailRecord, verb: str
 ) -> EmailRecord:
-    if record.last_event != "scheduled":
-        raise ApiError(422, "validation_error", "Only scheduled emails can be rescheduled.")
-    batch = WriteBatch()
-    batch.reschedule(record.id, due_at_ms, now_ms)
-    updated = replace(record, scheduled_at=scheduled_at)
-    EMAILS.put(batch, email_key(record.team_id, record.id), updated)
+    """Commit a change to a scheduled email's message (in `batch`) with its new record. The
+    spool refuses it if delivery has already taken the message, whatever the record said."""
+    EMAILS.put(batch, email_key(updated.team_id, updated.id), updated)
     try:
         await spool.commit(batch)
     except (LeaseLostError, NoSuchMessageError):
-        raise ApiError(422, "validation_error", "The email is already being sent.") from None
+        raise ApiError(
+            422, "validation_error", f"The email is already being sent and cannot be {verb}."
+        ) from None
     return updated
 
 
-async def cancel_email(spool: Spool, record: EmailRecord, now_ms: int) -> EmailRecord:
+def _require_scheduled(record: EmailRecord, verb: str) -> None:
     if record.last_event != "scheduled":
-        raise ApiError(422, "validation_error", "Only scheduled emails can be canceled.")
+        raise ApiError(422, "validation_error", f"Only scheduled emails can be {verb}.")
+
+
+async def reschedule_email(
+    spool: Spool, record: EmailRecord, scheduled_at: str, due_at_ms: int, now_ms: int
+) -> EmailRecord:
+    _require_scheduled(record, "rescheduled")
+    batch = WriteBatch()
+    batch.reschedule(record.id, due_at_ms, now_ms)
+    return await _change_scheduled(
+        spool, batch, replace(record, scheduled_at=scheduled_at), "rescheduled"
+    )
+
+
+async def cancel_email(spool: Spool, record: EmailRecord, now_ms: int) -> EmailRecord:
+    _require_scheduled(record, "canceled")
     batch = WriteBatch()
     batch.remove(record.id, now_ms)
-    canceled = replace(record, last_event="canceled")
-    EMAILS.put(batch, email_key(record.team_id, record.id), canceled)
-    try:
-        await spool.commit(batch)
-    except (LeaseLostError, NoSuchMessageError):
-        raise ApiError(422, "validation_error", "The email is already being sent.") from None
-    return canceled
+    return await _change_scheduled(spool, batch, replace(record, last_event="canceled"), "canceled")
