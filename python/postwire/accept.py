@@ -8,8 +8,9 @@ when it returns is any email accepted.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import trio
@@ -24,6 +25,8 @@ from postwire.store.spool import Spool
 
 # Above this size the MIME build also leaves the Trio thread.
 _BUILD_IN_THREAD_BYTES = 256 * 1024
+# Signing releases the GIL: one thread per core keeps every core busy on a batch.
+SIGNING_THREADS = os.cpu_count() or 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +36,21 @@ class PreparedEmail:
     record: EmailRecord
     message: bytes
     due_at_ms: int
+
+
+@dataclass(slots=True)
+class _Draft:
+    """A built message waiting for its signature."""
+
+    record: EmailRecord
+    message: bytes
+    due_at_ms: int
+    signer: _core.DkimSigner
+    signature: bytes = b""
+
+    def prepared(self) -> PreparedEmail:
+        signed = self.signature + self.message
+        return PreparedEmail(replace(self.record, size=len(signed)), signed, self.due_at_ms)
 
 
 def _millis(moment: datetime) -> int:
@@ -86,6 +104,33 @@ class Acceptor:
     async def prepare(
         self, team_id: str, key: ApiKeyRecord | None, request: SendRequest, now: datetime
     ) -> PreparedEmail:
+        """Check, build and sign one email; raises the contract's error if it cannot send."""
+        (outcome,) = await self.prepare_many(team_id, key, [request], now)
+        if isinstance(outcome, ApiError):
+            raise outcome
+        return outcome
+
+    async def prepare_many(
+        self,
+        team_id: str,
+        key: ApiKeyRecord | None,
+        requests: Sequence[SendRequest],
+        now: datetime,
+    ) -> list[PreparedEmail | ApiError]:
+        """Check and build every email, then sign them all across the cores (signing releases
+        the GIL, and it is most of the cost). An email that may not be sent is its ApiError."""
+        drafts: list[_Draft | ApiError] = []
+        for request in requests:
+            try:
+                drafts.append(await self._draft(team_id, key, request, now))
+            except ApiError as refusal:
+                drafts.append(refusal)
+        await self._sign([draft for draft in drafts if isinstance(draft, _Draft)])
+        return [draft if isinstance(draft, ApiError) else draft.prepared() for draft in drafts]
+
+    async def _draft(
+        self, team_id: str, key: ApiKeyRecord | None, request: SendRequest, now: datetime
+    ) -> _Draft:
         domain = self.sending_domain(team_id, key, request.sender[1])
         email_id = _core.new_id()
         message_id = f"<{email_id}@{domain.name}>"
@@ -95,8 +140,6 @@ class Acceptor:
             )
         else:
             message = build_mime_message(request, message_id=message_id)
-        signature = await trio.to_thread.run_sync(self.signer_for(domain).sign, message)
-        signed = signature + message
         scheduled = request.scheduled_at
         record = EmailRecord(
             id=email_id,
@@ -117,10 +160,23 @@ class Acceptor:
             text=request.text,
             tags=[{"name": tag.name, "value": tag.value} for tag in request.tags],
             scheduled_at=None if scheduled is None else contract_timestamp(scheduled),
-            size=len(signed),
         )
         due = scheduled if scheduled is not None else now
-        return PreparedEmail(record, signed, _millis(due))
+        return _Draft(record, message, _millis(due), self.signer_for(domain))
+
+    async def _sign(self, drafts: list[_Draft]) -> None:
+        """Sign in as many worker threads as there are cores, one chunk of drafts each."""
+        if not drafts:
+            return
+        chunks = [drafts[i::SIGNING_THREADS] for i in range(min(SIGNING_THREADS, len(drafts)))]
+
+        def sign_chunk(chunk: list[_Draft]) -> None:
+            for draft in chunk:
+                draft.signature = draft.signer.sign(draft.message)
+
+        async with trio.open_nursery() as nursery:
+            for chunk in chunks:
+                nursery.start_soon(trio.to_thread.run_sync, sign_chunk, chunk)
 
     def add_to_batch(
         self, batch: _core.WriteBatch, emails: Sequence[PreparedEmail], now: datetime

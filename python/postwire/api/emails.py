@@ -112,21 +112,23 @@ def routes(ctx: ApiContext) -> Blueprint:
             batch = await parse_in_place_or_thread(
                 lambda b: parse_batch_request(b, now=now, mode=mode), body, raw_size
             )
-            prepared: list[PreparedEmail] = []
             errors: list[dict[str, Any]] = [
                 {"index": index, "message": error.message} for index, error in batch.errors
             ]
-            for index, send in batch.valid:
-                try:
-                    prepared.append(
-                        await ctx.acceptor.prepare(caller.team_id, caller.key, send, now)
+            indexes = [index for index, _ in batch.valid]
+            outcomes = await ctx.acceptor.prepare_many(
+                caller.team_id, caller.key, [send for _, send in batch.valid], now
+            )
+            prepared: list[PreparedEmail] = []
+            for index, outcome in zip(indexes, outcomes, strict=True):
+                if isinstance(outcome, PreparedEmail):
+                    prepared.append(outcome)
+                elif mode == "strict":
+                    raise ApiError(
+                        outcome.status, outcome.name, f"Email at index {index}: {outcome.message}"
                     )
-                except ApiError as error:
-                    if mode == "strict":
-                        raise ApiError(
-                            error.status, error.name, f"Email at index {index}: {error.message}"
-                        ) from None
-                    errors.append({"index": index, "message": error.message})
+                else:
+                    errors.append({"index": index, "message": outcome.message})
             response: dict[str, Any] = {"data": [{"id": p.record.id} for p in prepared]}
             if mode == "permissive":
                 response["errors"] = sorted(errors, key=lambda e: e["index"])
