@@ -5,7 +5,7 @@ BIN       := $(VENV)/bin
 INSTALLED := $(VENV)/.postwire-installed
 RUST_SRC  := $(shell find rust -name '*.rs' -o -name Cargo.toml) Cargo.toml Cargo.lock
 
-.PHONY: help setup serve test test-rust test-python lint bench-core clean
+.PHONY: help setup serve test test-rust test-python lint bench-core bench-api clean
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -39,6 +39,14 @@ lint: setup  ## ruff, mypy, cargo fmt and clippy
 
 bench-core: setup  ## micro-benchmarks of the core against Python baselines (ratios)
 	$(BIN)/python -m benchmarks.core
+
+# wrk drives the server; Knot DNS verifies the sending domain; py-spy profiles the sends.
+bench-api: setup  ## REST API throughput against a live server (wrk), with py-spy profiles
+	@PATH="$$PATH:/usr/sbin:/sbin" command -v knotd >/dev/null || \
+		{ apt-get update -qq && apt-get install -y -qq knot; }
+	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
+	@test -x $(BIN)/py-spy || $(BIN)/pip install --quiet "py-spy==0.4.3"
+	$(BIN)/python -m benchmarks.api --profile
 
 clean:
 	rm -rf $(VENV) target

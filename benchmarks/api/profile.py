@@ -1,0 +1,122 @@
+"""Profiling the server under load with py-spy, and naming its hot spots.
+
+py-spy samples the live server from outside (no change to it) with `--gil`: only the thread that
+holds the GIL is recorded. The REST API is bound by the GIL (one Trio thread runs every request;
+RSA signing and LMDB commits release it), so the GIL holder's stacks are where throughput goes.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+SAMPLE_RATE = 200  # per second: enough samples in a few seconds, little slowdown
+# py-spy attaches and reads the interpreter's layout before its first sample.
+ATTACH_SECONDS = 1.0
+_LINE = re.compile(r"^(?P<stack>.*) (?P<count>\d+)$")
+_THREAD = re.compile(r"^thread \(\d+\): (?P<name>.*)$")
+# Where a thread starts running tasks or jobs: the frames above them wrap everything the
+# server does and say nothing about where its time goes.
+_DISPATCH_FRAMES = (
+    "unrolled_run (trio/_core/_run.py)",
+    "WorkerThread._handle_job (trio/_core/_thread_cache.py)",
+)
+
+
+def py_spy_path() -> str | None:
+    beside_python = Path(sys.executable).with_name("py-spy")
+    return str(beside_python) if beside_python.exists() else shutil.which("py-spy")
+
+
+def record(pid: int, seconds: int, output: Path, fmt: str, load: Callable[[], object]) -> None:
+    """Sample `pid` for `seconds` while `load()` drives it; write a py-spy `fmt` profile.
+
+    `load` must keep the server busy for longer than `seconds` + ATTACH_SECONDS.
+    """
+    py_spy = py_spy_path()
+    if py_spy is None:
+        raise RuntimeError("py-spy is not installed (pip install py-spy)")
+    command = [py_spy, "record", "--pid", str(pid), "--duration", str(seconds)]
+    command += ["--rate", str(SAMPLE_RATE), "--gil", "--threads", "--nolineno"]
+    command += ["--format", fmt, "--output", str(output)]
+    sampler = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        time.sleep(ATTACH_SECONDS / 2)
+        load()
+    finally:
+        try:
+            _, errors = sampler.communicate(timeout=seconds + 30)
+        except subprocess.TimeoutExpired:
+            sampler.kill()
+            _, errors = sampler.communicate()
+    if sampler.returncode != 0:
+        raise RuntimeError(f"py-spy failed ({sampler.returncode}): {errors.decode()}")
+
+
+@dataclass(frozen=True)
+class HotSpots:
+    samples: int
+    by_thread: list[tuple[str, float]]  # thread name (numbers dropped), share of samples
+    by_package: list[tuple[str, float]]  # top-level package of the leaf frame, share
+    self_time: list[tuple[str, float]]  # leaf function, share
+    inclusive: list[tuple[str, float]]  # function anywhere below the dispatch frames, share
+    postwire: list[tuple[str, float]]  # the same, Postwire's own functions only
+
+
+def hot_spots(collapsed: str, top: int = 15) -> HotSpots:
+    """Summarise py-spy's raw (collapsed-stack) output of a `--threads --nolineno` recording."""
+    threads: collections.Counter[str] = collections.Counter()
+    packages: collections.Counter[str] = collections.Counter()
+    leaves: collections.Counter[str] = collections.Counter()
+    inclusive: collections.Counter[str] = collections.Counter()
+    own: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in collapsed.splitlines():
+        match = _LINE.match(line)
+        if match is None:
+            continue
+        count = int(match["count"])
+        thread, *frames = match["stack"].split(";")
+        if not frames:
+            continue
+        total += count
+        name = _THREAD.match(thread)
+        threads[re.sub(r"\d+", "N", name["name"]) if name else thread] += count
+        leaves[frames[-1]] += count
+        packages[_package(frames[-1])] += count
+        for frame in set(frames[_first_below_dispatch(frames) :]):
+            inclusive[frame] += count
+            if _package(frame) == "postwire":
+                own[frame] += count
+
+    def shares(counter: collections.Counter[str], n: int = top) -> list[tuple[str, float]]:
+        return [(key, value / total) for key, value in counter.most_common(n)] if total else []
+
+    return HotSpots(
+        samples=total,
+        by_thread=shares(threads, 5),
+        by_package=shares(packages, 10),
+        self_time=shares(leaves),
+        inclusive=shares(inclusive),
+        postwire=shares(own),
+    )
+
+
+def _first_below_dispatch(frames: list[str]) -> int:
+    for index in range(len(frames) - 1, -1, -1):
+        if frames[index] in _DISPATCH_FRAMES:
+            return index + 1
+    return 0
+
+
+def _package(frame: str) -> str:
+    """The top-level package of a frame: `f (postwire/api/emails.py)` -> `postwire`."""
+    location = frame[frame.rfind(" (") + 2 : -1] if frame.endswith(")") else frame
+    return location.split("/", 1)[0] if "/" in location else location
