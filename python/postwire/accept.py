@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import trio
 
@@ -42,7 +43,8 @@ class PreparedEmail:
 class _Draft:
     """A built message waiting for its signature."""
 
-    record: EmailRecord
+    # The record's fields but its size, known once signed (one construction, no replace()).
+    fields: dict[str, Any]
     message: bytes
     due_at_ms: int
     signer: _core.DkimSigner
@@ -50,7 +52,7 @@ class _Draft:
 
     def prepared(self) -> PreparedEmail:
         signed = self.signature + self.message
-        return PreparedEmail(replace(self.record, size=len(signed)), signed, self.due_at_ms)
+        return PreparedEmail(EmailRecord(**self.fields, size=len(signed)), signed, self.due_at_ms)
 
 
 def _millis(moment: datetime) -> int:
@@ -81,9 +83,10 @@ class Acceptor:
             self._signers[cache_key] = signer
         return signer
 
-    def sending_domain(self, team_id: str, key: ApiKeyRecord | None, sender: str) -> DomainRecord:
-        """The verified domain `sender` may send from, or the contract's 403."""
-        sender_domain = sender.rpartition("@")[2].lower()
+    def sending_domain(
+        self, team_id: str, key: ApiKeyRecord | None, sender_domain: str
+    ) -> DomainRecord:
+        """The verified domain an address at `sender_domain` may send from, or the 403."""
         domain = find_verified_domain_for_sender(self.spool, team_id, sender_domain)
         if domain is None:
             raise ApiError(
@@ -120,18 +123,25 @@ class Acceptor:
         """Check and build every email, then sign them all across the cores (signing releases
         the GIL, and it is most of the cost). An email that may not be sent is its ApiError."""
         drafts: list[_Draft | ApiError] = []
+        domains: dict[str, DomainRecord | ApiError] = {}  # a batch mostly shares one sender
         for request in requests:
-            try:
-                drafts.append(await self._draft(team_id, key, request, now))
-            except ApiError as refusal:
-                drafts.append(refusal)
+            sender_domain = request.sender[1].rpartition("@")[2].lower()
+            if sender_domain not in domains:
+                try:
+                    domains[sender_domain] = self.sending_domain(team_id, key, sender_domain)
+                except ApiError as refusal:
+                    domains[sender_domain] = refusal
+            domain = domains[sender_domain]
+            if isinstance(domain, ApiError):
+                drafts.append(domain)
+            else:
+                drafts.append(await self._draft(team_id, domain, request, now))
         await self._sign([draft for draft in drafts if isinstance(draft, _Draft)])
         return [draft if isinstance(draft, ApiError) else draft.prepared() for draft in drafts]
 
     async def _draft(
-        self, team_id: str, key: ApiKeyRecord | None, request: SendRequest, now: datetime
+        self, team_id: str, domain: DomainRecord, request: SendRequest, now: datetime
     ) -> _Draft:
-        domain = self.sending_domain(team_id, key, request.sender[1])
         email_id = _core.new_id()
         message_id = f"<{email_id}@{domain.name}>"
         if request.size > _BUILD_IN_THREAD_BYTES:
@@ -141,7 +151,7 @@ class Acceptor:
         else:
             message = build_mime_message(request, message_id=message_id)
         scheduled = request.scheduled_at
-        record = EmailRecord(
+        fields: dict[str, Any] = dict(
             id=email_id,
             team_id=team_id,
             domain_id=domain.id,
@@ -162,7 +172,7 @@ class Acceptor:
             scheduled_at=None if scheduled is None else contract_timestamp(scheduled),
         )
         due = scheduled if scheduled is not None else now
-        return _Draft(record, message, _millis(due), self.signer_for(domain))
+        return _Draft(fields, message, _millis(due), self.signer_for(domain))
 
     async def _sign(self, drafts: list[_Draft]) -> None:
         """Sign in as many worker threads as there are cores, one chunk of drafts each."""

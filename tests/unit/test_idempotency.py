@@ -64,3 +64,14 @@ def test_key_length_is_checked(key: str) -> None:
         validate_key(key)
     assert (refused.value.status, refused.value.name) == (400, "invalid_idempotency_key")
     assert validate_key("k" * 256) == "k" * 256
+
+
+def test_the_fingerprint_ignores_key_order_and_spacing_but_not_content() -> None:
+    body = {"from": "a@b.test", "to": "c@d.test", "subject": "Hi", "tags": [{"name": "a"}]}
+    reordered = dict(reversed(list(body.items())))
+    assert body_fingerprint(body) == body_fingerprint(reordered)
+    assert body_fingerprint(body) != body_fingerprint({**body, "subject": "Hello!"})
+    # Unknown fields count: the body is compared as a whole.
+    assert body_fingerprint(body) != body_fingerprint({**body, "x": 1})
+    # Lone surrogates (valid JSON escapes) do not break it.
+    assert len(body_fingerprint({"subject": "\ud800"})) == 64

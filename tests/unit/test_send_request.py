@@ -19,7 +19,6 @@ from postwire.api.send_request import (
     parse_batch_validation_header,
     parse_mailbox,
     parse_send_request,
-    request_fingerprint,
     resolve_attachments,
 )
 from postwire.errors import ApiError
@@ -105,8 +104,6 @@ def test_a_full_request() -> None:
     assert request.tags == (Tag("category", "confirm_email"), Tag("v-2", ""))
     assert request.attachments == ()
     assert request.scheduled_at == NOW + timedelta(hours=1)
-    assert request.request_fingerprint == request_fingerprint(body)
-    assert len(request.request_fingerprint) == 64
 
 
 def test_the_result_builds_into_mime() -> None:
@@ -581,21 +578,6 @@ def test_scheduled_at_is_parsed_against_now() -> None:
     )
 
 
-# --- fingerprint ---------------------------------------------------------------------------
-
-
-def test_the_fingerprint_ignores_key_order_and_spacing_but_not_content() -> None:
-    body = minimal(tags=[{"name": "a", "value": "b"}])
-    reordered = dict(reversed(list(body.items())))
-    assert request_fingerprint(body) == request_fingerprint(reordered)
-    assert parse(body).request_fingerprint == parse(reordered).request_fingerprint
-    assert request_fingerprint(body) != request_fingerprint(minimal(subject="Hello!"))
-    # Unknown fields count: the body is compared as a whole.
-    assert request_fingerprint(body) != request_fingerprint({**body, "x": 1})
-    # Lone surrogates (valid JSON escapes) do not break it.
-    assert len(request_fingerprint({"subject": "\ud800"})) == 64
-
-
 # --- batch ---------------------------------------------------------------------------------
 
 
@@ -607,7 +589,6 @@ def test_a_strict_batch() -> None:
     assert batch.errors == []
     assert [r.to_as_sent for _, r in batch.valid] == [(f"user{i}@example.com",) for i in range(3)]
     assert all(r.scheduled_at == NOW + timedelta(hours=1) for _, r in batch.valid)
-    assert batch.request_fingerprint == request_fingerprint(items)
 
 
 def test_strict_mode_raises_the_first_invalid_email_with_its_index() -> None:

@@ -71,10 +71,10 @@ def routes(ctx: ApiContext) -> Blueprint:
 
     async def idempotent(endpoint: str, body: Any, handle: Any) -> dict[str, Any]:
         key = validate_key(request.headers.get("Idempotency-Key"))
-        fingerprint = body_fingerprint(body)
         if key is None:
-            result: dict[str, Any] = await handle(None, fingerprint)
+            result: dict[str, Any] = await handle(None, "")
             return result
+        fingerprint = body_fingerprint(body)
         scope = IdempotencyScope(current_caller().team_id, endpoint, key)
         with ctx.idempotency.in_flight(scope):
             stored = ctx.idempotency.replay(scope, fingerprint, ctx.now_ms())

@@ -13,15 +13,11 @@ Choices the contract leaves open:
   without a `filename` is named after the last segment of the URL's path.
 - The 40 MB limit counts subject, html, text and headers as sent (not the generated text) plus
   each attachment's base64 length.
-- `request_fingerprint` hashes the whole JSON body, unknown fields included, in a canonical
-  form (sorted keys, no whitespace, ASCII escapes): key order and spacing do not matter.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -114,8 +110,6 @@ class SendRequest:
     """Aware, UTC."""
     size: int
     """Bytes counted against the 40 MB limit so far (remote attachments once fetched)."""
-    request_fingerprint: str
-    """sha256 hex of the body's canonical JSON, to compare idempotent retries."""
 
     @property
     def has_remote_attachments(self) -> bool:
@@ -130,7 +124,6 @@ class BatchRequest:
 
     mode: BatchMode
     entries: tuple[tuple[int, SendRequest | ApiError], ...]
-    request_fingerprint: str
 
     @property
     def valid(self) -> list[tuple[int, SendRequest]]:
@@ -139,13 +132,6 @@ class BatchRequest:
     @property
     def errors(self) -> list[tuple[int, ApiError]]:
         return [(i, e) for i, e in self.entries if isinstance(e, ApiError)]
-
-
-def request_fingerprint(body: object) -> str:
-    """sha256 hex of `body` as canonical JSON: equal for bodies that differ only in key order
-    or spacing."""
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 
 def parse_send_request(
@@ -188,7 +174,7 @@ def parse_batch_request(body: object, *, now: datetime, mode: BatchMode) -> Batc
                 ) from None
             entry = error
         entries.append((index, entry))
-    return BatchRequest(mode, tuple(entries), request_fingerprint(body))
+    return BatchRequest(mode, tuple(entries))
 
 
 def parse_batch_validation_header(value: str | None) -> BatchMode:
@@ -270,7 +256,6 @@ def _parse_send_object(
         attachments=attachments,
         scheduled_at=scheduled_at,
         size=size,
-        request_fingerprint=request_fingerprint(body),
     )
 
 

@@ -57,9 +57,10 @@ def validate_key(key: str | None) -> str | None:
 
 
 def body_fingerprint(body: Any) -> str:
-    """Same body, same fingerprint: canonical JSON (sorted keys), so key order does not count."""
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    """sha256 hex of `body` as canonical JSON (sorted keys, no spaces, ASCII escapes, so even
+    a lone surrogate encodes): bodies differing only in key order or spacing are the same."""
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
