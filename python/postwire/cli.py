@@ -67,13 +67,34 @@ def build_parser() -> argparse.ArgumentParser:
     team.add_argument("--team", metavar="TEAM_ID", help="the team (default: the only team)")
     team.add_argument("--new-team", metavar="NAME", help="create a new team for this key")
     create.set_defaults(handler=_create_key)
+
+    domains = commands.add_parser("domains", help="manage sending domains").add_subparsers(
+        dest="domains_command", metavar="ACTION", required=True
+    )
+    add = domains.add_parser(
+        "add",
+        parents=[config_parent],
+        help="add a sending domain and print the DNS records to publish",
+    )
+    add.add_argument("name", help="the domain, e.g. example.com")
+    add.add_argument("--region", help="us-east-1 (default), eu-west-1, sa-east-1, ap-northeast-1")
+    add.add_argument("--team", metavar="TEAM_ID", help="the team (default: the only team)")
+    add.set_defaults(handler=_add_domain)
+    verify = domains.add_parser(
+        "verify",
+        parents=[config_parent],
+        help="check a domain's DNS records now; exit 0 once verified",
+    )
+    verify.add_argument("name")
+    verify.add_argument("--team", metavar="TEAM_ID", help="the team (default: the only team)")
+    verify.set_defaults(handler=_verify_domain)
     return parser
 
 
 def _create_key(config: Config, args: argparse.Namespace) -> int:
     import trio
 
-    from postwire.keys_command import create_key
+    from postwire.admin import create_key
 
     try:
         key_id, token = trio.run(
@@ -85,6 +106,33 @@ def _create_key(config: Config, args: argparse.Namespace) -> int:
     print(f"API key {key_id} created; its token, shown only now:", file=sys.stderr)
     print(token)
     return 0
+
+
+def _add_domain(config: Config, args: argparse.Namespace) -> int:
+    import trio
+
+    from postwire.admin import add_domain
+
+    try:
+        print(trio.run(add_domain, config, args.name, args.region, args.team))
+    except PostwireError as exc:
+        print(f"postwire: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _verify_domain(config: Config, args: argparse.Namespace) -> int:
+    import trio
+
+    from postwire.admin import verify_domain_now
+
+    try:
+        report, verified = trio.run(verify_domain_now, config, args.name, args.team)
+    except PostwireError as exc:
+        print(f"postwire: {exc}", file=sys.stderr)
+        return 1
+    print(report)
+    return 0 if verified else 1
 
 
 def _serve(config: Config, args: argparse.Namespace) -> int:

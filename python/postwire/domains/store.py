@@ -196,6 +196,12 @@ def scan_all_domains(spool: Spool) -> Iterator[DomainRecord]:
         cursor = rows[-1][0]
 
 
+def find_domain_by_name(spool: Spool, team_id: str, name: str) -> DomainRecord | None:
+    """The team's domain called exactly `name` (canonical form), or None."""
+    entry = DOMAIN_NAMES.get(spool, _name_key(team_id, name))
+    return None if entry is None else load_domain(spool, team_id, entry.domain_id)
+
+
 def find_verified_domain_for_sender(
     spool: Spool, team_id: str, from_address_domain: str
 ) -> DomainRecord | None:
