@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import trio
 from quart import Blueprint, request
@@ -27,6 +28,8 @@ from postwire.store import emails as email_store
 from postwire.store.accounts import contract_timestamp
 from postwire.store.idempotency import IdempotencyScope, body_fingerprint, validate_key
 
+ParsedT = TypeVar("ParsedT")
+
 # Bodies above this are parsed off the Trio thread (html-to-text is slow on big pages).
 _PARSE_IN_THREAD_BYTES = 256 * 1024
 
@@ -34,7 +37,9 @@ _PARSE_IN_THREAD_BYTES = 256 * 1024
 def routes(ctx: ApiContext) -> Blueprint:
     blueprint = Blueprint("emails", __name__)
 
-    async def parse_in_place_or_thread(parse: Any, body: Any, raw_size: int) -> Any:
+    async def parse_in_place_or_thread(
+        parse: Callable[[Any], ParsedT], body: Any, raw_size: int
+    ) -> ParsedT:
         if raw_size > _PARSE_IN_THREAD_BYTES:
             return await trio.to_thread.run_sync(parse, body)
         return parse(body)
