@@ -10,11 +10,20 @@ The Rust extension raises the classes defined here (it imports them), so there i
     ├── MessageError             (also ValueError) a message cannot be built as asked
     │   └── HeaderInjectionError a header name or value holds CR, LF or NUL
     ├── DkimError                a key cannot be generated, parsed or used to sign
-    └── SpoolError               the durable spool failed; nothing of the write was kept
-        ├── SpoolFullError       the map is full: back off (SMTP 451, HTTP 503)
-        ├── KeyExistsError       an insert found its key taken (idempotency races)
-        ├── LeaseLostError       the lease expired or was taken over; do not ack
-        └── NoSuchMessageError   the message is not (or no longer) in the spool
+    ├── SpoolError               the durable spool failed; nothing of the write was kept
+    │   ├── SpoolFullError       the map is full: back off (SMTP 451, HTTP 503)
+    │   ├── KeyExistsError       an insert found its key taken (idempotency races)
+    │   ├── LeaseLostError       the lease expired or was taken over; do not ack
+    │   └── NoSuchMessageError   the message is not (or no longer) in the spool
+    └── DeliveryError            an outbound SMTP session failed; `transient` says retry or bounce
+        ├── ConnectionFailed     connect refused/unreachable or the peer hung up (transient)
+        ├── SmtpTimeout          a phase of the session timed out; names the phase (transient)
+        ├── ProtocolError        the peer's bytes are not SMTP (transient: may be a broken box)
+        ├── TlsRequired          policy asks for TLS the peer cannot give (transient, as Postfix
+        │                        defers: certificates get fixed, a STARTTLS-stripper goes away)
+        ├── SessionRejected      greeting, EHLO/HELO, AUTH or RSET refused; transient iff 4xx
+        └── InvalidCommandArgument  (also ValueError) an address holds CR, LF or NUL, or is
+                                 non-ASCII without SMTPUTF8 (permanent)
 """
 
 
@@ -83,3 +92,73 @@ class LeaseLostError(SpoolError):
 
 class NoSuchMessageError(SpoolError):
     """The message is not in the spool (never was, or already delivered or removed)."""
+
+
+class DeliveryError(PostwireError):
+    """An outbound SMTP session failed; `transient` tells the retry policy to try again later.
+
+    Refusals inside a transaction (MAIL, RCPT, DATA) are not errors: they are replies in the
+    `Transaction`, classified per recipient from their code and enhanced status code.
+    """
+
+    transient: bool
+
+    def __init__(self, message: str, *, transient: bool) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+class ConnectionFailed(DeliveryError):
+    """The TCP connection could not be made or was lost; always transient."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, transient=True)
+
+
+class SmtpTimeout(DeliveryError):
+    """A phase of the session (`phase`: connect, greeting, ehlo, mail, ...) timed out."""
+
+    def __init__(self, phase: str, seconds: float) -> None:
+        super().__init__(f"SMTP {phase} timed out after {seconds:g}s", transient=True)
+        self.phase = phase
+        self.seconds = seconds
+
+
+class ProtocolError(DeliveryError):
+    """The peer sent something that is not an SMTP reply (garbage, over-long lines)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, transient=True)
+
+
+class TlsRequired(DeliveryError):
+    """TLS is required by policy but not offered, refused or not verifiable for the host.
+
+    Transient, like Postfix's deferral: the message is retried until its retry window ends,
+    then bounced; it is never sent in clear.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, transient=True)
+
+
+class SessionRejected(DeliveryError):
+    """The peer refused the session itself (greeting, EHLO and HELO, AUTH, RSET).
+
+    Transient iff the reply code is 4xx; `code` and `enhanced` are the peer's, never parsed
+    from its prose.
+    """
+
+    def __init__(
+        self, message: str, *, code: int, enhanced: tuple[int, int, int] | None = None
+    ) -> None:
+        super().__init__(message, transient=400 <= code < 500)
+        self.code = code
+        self.enhanced = enhanced
+
+
+class InvalidCommandArgument(DeliveryError, ValueError):
+    """An SMTP command argument holds CR, LF or NUL, or needs SMTPUTF8 the peer lacks."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, transient=False)

@@ -1,0 +1,1 @@
+"""SMTP: submission (aiosmtpd adapter, pure policy) and the outbound client (sans-IO)."""
