@@ -6,7 +6,7 @@
     ├── smtp              SmtpConfig: submission listeners, TLS, size limit, trusted networks
     ├── dns               DnsConfig: nameservers for MX and domain verification
     ├── delivery          DeliveryConfig: HELO name, port, routes (transport map / smarthost),
-    │                     the IPs that SPF records authorise
+    │                     the IPs that SPF records authorise, retry age, connections per site
     ├── domains           DomainsConfig: sending domains' DNS records and their re-verification
     ├── webhooks          WebhooksConfig: SSRF guard
     └── spool             SpoolConfig: LMDB map size and group-commit tuning
@@ -100,6 +100,10 @@ class DeliveryConfig:
     # Addresses mail leaves from, normalised; the SPF record of every domain lists them.
     # Empty: SPF authorises `a:<helo_name>` instead.
     sending_ips: tuple[str, ...] = ()
+    # A message still undelivered this long after its first attempt bounces.
+    max_age_hours: int = 72
+    # Connections open at once to one destination (its MX host set, or a route).
+    max_connections_per_site: int = 10
 
     def route_for(self, domain: str) -> str | None:
         """The "host:port" that mail for `domain` goes to instead of its MX, if any.
@@ -586,6 +590,8 @@ _VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "delivery.port": _check_port,
     "delivery.routes": _check_routes,
     "delivery.sending_ips": _check_ip_list,
+    "delivery.max_age_hours": _at_least(1),
+    "delivery.max_connections_per_site": _at_least(1),
     "domains.bounce_host": _check_host_name,
     "domains.verify_interval_seconds": _at_least(1),
     "domains.dkim_selector": _check_dkim_selector,
