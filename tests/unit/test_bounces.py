@@ -19,6 +19,15 @@ from postwire.delivery.resolver import (
     NoSuchDomainError,
     NullMxError,
 )
+from postwire.errors import (
+    ConnectionFailed,
+    DeliveryError,
+    InvalidCommandArgument,
+    ProtocolError,
+    SessionRejected,
+    SmtpTimeout,
+    TlsRequired,
+)
 
 
 @pytest.mark.parametrize(
@@ -160,6 +169,22 @@ def test_bounce_object_follows_the_contract() -> None:
          "transient", "Transient", "General", (4, 4, 2), "network; connection failed"),
         (trio.BrokenResourceError(),
          "transient", "Transient", "General", (4, 4, 2), "network; connection failed"),
+        (SessionRejected("no", code=554, enhanced=(5, 7, 1)),
+         "permanent", "Transient", "ContentRejected", (5, 7, 1), "smtp; 554 5.7.1 no"),
+        (SessionRejected("busy", code=421),
+         "transient", "Transient", "General", None, "smtp; 421 busy"),
+        (SmtpTimeout("greeting", 300),
+         "transient", "Transient", "General", (4, 4, 1), "network; SMTP greeting timed out"),
+        (ConnectionFailed("lost"),
+         "transient", "Transient", "General", (4, 4, 2), "network; connection failed: lost"),
+        (ProtocolError("garbage"),
+         "transient", "Transient", "General", (4, 5, 0), "smtp; protocol error: garbage"),
+        (TlsRequired("no STARTTLS"),
+         "transient", "Transient", "General", (4, 7, 5), "tls; no STARTTLS"),
+        (InvalidCommandArgument("CR in address"),
+         "permanent", "Transient", "General", (5, 5, 4), "smtp; invalid command argument"),
+        (DeliveryError("other", transient=False),
+         "permanent", "Transient", "General", (5, 0, 0), "smtp; other"),
         (RuntimeError("a bug"),
          "transient", "Undetermined", "Undetermined", None, "local; RuntimeError: a bug"),
     ],

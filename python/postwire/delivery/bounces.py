@@ -22,6 +22,15 @@ from typing import Final, Literal
 import trio
 
 from postwire.delivery.resolver import DestinationError, EnhancedStatus
+from postwire.errors import (
+    ConnectionFailed,
+    DeliveryError,
+    InvalidCommandArgument,
+    ProtocolError,
+    SessionRejected,
+    SmtpTimeout,
+    TlsRequired,
+)
 
 DeliveryStatus = Literal["delivered", "transient", "permanent"]
 BounceType = Literal["Permanent", "Transient", "Undetermined"]
@@ -128,6 +137,8 @@ def classify_failure(exc: BaseException) -> Outcome:
     """
     if isinstance(exc, DestinationError):
         return _from_enhanced(exc.enhanced, f"dns; {exc}")
+    if isinstance(exc, DeliveryError):
+        return _classify_session_error(exc)
     if isinstance(exc, trio.TooSlowError | TimeoutError):
         return _from_enhanced((4, 4, 1), "network; timed out waiting for the server")
     if isinstance(exc, ConnectionRefusedError):
@@ -135,6 +146,24 @@ def classify_failure(exc: BaseException) -> Outcome:
     if isinstance(exc, trio.BrokenResourceError | trio.ClosedResourceError | OSError):
         return _from_enhanced((4, 4, 2), f"network; connection failed: {_describe(exc)}")
     return Outcome("transient", "Undetermined", "Undetermined", None, f"local; {_describe(exc)}")
+
+
+def _classify_session_error(exc: DeliveryError) -> Outcome:
+    """The outbound SMTP client's errors: the session failed before any recipient's reply."""
+    if isinstance(exc, SessionRejected):
+        return classify_reply(exc.code, exc.enhanced, str(exc))
+    if isinstance(exc, SmtpTimeout):
+        return _from_enhanced((4, 4, 1), f"network; {exc}")
+    if isinstance(exc, ConnectionFailed):
+        return _from_enhanced((4, 4, 2), f"network; connection failed: {exc}")
+    if isinstance(exc, ProtocolError):
+        return _from_enhanced((4, 5, 0), f"smtp; protocol error: {exc}")
+    if isinstance(exc, TlsRequired):  # not a content verdict, so not X.7.x's ContentRejected
+        return Outcome("transient", "Transient", "General", (4, 7, 5), f"tls; {exc}")
+    if isinstance(exc, InvalidCommandArgument):
+        return _from_enhanced((5, 5, 4), f"smtp; invalid command argument: {exc}")
+    status: EnhancedStatus = (4, 0, 0) if exc.transient else (5, 0, 0)
+    return _from_enhanced(status, f"smtp; {exc}")
 
 
 def should_suppress(outcome: Outcome) -> bool:
