@@ -34,6 +34,7 @@ class ReceiverScript:
     delay_mail_seconds: float = 0.0
     delay_data_end_seconds: float = 0.0
     hang_up_after_354: bool = False
+    refuse_ehlo: bool = False  # an RFC 821 server: 502 to EHLO, HELO works
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,8 @@ class _ScriptedHandler:
         hostname: str,
         responses: list[str],
     ) -> list[str]:
+        if self.receiver.script.refuse_ehlo:
+            return ["502 5.5.1 EHLO not implemented"]
         session.host_name = hostname
         if self.receiver.script.pipelining:
             responses.insert(len(responses) - 1, "250-PIPELINING")

@@ -4,10 +4,12 @@ Postfix's smtp-sink.
 
 from __future__ import annotations
 
+import functools
 import ssl
 from collections.abc import Callable
 
 import pytest
+import trio
 
 from postwire.errors import ConnectionFailed, InvalidCommandArgument, SmtpTimeout, TlsRequired
 from postwire.smtp.client_connection import (
@@ -179,6 +181,33 @@ async def test_injected_address_refused_and_connection_kept(smtp_receiver: Start
     await connection.quit()
     assert transaction.accepted == ["b@y.test"]
     assert receiver.received()[0].rcpt_tos == ["b@y.test"]
+
+
+async def test_helo_fallback(smtp_receiver: StartReceiver) -> None:
+    receiver = smtp_receiver(refuse_ehlo=True)
+    connection = await connect(receiver)
+    assert connection.capabilities is None  # HELO: no extensions
+    transaction = await connection.send_message("a@x.test", ["b@y.test"], b"plain\r\n")
+    await connection.quit()
+    assert transaction.accepted == ["b@y.test"]
+    assert receiver.received()[0].mail_options == []
+
+
+async def test_silent_server_greeting_times_out() -> None:
+    async def accept_and_say_nothing(stream: trio.SocketStream) -> None:
+        await trio.sleep_forever()
+
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(
+            functools.partial(trio.serve_tcp, accept_and_say_nothing, 0, host="127.0.0.1")
+        )
+        listener = listeners[0]
+        receiver = ScriptedSmtpReceiver()
+        receiver.port = listener.socket.getsockname()[1]
+        with pytest.raises(SmtpTimeout) as caught:
+            await connect(receiver, timeouts=Timeouts(greeting=0.2))
+        assert caught.value.phase == "greeting"
+        nursery.cancel_scope.cancel()
 
 
 async def test_connection_refused_is_transient() -> None:

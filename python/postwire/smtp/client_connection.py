@@ -258,8 +258,9 @@ async def open_smtp_connection(
     TLS verification), read the greeting, say EHLO (HELO when EHLO gets 5xx), and negotiate
     STARTTLS per `tls_policy`:
 
-    - "opportunistic": when offered, without certificate verification (RFC 7435); a failed
-      handshake is a `ConnectionFailed`, the retry may then choose "none".
+    - "opportunistic": when offered, without certificate verification (RFC 7435); a refused
+      STARTTLS goes on in clear, a failed handshake is a `ConnectionFailed` (the retry may
+      then choose "none").
     - "enforced": must be offered and the certificate must verify for `host`, else `TlsRequired`.
     - "none": never.
 
@@ -285,8 +286,9 @@ async def open_smtp_connection(
         if tls_policy == "enforced" and not offered:
             raise TlsRequired(f"{host} does not offer STARTTLS and TLS is enforced")
         if tls_policy != "none" and offered:
-            await _start_tls(connection, host, ssl_context_factory(tls_policy == "enforced"))
-            await _say_hello(connection, helo_name)
+            enforced = tls_policy == "enforced"
+            if await _start_tls(connection, host, ssl_context_factory(enforced), enforced):
+                await _say_hello(connection, helo_name)
         if credentials is not None:
             await _authenticate(connection, host, tls_policy, credentials)
     except BaseException:
@@ -307,19 +309,27 @@ async def _say_hello(connection: SmtpConnection, helo_name: str) -> None:
     raise SessionRejected(f"EHLO/HELO refused: {event}", code=event.code, enhanced=event.enhanced)
 
 
-async def _start_tls(connection: SmtpConnection, host: str, context: ssl.SSLContext) -> None:
+async def _start_tls(
+    connection: SmtpConnection, host: str, context: ssl.SSLContext, enforced: bool
+) -> bool:
+    """STARTTLS and the handshake; False when the server refused STARTTLS and the policy lets
+    the session go on in clear (the session is unchanged then, RFC 3207 §4).
+    """
     timeouts = connection.timeouts
     reply = await connection._command(
         connection.protocol.starttls(), "starttls", timeouts.tls_handshake
     )
     if reply.code != 220:
-        raise TlsRequired(f"STARTTLS refused: {reply}")
+        if enforced:
+            raise TlsRequired(f"STARTTLS refused: {reply}")
+        return False
     connection.protocol.tls_established()
     tls_stream = trio.SSLStream(connection._stream, context, server_hostname=host)
     async with _translate_stream_errors("tls handshake", timeouts.tls_handshake):
         await tls_stream.do_handshake()
     connection._stream = tls_stream
     connection.tls_active = True
+    return True
 
 
 async def _authenticate(
