@@ -21,6 +21,7 @@ from postwire.api.send_request import SendRequest, build_mime_message
 from postwire.domains.store import DomainRecord, find_verified_domain_for_sender
 from postwire.errors import ApiError
 from postwire.store.accounts import ApiKeyRecord, contract_timestamp
+from postwire.store.deliveries import DELIVERIES, DeliveryRecord
 from postwire.store.emails import EmailRecord, add_email
 from postwire.store.spool import Spool
 
@@ -37,6 +38,7 @@ class PreparedEmail:
     record: EmailRecord
     message: bytes
     due_at_ms: int
+    tls: str  # the sending domain's TLS policy for delivery
 
 
 @dataclass(slots=True)
@@ -48,11 +50,13 @@ class _Draft:
     message: bytes
     due_at_ms: int
     signer: _core.DkimSigner
+    tls: str
     signature: bytes = b""
 
     def prepared(self) -> PreparedEmail:
         signed = self.signature + self.message
-        return PreparedEmail(EmailRecord(**self.fields, size=len(signed)), signed, self.due_at_ms)
+        record = EmailRecord(**self.fields, size=len(signed))
+        return PreparedEmail(record, signed, self.due_at_ms, self.tls)
 
 
 def _millis(moment: datetime) -> int:
@@ -172,7 +176,7 @@ class Acceptor:
             scheduled_at=None if scheduled is None else contract_timestamp(scheduled),
         )
         due = scheduled if scheduled is not None else now
-        return _Draft(fields, message, _millis(due), self.signer_for(domain))
+        return _Draft(fields, message, _millis(due), self.signer_for(domain), domain.tls)
 
     async def _sign(self, drafts: list[_Draft]) -> None:
         """Sign in as many worker threads as there are cores, one chunk of drafts each."""
@@ -193,3 +197,10 @@ class Acceptor:
     ) -> None:
         for email in emails:
             add_email(batch, email.record, email.message, email.due_at_ms, _millis(now))
+            delivery = DeliveryRecord(
+                team_id=email.record.team_id,
+                envelope_from=email.record.envelope_from,
+                recipients=email.record.recipients,
+                tls=email.tls,
+            )
+            DELIVERIES.put(batch, email.record.id, delivery)

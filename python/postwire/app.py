@@ -36,6 +36,7 @@ from postwire.errors import ConfigError
 from postwire.store.spool import Spool, serve_spool
 
 if TYPE_CHECKING:
+    from postwire.delivery.engine import DeliveryEngine
     from postwire.domains.verification import DomainVerifier
 
 log = logging.getLogger("postwire")
@@ -53,6 +54,7 @@ class ServiceDeps:
     # is in hand, then return. Each stage gets its own event (see `Stage.start`).
     stopping: trio.Event = field(default_factory=trio.Event)
     domain_verifier: DomainVerifier | None = None
+    delivery: DeliveryEngine | None = None
 
 
 HandleT = TypeVar("HandleT")
@@ -177,12 +179,14 @@ async def _start_processing(stage: Stage, config: Config, deps: ServiceDeps) -> 
     Delivery, the scheduler and webhook dispatch go here, each as
     `handle = await stage.start(serve_x, config, deps)`.
     """
-    from postwire.domains.verification import serve_domain_verifier  # imports ServiceDeps
+    from postwire.delivery.engine import serve_delivery  # these import ServiceDeps
+    from postwire.domains.verification import serve_domain_verifier
     from postwire.store.idempotency import serve_idempotency_sweeper
 
     verifier = await stage.start(serve_domain_verifier, config, deps)
     await stage.start(serve_idempotency_sweeper, config, deps)
-    return dataclasses.replace(deps, domain_verifier=verifier)
+    engine = await stage.start(serve_delivery, config, deps)
+    return dataclasses.replace(deps, domain_verifier=verifier, delivery=engine)
 
 
 async def _start_intake(stage: Stage, config: Config, deps: ServiceDeps) -> None:

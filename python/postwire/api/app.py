@@ -107,7 +107,12 @@ async def serve_api(
     requests in flight finish within its graceful timeout; cancellation closes at once.
     """
     app = create_app(
-        ApiContext(config=config, spool=deps.spool, domain_verifier=deps.domain_verifier)
+        ApiContext(
+            config=config,
+            spool=deps.spool,
+            domain_verifier=deps.domain_verifier,
+            delivery=deps.delivery,
+        )
     )
     hypercorn_config = HypercornConfig()
     hypercorn_config.bind = [config.api.listen]

@@ -10,6 +10,7 @@ import trio
 
 from postwire.accept import Acceptor
 from postwire.config import Config
+from postwire.delivery.engine import DeliveryEngine
 from postwire.domains.verification import DomainVerifier
 from postwire.store.idempotency import IdempotencyKeys
 from postwire.store.spool import Spool
@@ -29,6 +30,8 @@ class ApiContext:
     # Asked to check a domain's DNS at once; None where no verifier runs (checks then wait for
     # the periodic scan of a verifier started later).
     domain_verifier: DomainVerifier | None = None
+    # Woken after each accepted commit, so new mail leaves at once rather than at the next poll.
+    delivery: DeliveryEngine | None = None
     # Key id -> when its last_used_at was last written, to write it at most once a minute.
     key_use_written: dict[str, float] = field(default_factory=dict)
     acceptor: Acceptor = field(init=False)

@@ -64,6 +64,8 @@ def routes(ctx: ApiContext) -> Blueprint:
             ctx.idempotency.record(batch, scope, fingerprint, 200, response, ctx.now_ms())
         try:
             await ctx.spool.commit(batch)
+            if ctx.delivery is not None:
+                ctx.delivery.wake()
         except KeyExistsError:
             # Another process committed the same idempotency key first: answer as it did.
             if scope is None:

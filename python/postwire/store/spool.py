@@ -29,6 +29,7 @@ TABLES: tuple[str, ...] = (
     "api_keys",
     "domains",
     "emails",
+    "deliveries",
     "events",
     "idempotency",
     "suppressions",

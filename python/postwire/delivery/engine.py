@@ -1,0 +1,410 @@
+"""The delivery engine: spooled messages to the recipients' mail servers.
+
+One lease loop hands due messages (scheduled ones when their time comes, retries when theirs
+does) to per-message tasks. A message's pending recipients are grouped by domain, each domain is
+resolved to a site (its MX host set, or a route), and each site has its own pool of SMTP
+connections, so a slow or tarpitting site only ever holds its own connections. Every outcome
+is committed in one batch with its events (email.sent, email.delivered,
+email.delivery_delayed, email.bounced), the email's `last_event`, new suppressions, and then
+either the message's ack or its reschedule.
+
+Crash safety: a message is leased while in hand; after a crash, `release_leases` at start makes
+every unfinished message due again (at least once). Within a run, a message is never handed out
+twice: a lease that expires while the message is still in hand is renewed, not re-delivered.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+import trio
+
+from postwire import _core
+from postwire.delivery.bounces import Outcome, classify_failure, classify_reply, should_suppress
+from postwire.delivery.pool_sizing import ideal_connection_count
+from postwire.delivery.resolver import Destination, DestinationError, MxResolver
+from postwire.delivery.retry_policy import next_attempt_at, stable_jitter
+from postwire.errors import DeliveryError, LeaseLostError, NoSuchMessageError
+from postwire.smtp.client_connection import (
+    SmtpConnection,
+    Timeouts,
+    TlsPolicy,
+    open_smtp_connection,
+)
+from postwire.store.deliveries import (
+    DELIVERIES,
+    SUPPRESSIONS,
+    DeliveryRecord,
+    SuppressionRecord,
+    add_event,
+    is_suppressed,
+    suppression_key,
+)
+from postwire.store.emails import EMAILS, email_key
+from postwire.store.spool import Spool
+
+if TYPE_CHECKING:
+    from postwire.app import ServiceDeps
+    from postwire.config import Config
+
+log = logging.getLogger("postwire.delivery")
+
+# A message is held this long per hand-out; renewed while still in hand.
+LEASE_MS = 5 * 60 * 1000
+# The most messages in hand at once: the lease loop takes no more (backpressure).
+MAX_MESSAGES_IN_HAND = 2000
+# How often an idle lease loop looks for due messages it was not woken for.
+IDLE_POLL_SECONDS = 0.5
+# An idle pooled connection is closed after this long.
+IDLE_CONNECTION_SECONDS = 10.0
+
+
+@dataclass(slots=True)
+class _Job:
+    """Some recipients of one message for one site, and where their outcomes go."""
+
+    envelope_from: str
+    recipients: list[str]
+    body: bytes
+    outcomes: dict[str, Outcome]
+    done: trio.Event
+
+
+class SitePool:
+    """The SMTP connections to one site: at most `max_connections`, as many as its queue
+    depth calls for, each carrying many messages. Workers end when idle or when their
+    connection fails; the pool starts new ones as jobs arrive."""
+
+    def __init__(
+        self,
+        destination: Destination,
+        tls_policy: TlsPolicy,
+        config: Config,
+        nursery: trio.Nursery,
+        connect: Callable[..., Awaitable[SmtpConnection]] = open_smtp_connection,
+    ) -> None:
+        self.destination = destination
+        self.tls_policy = tls_policy
+        self.config = config
+        self.nursery = nursery
+        self.connect = connect
+        self.max_connections = config.delivery.max_connections_per_site
+        self.send, self.receive = trio.open_memory_channel[_Job](1_000_000)
+        self.queued = 0
+        self.workers = 0
+
+    async def deliver(self, job: _Job) -> None:
+        self.queued += 1
+        self.send.send_nowait(job)
+        wanted = ideal_connection_count(self.queued, max_connections=self.max_connections)
+        while self.workers < wanted:
+            self.workers += 1
+            self.nursery.start_soon(self._work)
+        await job.done.wait()
+
+    async def _open(self) -> SmtpConnection:
+        """Connect to the site's addresses in order until one answers."""
+        failure: BaseException | None = None
+        for host in self.destination.hosts:
+            for address in host.addresses or (host.name,):
+                try:
+                    connection = await self.connect(
+                        host.name,
+                        host.port,
+                        helo_name=self.config.delivery.helo_name,
+                        tls_policy=self.tls_policy,
+                        timeouts=Timeouts(),
+                        connect_address=address,
+                    )
+                    return connection
+                except DeliveryError as exc:
+                    failure = exc
+                    if not exc.transient:  # e.g. TLS enforced and refused: no other host helps
+                        raise
+        raise failure or DestinationError(self.destination.domain, "no address to connect to")
+
+    async def _work(self) -> None:
+        connection: SmtpConnection | None = None
+        try:
+            while True:
+                with trio.move_on_after(IDLE_CONNECTION_SECONDS):
+                    job = await self.receive.receive()
+                    break
+            else:
+                return
+            while True:
+                self.queued -= 1
+                try:
+                    if connection is None or not connection.usable:
+                        connection = await self._open()
+                    transaction = await connection.send_message(
+                        job.envelope_from, job.recipients, job.body
+                    )
+                    for address, reply in transaction.outcomes():
+                        job.outcomes[address] = classify_reply(
+                            reply.code, reply.enhanced, reply.text
+                        )
+                except (DeliveryError, DestinationError, OSError) as exc:
+                    outcome = classify_failure(exc)
+                    for address in job.recipients:
+                        job.outcomes.setdefault(address, outcome)
+                    connection = None  # a failed connection is not reused
+                finally:
+                    job.done.set()
+                if connection is None:
+                    return
+                with trio.move_on_after(IDLE_CONNECTION_SECONDS):
+                    job = await self.receive.receive()
+                    continue
+                return
+        finally:
+            self.workers -= 1
+            if connection is not None:
+                with trio.CancelScope(shield=True), trio.move_on_after(5):
+                    await connection.quit()
+
+
+class DeliveryEngine:
+    """Owns the lease loop, the per-message tasks and the site pools."""
+
+    def __init__(
+        self,
+        config: Config,
+        spool: Spool,
+        resolver: MxResolver,
+        *,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        connect: Callable[..., Awaitable[SmtpConnection]] = open_smtp_connection,
+    ) -> None:
+        self.config = config
+        self.spool = spool
+        self.resolver = resolver
+        self.now = now
+        self.connect = connect
+        self.in_hand: dict[str, int] = {}  # message id -> its current lease token
+        self.pools: dict[tuple[str, str], SitePool] = {}
+        self.wakeup = trio.Event()
+        self.nursery: trio.Nursery | None = None
+
+    def now_ms(self) -> int:
+        return int(self.now().timestamp() * 1000)
+
+    def wake(self) -> None:
+        """New mail may be due: look now instead of at the next poll."""
+        self.wakeup.set()
+
+    async def recover(self) -> None:
+        """Make every message leased by an earlier run due now (this process delivers alone)."""
+        batch = _core.WriteBatch()
+        batch.release_leases(self.now_ms())
+        await self.spool.commit(batch)
+
+    async def run(self, stopping: trio.Event) -> None:
+        """Lease and deliver until `stopping`; then let the messages in hand finish."""
+        async with trio.open_nursery() as nursery:
+            self.nursery = nursery
+            while not stopping.is_set():
+                handed = await self._lease(nursery)
+                if handed:
+                    continue
+                self.wakeup = trio.Event()
+                next_due = self.spool.core.next_due_at()
+                wait = IDLE_POLL_SECONDS
+                if next_due is not None:
+                    wait = min(wait, max(0.0, (next_due - self.now_ms()) / 1000))
+                with trio.move_on_after(max(wait, 0.01)):
+                    await _first_of(self.wakeup, stopping)
+            # Intake has stopped: finish what is in hand (the stage's deadline bounds it).
+            while self.in_hand:
+                await trio.sleep(0.05)
+            nursery.cancel_scope.cancel()
+
+    async def _lease(self, nursery: trio.Nursery) -> int:
+        room = MAX_MESSAGES_IN_HAND - len(self.in_hand)
+        if room <= 0:
+            await trio.sleep(0.05)
+            return 0
+        batch = _core.WriteBatch()
+        batch.lease_due(self.now_ms(), min(room, 500), LEASE_MS)
+        handed = 0
+        for leased in await self.spool.commit(batch):
+            renewed = leased.id in self.in_hand
+            self.in_hand[leased.id] = leased.lease
+            if not renewed:  # an expired lease of a message still in hand: keep its task
+                handed += 1
+                nursery.start_soon(self._deliver_message, leased.id)
+        return handed
+
+    async def _deliver_message(self, message_id: str) -> None:
+        try:
+            await self._attempt(message_id)
+        except Exception:
+            log.exception("delivery of %s failed; it will be retried after its lease", message_id)
+        finally:
+            self.in_hand.pop(message_id, None)
+
+    async def _attempt(self, message_id: str) -> None:
+        delivery = DELIVERIES.get(self.spool, message_id)
+        body = self.spool.message_body(message_id)
+        if delivery is None or body is None:
+            log.warning("message %s has no delivery record or body; dropping it", message_id)
+            await self._finish(message_id, None, final=True)
+            return
+        first_attempt = delivery.first_attempt_ms is None
+        outcomes: dict[str, Outcome] = {}
+        suppressed = [r for r in delivery.pending if is_suppressed(self.spool, delivery.team_id, r)]
+        to_send = [r for r in delivery.pending if r not in suppressed]
+        by_domain: dict[str, list[str]] = defaultdict(list)
+        for address in to_send:
+            by_domain[address.rpartition("@")[2].lower()].append(address)
+        policy: TlsPolicy = "enforced" if delivery.tls == "enforced" else "opportunistic"
+
+        async def deliver_domain(domain: str, recipients: list[str]) -> None:
+            job = _Job(delivery.envelope_from, recipients, body, outcomes, trio.Event())
+            try:
+                destination = await self.resolver.resolve(domain)
+            except DestinationError as exc:
+                outcome = classify_failure(exc)
+                for address in recipients:
+                    outcomes[address] = outcome
+                return
+            await self._pool(destination, policy).deliver(job)
+
+        async with trio.open_nursery() as nursery:
+            for domain, recipients in by_domain.items():
+                nursery.start_soon(deliver_domain, domain, recipients)
+        await self._record(message_id, delivery, outcomes, suppressed, first_attempt)
+
+    def _pool(self, destination: Destination, policy: TlsPolicy) -> SitePool:
+        key = (destination.site, policy)
+        pool = self.pools.get(key)
+        if pool is None:
+            assert self.nursery is not None
+            pool = SitePool(destination, policy, self.config, self.nursery, self.connect)
+            self.pools[key] = pool
+        return pool
+
+    async def _record(
+        self,
+        message_id: str,
+        delivery: DeliveryRecord,
+        outcomes: dict[str, Outcome],
+        suppressed: list[str],
+        first_attempt: bool,
+    ) -> None:
+        """One commit: events, statuses, suppressions, and the ack or the retry."""
+        now = self.now()
+        now_ms = self.now_ms()
+        team = delivery.team_id
+        batch = _core.WriteBatch()
+        finished = dict(delivery.finished)
+        last_event: str | None = None
+        if first_attempt and outcomes:
+            add_event(batch, team, message_id, "email.sent", now_ms)
+            last_event = "sent"
+        for address in suppressed:
+            finished[address] = "suppressed"
+            last_event = "suppressed"
+        first_ms = delivery.first_attempt_ms if delivery.first_attempt_ms is not None else now_ms
+        retry_at = next_attempt_at(
+            datetime.fromtimestamp(first_ms / 1000, UTC),
+            delivery.attempts + 1,
+            now,
+            max_age=timedelta(hours=self.config.delivery.max_age_hours),
+            jitter=stable_jitter(message_id),
+        )
+        for address, outcome in outcomes.items():
+            if outcome.status == "delivered":
+                finished[address] = "delivered"
+                add_event(batch, team, message_id, "email.delivered", now_ms, to=address)
+                last_event = "delivered"
+            elif outcome.status == "permanent" or retry_at is None:
+                finished[address] = "bounced"
+                add_event(
+                    batch, team, message_id, "email.bounced", now_ms,
+                    to=address, bounce=outcome.bounce(),
+                )  # fmt: skip
+                last_event = "bounced"
+                if should_suppress(outcome):
+                    SUPPRESSIONS.put(
+                        batch,
+                        suppression_key(team, address),
+                        SuppressionRecord(address.lower(), "bounce", now_ms, message_id),
+                    )
+            else:
+                add_event(
+                    batch, team, message_id, "email.delivery_delayed", now_ms,
+                    to=address, diagnostic=outcome.diagnostic,
+                )  # fmt: skip
+                last_event = "delivery_delayed"
+        updated = replace(
+            delivery, finished=finished, first_attempt_ms=first_ms, attempts=delivery.attempts + 1
+        )
+        final = not updated.pending
+        if final:
+            DELIVERIES.delete(batch, message_id)
+        else:
+            DELIVERIES.put(batch, message_id, updated)
+        if last_event is not None:
+            record = EMAILS.get(self.spool, email_key(team, message_id))
+            if record is not None:
+                EMAILS.put(
+                    batch, email_key(team, message_id), replace(record, last_event=last_event)
+                )
+        await self._finish(message_id, batch, final=final, retry_at=retry_at)
+
+    async def _finish(
+        self,
+        message_id: str,
+        batch: _core.WriteBatch | None,
+        *,
+        final: bool,
+        retry_at: datetime | None = None,
+    ) -> None:
+        batch = batch if batch is not None else _core.WriteBatch()
+        lease = self.in_hand.get(message_id, 0)
+        if final:
+            batch.ack(message_id, lease)
+        else:
+            assert retry_at is not None
+            due_ms = int(retry_at.timestamp() * 1000)
+            batch.reschedule(message_id, due_ms, self.now_ms(), lease=lease, count_attempt=True)
+        try:
+            await self.spool.commit(batch)
+        except (LeaseLostError, NoSuchMessageError):
+            # Taken over (another process) or removed meanwhile: its new holder records it.
+            log.warning("lost the lease of %s before recording its outcome", message_id)
+
+
+async def _first_of(*events: trio.Event) -> None:
+    async with trio.open_nursery() as nursery:
+        for event in events:
+
+            async def wait(event: trio.Event = event) -> None:
+                await event.wait()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(wait)
+
+
+async def serve_delivery(
+    config: Config,
+    deps: ServiceDeps,
+    *,
+    task_status: trio.TaskStatus[DeliveryEngine] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Deliver spooled mail until the stage stops.
+
+    Owns the lease loop and every site's connections. On start it releases earlier runs'
+    leases (at least once after a crash). When `deps.stopping` is set it leases nothing more and
+    finishes the messages in hand; cancelled, it abandons them, and their leases bring them back.
+    """
+    engine = DeliveryEngine(config, deps.spool, MxResolver(config))
+    await engine.recover()
+    task_status.started(engine)
+    await engine.run(deps.stopping)
