@@ -16,7 +16,7 @@ from hypercorn.config import Config as HypercornConfig
 from quart import Response, g, request
 from quart_trio import QuartTrio
 
-from postwire.api import api_keys, domains, emails
+from postwire.api import api_keys, domains, emails, suppressions
 from postwire.api.auth import authenticate_caller
 from postwire.api.context import ApiContext
 from postwire.api.errors import install_error_handlers
@@ -82,6 +82,7 @@ def create_app(ctx: ApiContext) -> QuartTrio:
     app.register_blueprint(api_keys.routes(ctx))
     app.register_blueprint(emails.routes(ctx))
     app.register_blueprint(domains.routes(ctx))
+    app.register_blueprint(suppressions.routes(ctx))
     return app
 
 

@@ -185,3 +185,19 @@ class DomainObject(TypedDict):
     tracking_subdomain: NotRequired[str | None]
     capabilities: dict[str, str]
     records: NotRequired[list[DomainRecordBody]]
+
+
+# --- suppressions ------------------------------------------------------------------------------
+
+
+class AddSuppressionBody(TypedDict):
+    email: str
+
+
+class SuppressionObject(TypedDict):
+    object: Literal["suppression"]
+    id: str
+    email: str
+    origin: str
+    source_id: str | None
+    created_at: str

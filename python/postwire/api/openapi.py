@@ -57,6 +57,15 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("post", "/domains/{domain_id}/verify", "Verify a domain's DNS records",
               models.Reference),
     Operation("delete", "/domains/{domain_id}", "Delete a domain", models.DeletedReference),
+    Operation("post", "/suppressions", "Add an address to the suppression list",
+              models.SuppressionObject, 201, models.AddSuppressionBody),
+    Operation("get", "/suppressions", "List suppressed addresses (filter with `origin`)",
+              models.ListBody, list_item=models.SuppressionObject,
+              query=(*PAGE_QUERY, "origin")),
+    Operation("get", "/suppressions/{id_or_email}", "Retrieve a suppression",
+              models.SuppressionObject),
+    Operation("delete", "/suppressions/{id_or_email}", "Remove an address from the list",
+              models.DeletedReference),
 )  # fmt: skip
 
 

@@ -40,9 +40,9 @@ from postwire.store.deliveries import (
     DELIVERIES,
     SUPPRESSIONS,
     DeliveryRecord,
-    SuppressionRecord,
     add_event,
     is_suppressed,
+    new_suppression,
     suppression_key,
 )
 from postwire.store.emails import EMAILS, email_key
@@ -334,7 +334,7 @@ class DeliveryEngine:
                     SUPPRESSIONS.put(
                         batch,
                         suppression_key(team, address),
-                        SuppressionRecord(address.lower(), "bounce", now_ms, message_id),
+                        new_suppression(address, "bounce", now_ms, message_id),
                     )
             else:
                 add_event(

@@ -45,10 +45,11 @@ class EventRecord:
 
 @dataclass(frozen=True, slots=True)
 class SuppressionRecord:
-    email: str
-    reason: str  # "bounce" or "complaint"
+    id: str
+    email: str  # lower case
+    origin: str  # "bounce", "complaint" or "manual"
     created_at_ms: int
-    email_id: str | None = None
+    source_id: str | None = None  # the email whose bounce or complaint put it here
 
 
 DELIVERIES = Table("deliveries", DeliveryRecord)
@@ -78,3 +79,13 @@ def email_events(spool: Spool, team_id: str, email_id: str) -> list[EventRecord]
     dashboard's detail page, not for hot paths)."""
     rows = EVENTS.scan(spool, prefix=f"{team_id}/", limit=1_000_000)
     return [event for _, event in rows if event.email_id == email_id]
+
+
+def new_suppression(
+    address: str, origin: str, now_ms: int, source_id: str | None = None
+) -> SuppressionRecord:
+    return SuppressionRecord(_core.new_id(), address.lower(), origin, now_ms, source_id)
+
+
+def list_suppressions(spool: Spool, team_id: str) -> list[SuppressionRecord]:
+    return [record for _, record in SUPPRESSIONS.scan(spool, prefix=f"{team_id}/", limit=1_000_000)]
