@@ -97,6 +97,10 @@ class DeliveryConfig:
     port: int = 25
     # Lower-case domain pattern ("example.com", "*.example.com", "*") -> "host:port".
     routes: Mapping[str, str] = field(default_factory=_empty_routes)
+    # For routed mail, by the same patterns: "user:password" for AUTH PLAIN at the route's
+    # host (sent only over TLS), and its TLS policy ("opportunistic", "enforced" or "none").
+    route_auth: Mapping[str, str] = field(default_factory=_empty_routes)
+    route_tls: Mapping[str, str] = field(default_factory=_empty_routes)
     # Addresses mail leaves from, normalised; the SPF record of every domain lists them.
     # Empty: SPF authorises `a:<helo_name>` instead.
     sending_ips: tuple[str, ...] = ()
@@ -110,15 +114,33 @@ class DeliveryConfig:
 
         The exact domain wins over "*.parent" patterns (longest parent first), which win over "*".
         """
-        domain = domain.lower().rstrip(".")
-        if domain in self.routes:
-            return self.routes[domain]
-        labels = domain.split(".")
-        for start in range(1, len(labels)):
-            route = self.routes.get("*." + ".".join(labels[start:]))
-            if route is not None:
-                return route
-        return self.routes.get("*")
+        return _match_pattern(self.routes, domain)
+
+    def route_auth_for(self, domain: str) -> tuple[str, str] | None:
+        """(user, password) for AUTH at the route `domain`'s mail takes, if configured."""
+        credentials = _match_pattern(self.route_auth, domain)
+        if credentials is None:
+            return None
+        user, _, password = credentials.partition(":")
+        return user, password
+
+    def route_tls_for(self, domain: str) -> str | None:
+        """The TLS policy of the route `domain`'s mail takes, if configured."""
+        return _match_pattern(self.route_tls, domain)
+
+
+def _match_pattern(patterns: Mapping[str, str], domain: str) -> str | None:
+    """The value of the most specific pattern matching `domain`: exact, then "*.parent"
+    (longest parent first), then "*"."""
+    domain = domain.lower().rstrip(".")
+    if domain in patterns:
+        return patterns[domain]
+    labels = domain.split(".")
+    for start in range(1, len(labels)):
+        value = patterns.get("*." + ".".join(labels[start:]))
+        if value is not None:
+            return value
+    return patterns.get("*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -569,6 +591,42 @@ def _check_routes(key: str, value: Mapping[str, str]) -> Mapping[str, str]:
     return types.MappingProxyType(routes)
 
 
+def _check_patterns(
+    key: str, value: Mapping[str, str], check: Callable[[str], str | None]
+) -> Mapping[str, str]:
+    """Domain patterns as in `delivery.routes`, each value vetted by `check` (None: fine,
+    else what is wrong)."""
+    checked = {}
+    for pattern, entry in value.items():
+        normalised = pattern.strip().lower().rstrip(".")
+        if not _DOMAIN_PATTERN.match(normalised):
+            raise ConfigError(
+                f"config key {key!r} has an invalid domain pattern {pattern!r} "
+                "(expected example.com, *.example.com or *)"
+            )
+        problem = check(entry)
+        if problem is not None:
+            raise ConfigError(f"config key {key!r} entry {pattern!r} {problem}")
+        checked[normalised] = entry
+    return types.MappingProxyType(checked)
+
+
+def _check_route_auth(key: str, value: Mapping[str, str]) -> Mapping[str, str]:
+    def credentials(entry: str) -> str | None:
+        user, sep, _ = entry.partition(":")
+        return None if sep and user else "must be user:password"
+
+    return _check_patterns(key, value, credentials)
+
+
+def _check_route_tls(key: str, value: Mapping[str, str]) -> Mapping[str, str]:
+    def policy(entry: str) -> str | None:
+        allowed = ("opportunistic", "enforced", "none")
+        return None if entry in allowed else f"must be one of {', '.join(allowed)}"
+
+    return _check_patterns(key, value, policy)
+
+
 def _at_least(minimum: int) -> Callable[[str, int], int]:
     def check(key: str, value: int) -> int:
         if value < minimum:
@@ -589,6 +647,8 @@ _VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "delivery.helo_name": _check_helo_name,
     "delivery.port": _check_port,
     "delivery.routes": _check_routes,
+    "delivery.route_auth": _check_route_auth,
+    "delivery.route_tls": _check_route_tls,
     "delivery.sending_ips": _check_ip_list,
     "delivery.max_age_hours": _at_least(1),
     "delivery.max_connections_per_site": _at_least(1),

@@ -561,3 +561,23 @@ def test_domain_keys_defaults_and_overrides(tmp_path: Path) -> None:
 )
 def test_invalid_domain_keys(tmp_path: Path, toml: str, expected: str) -> None:
     assert expected in error_of(tmp_path, toml)
+
+
+def test_route_auth_and_tls_follow_the_route_patterns() -> None:
+    env = {
+        **HOST,
+        "POSTWIRE_DELIVERY_ROUTES": '{"*": "relay.example.net:587"}',
+        "POSTWIRE_DELIVERY_ROUTE_AUTH": '{"*": "relay-user:pa:ss"}',
+        "POSTWIRE_DELIVERY_ROUTE_TLS": '{"*": "enforced", "*.corp.example": "none"}',
+    }
+    delivery = load_config(None, env).delivery
+    assert delivery.route_auth_for("example.org") == ("relay-user", "pa:ss")
+    assert delivery.route_tls_for("example.org") == "enforced"
+    assert delivery.route_tls_for("mx.corp.example") == "none"
+    for key, value, message in [
+        ("POSTWIRE_DELIVERY_ROUTE_AUTH", '{"*": "no-colon"}', "user:password"),
+        ("POSTWIRE_DELIVERY_ROUTE_TLS", '{"*": "sometimes"}', "must be one of"),
+        ("POSTWIRE_DELIVERY_ROUTE_TLS", '{"bad pattern": "none"}', "invalid domain pattern"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            load_config(None, {**HOST, key: value})

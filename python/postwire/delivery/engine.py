@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import trio
 
@@ -87,9 +87,11 @@ class SitePool:
         config: Config,
         nursery: trio.Nursery,
         connect: Callable[..., Awaitable[SmtpConnection]] = open_smtp_connection,
+        credentials: tuple[str, str] | None = None,
     ) -> None:
         self.destination = destination
         self.tls_policy = tls_policy
+        self.credentials = credentials
         self.config = config
         self.nursery = nursery
         self.connect = connect
@@ -120,6 +122,7 @@ class SitePool:
                         tls_policy=self.tls_policy,
                         timeouts=Timeouts(),
                         connect_address=address,
+                        credentials=self.credentials,
                     )
                     return connection
                 except DeliveryError as exc:
@@ -187,7 +190,7 @@ class DeliveryEngine:
         self.now = now
         self.connect = connect
         self.in_hand: dict[str, int] = {}  # message id -> its current lease token
-        self.pools: dict[tuple[str, str], SitePool] = {}
+        self.pools: dict[tuple[str, str, tuple[str, str] | None], SitePool] = {}
         self.wakeup = trio.Event()
         self.nursery: trio.Nursery | None = None
 
@@ -281,11 +284,20 @@ class DeliveryEngine:
         await self._record(message_id, delivery, outcomes, suppressed, first_attempt)
 
     def _pool(self, destination: Destination, policy: TlsPolicy) -> SitePool:
-        key = (destination.site, policy)
+        credentials = None
+        if destination.routed:  # a route may name its own TLS policy and AUTH credentials
+            delivery = self.config.delivery
+            route_policy = delivery.route_tls_for(destination.domain)
+            if route_policy in ("opportunistic", "enforced", "none"):
+                policy = cast(TlsPolicy, route_policy)
+            credentials = delivery.route_auth_for(destination.domain)
+        key = (destination.site, policy, credentials)
         pool = self.pools.get(key)
         if pool is None:
             assert self.nursery is not None
-            pool = SitePool(destination, policy, self.config, self.nursery, self.connect)
+            pool = SitePool(
+                destination, policy, self.config, self.nursery, self.connect, credentials
+            )
             self.pools[key] = pool
         return pool
 
