@@ -29,7 +29,7 @@ from postwire.delivery.bounces import Outcome, classify_failure, classify_reply,
 from postwire.delivery.pool_sizing import ideal_connection_count
 from postwire.delivery.resolver import Destination, DestinationError, MxResolver
 from postwire.delivery.retry_policy import next_attempt_at, stable_jitter
-from postwire.errors import DeliveryError, LeaseLostError, NoSuchMessageError
+from postwire.errors import DeliveryError, LeaseLostError, NoSuchMessageError, ProtocolError
 from postwire.smtp.client_connection import (
     SmtpConnection,
     Timeouts,
@@ -103,11 +103,15 @@ class SitePool:
     async def deliver(self, job: _Job) -> None:
         self.queued += 1
         self.send.send_nowait(job)
+        self._staff()
+        await job.done.wait()
+
+    def _staff(self) -> None:
+        """Start workers up to what the queue depth calls for."""
         wanted = ideal_connection_count(self.queued, max_connections=self.max_connections)
         while self.workers < wanted:
             self.workers += 1
             self.nursery.start_soon(self._work)
-        await job.done.wait()
 
     async def _open(self) -> SmtpConnection:
         """Connect to the site's addresses in order until one answers."""
@@ -133,14 +137,12 @@ class SitePool:
 
     async def _work(self) -> None:
         connection: SmtpConnection | None = None
+        restaff = False
         try:
-            while True:
-                with trio.move_on_after(IDLE_CONNECTION_SECONDS):
-                    job = await self.receive.receive()
-                    break
-            else:
-                return
-            while True:
+            job: _Job | None = None
+            with trio.move_on_after(IDLE_CONNECTION_SECONDS):
+                job = await self.receive.receive()
+            while job is not None:
                 self.queued -= 1
                 try:
                     if connection is None or not connection.usable:
@@ -152,6 +154,9 @@ class SitePool:
                         job.outcomes[address] = classify_reply(
                             reply.code, reply.enhanced, reply.text
                         )
+                    unanswered = classify_failure(ProtocolError("no reply for the recipient"))
+                    for address in job.recipients:
+                        job.outcomes.setdefault(address, unanswered)
                 except (DeliveryError, DestinationError, OSError) as exc:
                     outcome = classify_failure(exc)
                     for address in job.recipients:
@@ -159,14 +164,16 @@ class SitePool:
                     connection = None  # a failed connection is not reused
                 finally:
                     job.done.set()
+                job = None
                 if connection is None:
+                    restaff = True
                     return
                 with trio.move_on_after(IDLE_CONNECTION_SECONDS):
                     job = await self.receive.receive()
-                    continue
-                return
         finally:
             self.workers -= 1
+            if restaff:  # gave up on a failed connection: queued jobs still need a worker
+                self._staff()
             if connection is not None:
                 with trio.CancelScope(shield=True), trio.move_on_after(5):
                     await connection.quit()
