@@ -5,7 +5,7 @@ BIN       := $(VENV)/bin
 INSTALLED := $(VENV)/.postwire-installed
 RUST_SRC  := $(shell find rust -name '*.rs' -o -name Cargo.toml) Cargo.toml Cargo.lock
 
-.PHONY: help setup serve test test-rust test-python lint bench-core bench-api clean
+.PHONY: help setup serve test test-rust test-python lint bench-core bench-api bench-delivery clean
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -47,6 +47,15 @@ bench-api: setup  ## REST API throughput against a live server (wrk), with py-sp
 	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 	@test -x $(BIN)/py-spy || $(BIN)/pip install --quiet "py-spy==0.4.3"
 	$(BIN)/python -m benchmarks.api --profile
+
+# smtp-sink (Postfix) receives; Knot DNS verifies the sending domain; py-spy profiles delivery.
+bench-delivery: setup  ## delivered messages/s, REST API -> spool -> smtp-sink (4 KiB, 100 KiB)
+	@PATH="$$PATH:/usr/sbin:/sbin" command -v knotd >/dev/null || \
+		{ apt-get update -qq && apt-get install -y -qq knot; }
+	@test -x /usr/sbin/smtp-sink || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postfix; }
+	@test -x $(BIN)/py-spy || $(BIN)/pip install --quiet "py-spy==0.4.3"
+	$(BIN)/python -m benchmarks.delivery --profile
 
 clean:
 	rm -rf $(VENV) target

@@ -1,0 +1,460 @@
+"""`make bench-delivery`: delivered messages/s, batch REST API -> spool -> delivery engine ->
+Postfix's `smtp-sink`, with 4 KiB and 100 KiB messages, side by side in one run.
+
+A live `postwire serve` (the API benchmark's `BenchServer`: a subprocess on an ephemeral loopback
+port, its sending domain verified for real against a Knot DNS server on loopback) routes mail for
+example.org to an `smtp-sink` on loopback (`delivery.routes`), over at most
+`delivery.max_connections_per_site` = 50 connections. One email must first go end to end
+(accepted, received by smtp-sink, `last_event` "delivered") or the run fails.
+
+Each round, for each size in a rotating order: N emails (one recipient each, uN@example.org,
+a plain-text body of that size) are posted to `POST /emails/batch` 100 a call from a few client
+threads; accepted/s is N over the time from the first call sent to the last reply. Delivered/s is
+N over the time from the first reply (the first accept) to the moment smtp-sink counted the Nth
+message. Then, untimed, the API must report `last_event` "delivered" for all N, or the run
+fails. Medians of the rounds are reported; every wait is bounded.
+
+Progress goes to stderr, the Markdown report to stdout and to `--output`. With `--profile`, an
+extra 4 KiB round runs under py-spy (`--gil`) and the report names its hot spots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import httpx
+from tests.dns_server import AuthoritativeDnsServer
+
+from benchmarks.api import profile
+from benchmarks.api.__main__ import Profiled, cpu_model, profile_section, server_source
+from benchmarks.api.load import _machine_busy, _process_cpu
+from benchmarks.api.server import BenchServer, verify_domain
+from benchmarks.delivery.sink import SmtpSink, sink_path
+
+RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
+DOMAIN = "bench-example.test"
+RECIPIENT_DOMAIN = "example.org"
+BATCH_SIZE = 100
+MAX_CONNECTIONS = 50
+CHECK_TIMEOUT = 30.0
+CONFIRM_TIMEOUT = 60.0
+PROGRESS_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class Size:
+    name: str
+    body_bytes: int
+    messages: int
+
+
+@dataclass(frozen=True)
+class Sample:
+    accepted_per_s: float
+    delivered_per_s: float
+    accept_seconds: float
+    deliver_seconds: float  # first accept to last message at smtp-sink
+    end_to_end_seconds: float  # first call sent to last message at smtp-sink
+    peak_connections: int  # established connections to smtp-sink, sampled every 50 ms
+    server_cpu: float  # cores busy on average from the first call to the last delivery
+    sink_cpu: float
+    other_cpu: float  # everything else, this client included
+
+
+@dataclass
+class Figure:
+    size: Size
+    samples: list[Sample] = field(default_factory=list)
+
+    def median(self, value: str) -> float:
+        return statistics.median(float(getattr(s, value)) for s in self.samples)
+
+
+class DeliveryBenchServer(BenchServer):
+    """The API benchmark's server, with example.org routed to the sink over 50 connections."""
+
+    def __init__(self, directory: Path, nameserver: str, sink_port: int) -> None:
+        super().__init__(directory, nameserver)
+        with self.config_path.open("a") as config:
+            config.write(
+                f"""
+[delivery]
+helo_name = "bench.localhost"
+max_connections_per_site = {MAX_CONNECTIONS}
+routes = {{"{RECIPIENT_DOMAIN}" = "127.0.0.1:{sink_port}"}}
+"""
+            )
+
+
+def progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def body_text(size: int) -> str:
+    """Plain ASCII text of exactly `size` bytes in 76-character lines (7bit, no re-encoding)."""
+    line = "The quick brown fox jumps over the lazy dog; pack my box with five dozen jugs.\n"
+    line = line[:75] + "\n"
+    text = line * (size // len(line) + 1)
+    return text[: size - 1] + "\n"
+
+
+def email(n: int, text: str) -> dict[str, Any]:
+    return {
+        "from": f"Acme <news@{DOMAIN}>",
+        "to": [f"u{n}@{RECIPIENT_DOMAIN}"],
+        "subject": f"Delivery benchmark message {n}",
+        "text": text,
+    }
+
+
+def ok(response: httpx.Response) -> Any:
+    if not response.is_success:
+        raise SystemExit(
+            f"{response.request.method} {response.request.url.path}: "
+            f"{response.status_code} {response.text[:500]}"
+        )
+    return response.json()
+
+
+def confirm_delivered(client: httpx.Client, ids: set[str], timeout: float) -> None:
+    """Page through the newest emails until every one of `ids` reads "delivered" (bounded)."""
+    deadline = time.monotonic() + timeout
+    pending = set(ids)
+    while True:
+        seen: dict[str, str] = {}
+        after: str | None = None
+        while len(seen) < len(ids):  # the round's emails are the newest ones
+            params: dict[str, str | int] = {"limit": 100}
+            if after is not None:
+                params["after"] = after
+            page = ok(client.get("/emails", params=params))
+            for item in page["data"]:
+                if item["id"] in pending:
+                    seen[item["id"]] = item["last_event"]
+            if not page["data"] or not page.get("has_more"):
+                break
+            after = page["data"][-1]["id"]
+        pending = {i for i in pending if seen.get(i) != "delivered"}
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            states: dict[str, int] = {}
+            for i in pending:
+                states[seen.get(i, "not listed")] = states.get(seen.get(i, "not listed"), 0) + 1
+            raise SystemExit(
+                f"{len(pending)} of {len(ids)} emails not delivered per the API after "
+                f"{timeout:g} s: {states}"
+            )
+        time.sleep(0.5)
+
+
+def check_end_to_end(client: httpx.Client, sink: SmtpSink) -> None:
+    """One email must be accepted, reach smtp-sink and read "delivered" before anything is timed."""
+    before = sink.messages
+    sent = ok(client.post("/emails", json=email(0, body_text(4096))))
+    if sink.wait_for(before + 1, CHECK_TIMEOUT) is None:
+        raise SystemExit(f"the check email did not reach smtp-sink within {CHECK_TIMEOUT:g} s")
+    confirm_delivered(client, {sent["id"]}, CHECK_TIMEOUT)
+
+
+def run_round(
+    size: Size,
+    base_url: str,
+    token: str,
+    sink: SmtpSink,
+    server_pid: int,
+    *,
+    post_threads: int,
+    deliver_timeout: float,
+    label: str,
+) -> tuple[Sample, set[str]]:
+    text = body_text(size.body_bytes)
+    bodies = [
+        json.dumps([email(n, text) for n in range(start, min(start + BATCH_SIZE, size.messages))])
+        for start in range(0, size.messages, BATCH_SIZE)
+    ]
+    local = threading.local()
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+
+    def post(body: str) -> tuple[float, list[str]]:
+        client: httpx.Client | None = getattr(local, "client", None)
+        if client is None:
+            client = local.client = httpx.Client(base_url=base_url, headers=headers, timeout=120)
+        response = client.post("/emails/batch", content=body)
+        accepted = time.monotonic()
+        data = ok(response)["data"]
+        return accepted, [d["id"] for d in data]
+
+    base = sink.messages
+    peak = 0
+    sampling = threading.Event()
+
+    def sample_connections() -> None:
+        nonlocal peak
+        while not sampling.wait(0.05):
+            peak = max(peak, sink.connections())
+
+    sampler = threading.Thread(target=sample_connections, daemon=True)
+    sampler.start()
+    server_cpu0, sink_cpu0, machine0 = (
+        _process_cpu(server_pid),
+        _process_cpu(sink.pid),
+        _machine_busy(),
+    )
+    started = time.monotonic()
+    with ThreadPoolExecutor(post_threads) as pool:
+        results = list(pool.map(post, bodies))
+    last_accept = time.monotonic()
+    first_accept = min(accepted for accepted, _ in results)
+    ids = {i for _, batch in results for i in batch}
+    if len(ids) != size.messages:
+        raise SystemExit(f"{len(ids)} ids for {size.messages} emails posted")
+    accept_seconds = last_accept - started
+    progress(
+        f"{label}: accepted {size.messages} in {accept_seconds:.2f} s "
+        f"({size.messages / accept_seconds:,.0f}/s); {sink.messages - base} delivered so far"
+    )
+
+    deadline = started + deliver_timeout
+    done: float | None = None
+    while done is None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise SystemExit(
+                f"{label}: only {sink.messages - base} of {size.messages} messages reached "
+                f"smtp-sink within {deliver_timeout:g} s"
+            )
+        done = sink.wait_for(base + size.messages, min(PROGRESS_SECONDS, remaining))
+        if done is None:
+            elapsed = time.monotonic() - first_accept
+            count = sink.messages - base
+            progress(f"{label}: {count} delivered after {elapsed:.0f} s ({count / elapsed:,.0f}/s)")
+    wall = time.monotonic() - started
+    sampling.set()
+    sampler.join(timeout=5)
+    server_cpu = (_process_cpu(server_pid) - server_cpu0) / wall
+    sink_cpu = (_process_cpu(sink.pid) - sink_cpu0) / wall
+    machine = (_machine_busy() - machine0) / wall
+    deliver_seconds = done - first_accept
+    sample = Sample(
+        accepted_per_s=size.messages / accept_seconds,
+        delivered_per_s=size.messages / deliver_seconds,
+        accept_seconds=accept_seconds,
+        deliver_seconds=deliver_seconds,
+        end_to_end_seconds=done - started,
+        peak_connections=peak,
+        server_cpu=server_cpu,
+        sink_cpu=sink_cpu,
+        other_cpu=max(0.0, machine - server_cpu - sink_cpu),
+    )
+    return sample, ids
+
+
+def run_benchmark(
+    args: argparse.Namespace, work: Path, profile_base: Path | None
+) -> tuple[list[Figure], list[Profiled]]:
+    sizes = [
+        Size("4 KiB", 4 * 1024, args.messages_small),
+        Size("100 KiB", 100 * 1024, args.messages_large),
+    ]
+    figures = [Figure(size) for size in sizes]
+    dns = AuthoritativeDnsServer()
+    sink = SmtpSink()
+    dns.start()
+    server: DeliveryBenchServer | None = None
+    try:
+        sink.start()
+        progress(f"smtp-sink listening on 127.0.0.1:{sink.port}")
+        server = DeliveryBenchServer(work, dns.nameserver, sink.port)
+        progress("starting postwire serve ...")
+        server.start()
+        token = server.create_key("bench")
+        headers = {"Authorization": f"Bearer {token}"}
+        with httpx.Client(base_url=server.base_url, headers=headers, timeout=60) as client:
+            progress(f"verifying {DOMAIN} against Knot DNS at {dns.nameserver} ...")
+            verify_domain(client, dns, DOMAIN)
+            progress("checking that one email goes end to end ...")
+            check_end_to_end(client, sink)
+
+            def one(figure: Figure, label: str) -> Sample:
+                assert server is not None
+                sample, ids = run_round(
+                    figure.size,
+                    server.base_url,
+                    token,
+                    sink,
+                    server.pid,
+                    post_threads=args.post_threads,
+                    deliver_timeout=args.deliver_timeout,
+                    label=label,
+                )
+                confirm_delivered(client, ids, CONFIRM_TIMEOUT)
+                return sample
+
+            for round_number in range(args.rounds):
+                shift = round_number % len(figures)
+                for figure in figures[shift:] + figures[:shift]:
+                    label = f"round {round_number + 1}/{args.rounds} {figure.size.name}"
+                    sample = one(figure, label)
+                    figure.samples.append(sample)
+                    progress(
+                        f"{label}: {sample.delivered_per_s:,.0f} delivered/s "
+                        f"({sample.deliver_seconds:.2f} s), "
+                        f"accepted {sample.accepted_per_s:,.0f}/s, "
+                        f"peak connections {sample.peak_connections}; "
+                        f"CPU server {sample.server_cpu:.2f} smtp-sink {sample.sink_cpu:.2f} "
+                        f"other {sample.other_cpu:.2f}; API confirms all delivered"
+                    )
+
+            profiles: list[Profiled] = []
+            if profile_base is not None:
+                raw = profile_base.with_name(f"{profile_base.name}-profile.txt")
+                progress(f"profiling an extra {figures[0].size.name} round with py-spy -> {raw}")
+                load = partial(one, figures[0], "profiled round")
+                profile.record(server.pid, args.profile_seconds, raw, "raw", load)
+                hot = profile.hot_spots(raw.read_text())
+                profiles.append(
+                    Profiled(
+                        f"delivery of {figures[0].size.name} messages (an extra round)",
+                        "(none)",
+                        raw.name,
+                        hot,
+                    )
+                )
+        return figures, profiles
+    except BaseException:
+        if server is not None:
+            progress("server log (tail):\n" + server.log())
+        raise
+    finally:
+        if server is not None:
+            server.stop()
+        sink.stop()
+        dns.stop()
+
+
+def report(
+    args: argparse.Namespace,
+    figures: list[Figure],
+    profiles: list[Profiled],
+    load_before: tuple[float, float, float],
+    load_after: tuple[float, float, float],
+) -> str:
+    lines = [
+        f"# Delivery throughput, {datetime.date.today().isoformat()}",
+        "",
+        f"{os.cpu_count()} cores ({cpu_model()}), {platform.python_implementation()} "
+        f"{platform.python_version()}. Batch REST API (100 emails a call, {args.post_threads} "
+        f"client threads) -> spool -> delivery engine -> Postfix `smtp-sink` on loopback, "
+        f"`delivery.max_connections_per_site` = {MAX_CONNECTIONS}, one recipient per email. "
+        f"Medians of {args.rounds} rounds per size (sizes alternate). Load average before "
+        f"{load_before[0]:.2f}, after {load_after[0]:.2f}. Server: {server_source()}.",
+        "",
+        "| message body | emails per round | delivered/s | accepted/s | end to end/s "
+        "| first accept to last delivery | peak connections | server CPU | smtp-sink CPU "
+        "| other CPU |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for figure in figures:
+        lines.append(
+            f"| {figure.size.name} | {figure.size.messages:,} "
+            f"| {figure.median('delivered_per_s'):,.0f} | {figure.median('accepted_per_s'):,.0f} "
+            f"| {figure.size.messages / figure.median('end_to_end_seconds'):,.0f} "
+            f"| {figure.median('deliver_seconds'):.2f} s "
+            f"| {figure.median('peak_connections'):.0f} | {figure.median('server_cpu'):.2f} "
+            f"| {figure.median('sink_cpu'):.2f} | {figure.median('other_cpu'):.2f} |"
+        )
+    lines += [
+        "",
+        "Delivered/s: emails over the time from the first accepted batch call to smtp-sink's "
+        "count of the last message (`smtp-sink -c`); after each round the API reported "
+        '`last_event` "delivered" for every one of them. Accepted/s: emails over the time from '
+        "the first call sent to the last reply. End to end/s: emails over the time from the first "
+        "call sent to the last delivery. Peak connections: established connections to "
+        "smtp-sink, sampled every 50 ms (the cap is the config's 50). CPU columns are cores "
+        "busy on average from the "
+        "first call to the last delivery (2 = the whole machine): the server's process, "
+        "smtp-sink's, and everything else (this client, which builds and posts the JSON, "
+        "included).",
+        "",
+        "Per round (delivered/s; accepted/s):",
+        "",
+        "| round | " + " | ".join(f.size.name for f in figures) + " |",
+        "|---:|" + "---:|" * len(figures),
+    ]
+    for index in range(args.rounds):
+        cells = [
+            f"{f.samples[index].delivered_per_s:,.0f}; {f.samples[index].accepted_per_s:,.0f}"
+            for f in figures
+        ]
+        lines.append(f"| {index + 1} | " + " | ".join(cells) + " |")
+    for profiled in profiles:
+        # The API benchmark's section, its API-specific words made true of this run.
+        section = "\n".join(profile_section(profiled))
+        section = section.replace(
+            "that is where the API's throughput goes",
+            "one process runs the API and the delivery engine",
+        ).replace("Flamegraph: `(none)`; c", "C")
+        lines += section.split("\n")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.delivery",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--messages-small", type=int, default=5000, help="4 KiB emails a round")
+    parser.add_argument("--messages-large", type=int, default=1000, help="100 KiB emails a round")
+    parser.add_argument("--post-threads", type=int, default=4, help="concurrent batch calls")
+    parser.add_argument(
+        "--deliver-timeout", type=float, default=300.0, help="seconds a round may take"
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=RESULTS_DIR / f"delivery-{datetime.date.today().isoformat()}.md",
+        help="the report (default: %(default)s)",
+    )
+    parser.add_argument("--profile", action="store_true", help="profile an extra round (py-spy)")
+    parser.add_argument("--profile-seconds", type=int, default=3, help="shorter than a 4 KiB round")
+    args = parser.parse_args()
+    if min(args.rounds, args.messages_small, args.messages_large, args.post_threads) < 1:
+        parser.error("--rounds, the message counts and --post-threads must be >= 1")
+    if sink_path() is None:
+        parser.error("smtp-sink is not installed (apt-get install postfix; `make bench-delivery`)")
+    if args.profile and profile.py_spy_path() is None:
+        parser.error("--profile needs py-spy (pip install py-spy; `make bench-delivery` does)")
+
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    profile_base = args.output.with_name(args.output.stem) if args.profile else None
+    load_before = os.getloadavg()
+    progress(f"load average: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}")
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="postwire-bench-delivery-") as work:
+        figures, profiles = run_benchmark(args, Path(work), profile_base)
+    load_after = os.getloadavg()
+    text = report(args, figures, profiles, load_before, load_after)
+    print(text)
+    args.output.write_text(text)
+    progress(f"wrote {args.output} in {time.monotonic() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
