@@ -81,9 +81,19 @@ def _clean_env() -> dict[str, str]:
 
 
 def write_config(
-    path: Path, data_dir: Path, *, rate_limit: int = 0, nameservers: tuple[str, ...] = ()
+    path: Path,
+    data_dir: Path,
+    *,
+    rate_limit: int = 0,
+    nameservers: tuple[str, ...] = (),
+    routes: dict[str, str] | None = None,
 ) -> None:
+    """`routes` (domain pattern -> "host:port") becomes the `[delivery.routes]` table."""
     servers = ", ".join(f'"{server}"' for server in nameservers)
+    routes_table = ""
+    if routes is not None:
+        entries = "".join(f'"{pattern}" = "{target}"\n' for pattern, target in routes.items())
+        routes_table = f"\n[delivery.routes]\n{entries}"
     path.write_text(
         f"""data_dir = "{data_dir}"
 
@@ -98,7 +108,7 @@ rate_limit = {rate_limit}
 [smtp]
 starttls_listen = []
 tls_listen = []
-"""
+{routes_table}"""
     )
 
 

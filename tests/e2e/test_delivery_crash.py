@@ -1,0 +1,94 @@
+"""A live `postwire serve` killed with SIGKILL in the middle of delivering, then restarted on the
+same data: every accepted email still reaches the receiver (at least once; a message that was in
+DATA when the process died may arrive twice) and ends `delivered` in the API."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import resend
+
+from tests.dns_server import AuthoritativeDnsServer
+from tests.e2e.conftest import DOMAIN, LiveServer, verified_domain, write_config
+from tests.smtp_receiver import ReceiverScript, ScriptedSmtpReceiver
+
+EMAILS = 5
+
+
+@pytest.fixture
+def slow_receiver() -> Iterator[ScriptedSmtpReceiver]:
+    """A receiver that takes 2 s to answer the end of DATA: delivery is in progress a while."""
+    receiver = ScriptedSmtpReceiver(ReceiverScript(delay_data_end_seconds=2.0))
+    receiver.start()
+    yield receiver
+    receiver.stop()
+
+
+@pytest.fixture
+def routed_server(
+    tmp_path: Path, dns_server: AuthoritativeDnsServer, slow_receiver: ScriptedSmtpReceiver
+) -> Iterator[LiveServer]:
+    live = LiveServer(config_path=tmp_path / "postwire.toml", data_dir=tmp_path / "data")
+    write_config(
+        live.config_path,
+        live.data_dir,
+        nameservers=(dns_server.nameserver,),
+        routes={"example.org": f"{slow_receiver.host}:{slow_receiver.port}"},
+    )
+    live.start()
+    resend.api_url = live.base_url
+    resend.api_key = live.create_key("admin")
+    yield live
+    resend.api_key = None
+    if live.process is not None:
+        live.stop()
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.05)
+
+
+def test_kill_mid_delivery_then_restart_delivers_everything(
+    routed_server: LiveServer,
+    dns_server: AuthoritativeDnsServer,
+    slow_receiver: ScriptedSmtpReceiver,
+) -> None:
+    verified_domain(dns_server)
+    sender = f"Shop <shop@{DOMAIN}>"
+    ids = [
+        resend.Emails.send(
+            {"from": sender, "to": f"r{i}@example.org", "subject": f"#{i}", "text": "Hi!"}
+        )["id"]
+        for i in range(EMAILS)
+    ]
+
+    wait_until(lambda: slow_receiver.transactions_seen >= 1, "delivery has begun")
+    assert routed_server.stop(signal.SIGKILL) == -signal.SIGKILL
+    assert len(slow_receiver.received()) < EMAILS, "killed before everything was delivered"
+
+    slow_receiver.script.delay_data_end_seconds = 0
+    routed_server.start()
+    resend.api_url = routed_server.base_url
+
+    def arrived() -> set[str]:
+        # The envelope sender names the email: bounces+{id}@send.{domain}.
+        return {
+            message.mail_from.removeprefix("bounces+").partition("@")[0]
+            for message in slow_receiver.received()
+        }
+
+    wait_until(lambda: set(ids) <= arrived(), "every email reached the receiver")
+    wait_until(
+        lambda: all(resend.Emails.get(i)["last_event"] == "delivered" for i in ids),
+        "every email is delivered in the API",
+    )
+    assert arrived() == set(ids), "nothing but the emails sent"
+    recipients = {rcpt for message in slow_receiver.received() for rcpt in message.rcpt_tos}
+    assert recipients == {f"r{i}@example.org" for i in range(EMAILS)}
