@@ -144,3 +144,24 @@ async def test_temporary_failure_is_retried_on_schedule(tmp_path: Path, smtp_rec
             "email.delivered",
         ]
     assert len(await trio.to_thread.run_sync(receiver.received)) == 1
+
+
+async def test_an_expired_lease_in_hand_is_renewed_not_redelivered(
+    tmp_path: Path, smtp_receiver, monkeypatch
+) -> None:
+    # A lease far shorter than the delivery: the loop sees the message due again while it is
+    # still being sent, and must only renew the lease.
+    monkeypatch.setattr("postwire.delivery.engine.LEASE_MS", 100)
+    receiver = smtp_receiver(delay_data_end_seconds=1.0)
+    async with engine_for(tmp_path, receiver) as harness:
+        email_id = await harness.send(["ann@example.org"])
+        await harness.until(lambda: email_id in harness.engine.in_hand)
+        first_token = harness.engine.in_hand[email_id]
+        harness.clock[0] += timedelta(seconds=1)  # the lease has now expired
+        harness.engine.wake()
+        in_hand = harness.engine.in_hand
+        await harness.until(lambda: in_hand.get(email_id, first_token) != first_token)
+        await harness.until(lambda: harness.last_event(email_id) == "delivered")
+        assert harness.spool.message_body(email_id) is None, "acked with the renewed lease"
+        assert harness.events(email_id) == ["email.sent", "email.delivered"]
+    assert len(await trio.to_thread.run_sync(receiver.received)) == 1
