@@ -1,0 +1,79 @@
+"""Table tests of the SMTP submission rules (no sockets)."""
+
+from __future__ import annotations
+
+import pytest
+
+from postwire.errors import ApiError
+from postwire.smtp import submission_policy as policy
+from postwire.smtp.submission_policy import Reply, SessionFacts
+
+ANONYMOUS = SessionFacts(authenticated=False, trusted_peer=False)
+AUTHENTICATED = SessionFacts(authenticated=True, trusted_peer=False)
+TRUSTED = SessionFacts(authenticated=False, trusted_peer=True)
+
+
+@pytest.mark.parametrize(
+    ("username", "key_found", "expected"),
+    [
+        ("postwire", True, None),
+        ("postwire", False, policy.AUTH_INVALID),
+        ("resend", True, policy.AUTH_INVALID),
+        ("", True, policy.AUTH_INVALID),
+    ],
+)
+def test_on_auth(username: str, key_found: bool, expected: Reply | None) -> None:
+    assert policy.on_auth(username, key_found) == expected
+
+
+@pytest.mark.parametrize("session", [ANONYMOUS, AUTHENTICATED, TRUSTED])
+def test_on_mail_leaves_the_decision_to_rcpt(session: SessionFacts) -> None:
+    assert policy.on_mail(session) is None
+
+
+@pytest.mark.parametrize(
+    ("session", "so_far", "inbound", "expected"),
+    [
+        (ANONYMOUS, 0, False, policy.RELAYING_DENIED),
+        (ANONYMOUS, 0, True, None),
+        (AUTHENTICATED, 0, False, None),
+        (TRUSTED, 0, False, None),
+        (AUTHENTICATED, 49, False, None),
+        (AUTHENTICATED, 50, False, policy.TOO_MANY_RECIPIENTS),
+        (TRUSTED, 50, False, policy.TOO_MANY_RECIPIENTS),
+        (ANONYMOUS, 50, False, policy.RELAYING_DENIED),
+    ],
+)
+def test_on_rcpt(session: SessionFacts, so_far: int, inbound: bool, expected: Reply | None) -> None:
+    assert policy.on_rcpt(session, so_far, inbound) == expected
+
+
+@pytest.mark.parametrize(
+    ("message", "limit", "expected"),
+    [
+        (b"From: a@b.test\r\n\r\nhi\r\n", 100, None),
+        (b"x" * 101, 100, policy.MESSAGE_TOO_BIG),
+        (b"From: a@b.test\r\n\r\nh\x00i\r\n", 100, policy.NUL_IN_MESSAGE),
+    ],
+)
+def test_on_data(message: bytes, limit: int, expected: Reply | None) -> None:
+    assert policy.on_data(message, limit) == expected
+
+
+@pytest.mark.parametrize(
+    ("error", "code", "enhanced"),
+    [
+        (ApiError(403, "validation_error", "The `x.test` domain is not verified."), 550, "5.7.1"),
+        (ApiError(409, "concurrent_idempotent_requests", "busy"), 451, "4.7.0"),
+        (ApiError(409, "invalid_idempotent_request", "other body"), 550, "5.7.0"),
+        (ApiError(422, "validation_error", "bad"), 550, "5.6.0"),
+        (ApiError(503, "service_unavailable", "full"), 451, "4.3.0"),
+    ],
+)
+def test_reply_for_refusal(error: ApiError, code: int, enhanced: str) -> None:
+    assert policy.reply_for_refusal(error) == (code, enhanced, error.message)
+
+
+def test_format_reply_and_accepted() -> None:
+    assert policy.format_reply(policy.RELAYING_DENIED) == "550 5.7.1 relaying denied"
+    assert policy.format_reply(policy.accepted("abc")) == "250 2.0.0 OK queued as abc"
