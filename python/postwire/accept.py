@@ -1,7 +1,9 @@
-"""The one accept path of outgoing mail, for the REST API and (later) SMTP submission alike.
+"""The one accept path of outgoing mail, for the REST API and SMTP submission alike.
 
 `prepare` checks that the team may send from the sender's domain, builds the MIME message and
-DKIM-signs it (off the Trio thread: signing releases the GIL). `commit` writes the prepared
+DKIM-signs it (off the Trio thread: signing releases the GIL). `prepare_submitted` does the same
+for a message that arrived already built (SMTP DATA): it checks its From, strips Bcc and the
+idempotency headers, and signs it. `commit` writes the prepared
 emails, their records and an optional idempotency record in one group-committed batch; only
 when it returns is any email accepted.
 """
@@ -9,9 +11,13 @@ when it returns is any email accepted.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from email.parser import HeaderParser
+from email.policy import default as default_email_policy
+from email.utils import format_datetime, formataddr, getaddresses, parseaddr
 from typing import Any
 
 import trio
@@ -19,7 +25,7 @@ import trio
 from postwire import _core
 from postwire.api.send_request import SendRequest, build_mime_message
 from postwire.domains.store import DomainRecord, find_verified_domain_for_sender
-from postwire.errors import ApiError
+from postwire.errors import ApiError, validation_error
 from postwire.store.accounts import ApiKeyRecord, contract_timestamp
 from postwire.store.deliveries import DELIVERIES, DeliveryRecord
 from postwire.store.emails import EmailRecord, add_email
@@ -57,6 +63,73 @@ class _Draft:
         signed = self.signature + self.message
         record = EmailRecord(**self.fields, size=len(signed))
         return PreparedEmail(record, signed, self.due_at_ms, self.tls)
+
+
+# Headers of a submitted message that never leave: Bcc would reveal the blind recipients, the
+# idempotency keys are for Postwire only (and must not be signed).
+IDEMPOTENCY_HEADERS = (b"resend-idempotency-key", b"postwire-idempotency-key")
+_STRIPPED_HEADERS = (b"bcc", *IDEMPOTENCY_HEADERS)
+_BARE_LF = re.compile(rb"(?<!\r)\n")
+
+
+@dataclass(frozen=True, slots=True)
+class SubmittedMessage:
+    """A message as a client submitted it, split into header fields (each with its folded
+    continuation lines, no final CRLF) and body, with CRLF line endings throughout."""
+
+    fields: list[bytes]
+    body: bytes
+
+    @classmethod
+    def parse(cls, message: bytes) -> SubmittedMessage:
+        message = _BARE_LF.sub(b"\r\n", message)  # clients that send bare LF mean CRLF
+        head, separator, body = message.partition(b"\r\n\r\n")
+        if not separator:  # headers only
+            head, body = message.removesuffix(b"\r\n"), b""
+        fields: list[bytes] = []
+        for line in head.split(b"\r\n") if head else []:
+            if line[:1] in (b" ", b"\t") and fields:
+                fields[-1] += b"\r\n" + line
+            else:
+                fields.append(line)
+        return cls(fields, body)
+
+    def values(self, name: bytes) -> list[str]:
+        """The unfolded values of every field called `name` (lowercase)."""
+        values = []
+        for field_bytes in self.fields:
+            field_name, colon, value = field_bytes.partition(b":")
+            if colon and field_name.strip().lower() == name:
+                text = value.decode("utf-8", "replace").replace("\r\n", "")
+                values.append(text.strip())
+        return values
+
+    def without(self, names: Sequence[bytes]) -> SubmittedMessage:
+        kept = [f for f in self.fields if f.partition(b":")[0].strip().lower() not in names]
+        return SubmittedMessage(kept, self.body)
+
+    def with_field(self, field_bytes: bytes) -> SubmittedMessage:
+        return SubmittedMessage([*self.fields, field_bytes], self.body)
+
+    def to_bytes(self) -> bytes:
+        return b"".join(f + b"\r\n" for f in self.fields) + b"\r\n" + self.body
+
+    def idempotency_key(self) -> str | None:
+        for name in IDEMPOTENCY_HEADERS:
+            values = self.values(name)
+            if values:
+                return values[0]
+        return None
+
+
+def _addresses(values: list[str]) -> list[str]:
+    """`Name <a@b>` texts of the addresses in header values, as a mail client shows them."""
+    return [formataddr(pair) for pair in getaddresses(values) if pair[1]]
+
+
+def _decoded(value: str) -> str:
+    header = HeaderParser(policy=default_email_policy).parsestr(f"Subject: {value}\n\n")
+    return str(header["Subject"] or "")
 
 
 def _millis(moment: datetime) -> int:
@@ -142,6 +215,58 @@ class Acceptor:
                 drafts.append(await self._draft(team_id, domain, request, now))
         await self._sign([draft for draft in drafts if isinstance(draft, _Draft)])
         return [draft if isinstance(draft, ApiError) else draft.prepared() for draft in drafts]
+
+    async def prepare_submitted(
+        self,
+        team_id: str,
+        key: ApiKeyRecord | None,
+        recipients: Sequence[str],
+        message: SubmittedMessage,
+        now: datetime,
+    ) -> PreparedEmail:
+        """Check and sign a message submitted already built (SMTP DATA) for `recipients` (the
+        envelope). Raises 403 if its From is not under a verified domain the key may send
+        from, 422 if it has no single From address."""
+        senders = getaddresses(message.values(b"from"))
+        if len(senders) != 1 or "@" not in senders[0][1]:
+            raise validation_error("The message must have a From header with one address.")
+        sender_domain = senders[0][1].rpartition("@")[2].lower()
+        domain = self.sending_domain(team_id, key, sender_domain)
+        email_id = _core.new_id()
+        message = message.without(_STRIPPED_HEADERS)
+        message_ids = message.values(b"message-id")
+        if message_ids:
+            message_id = message_ids[0]
+        else:
+            message_id = f"<{email_id}@{domain.name}>"
+            message = message.with_field(f"Message-ID: {message_id}".encode())
+        if not message.values(b"date"):
+            date = format_datetime(now)
+            message = message.with_field(f"Date: {date}".encode())
+        to = _addresses(message.values(b"to"))
+        cc = _addresses(message.values(b"cc"))
+        visible = {parseaddr(a)[1].lower() for a in (*to, *cc)}
+        subjects = message.values(b"subject")
+        fields: dict[str, Any] = dict(
+            id=email_id,
+            team_id=team_id,
+            domain_id=domain.id,
+            sender=_decoded(message.values(b"from")[0]),
+            to=to,
+            subject=_decoded(subjects[0]) if subjects else "",
+            message_id=message_id,
+            created_at=contract_timestamp(now),
+            last_event="queued",
+            envelope_from=verp_return_path(email_id, domain),
+            recipients=list(recipients),
+            cc=cc,
+            bcc=[r for r in recipients if r.lower() not in visible],
+            reply_to=_addresses(message.values(b"reply-to")),
+        )
+        signed = message.to_bytes()
+        draft = _Draft(fields, signed, _millis(now), self.signer_for(domain), domain.tls)
+        await self._sign([draft])
+        return draft.prepared()
 
     async def _draft(
         self, team_id: str, domain: DomainRecord, request: SendRequest, now: datetime

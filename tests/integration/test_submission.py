@@ -1,0 +1,375 @@
+"""SMTP submission on loopback: real clients (smtplib, swaks) against `serve_submission`, the
+accepted mail in the spool, and its spooled bytes verified with dkimpy."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import re
+import shutil
+import smtplib
+import socket
+import ssl
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.message import EmailMessage
+from email.policy import SMTP
+from pathlib import Path
+from typing import Any, TypeVar
+
+import dkim
+import pytest
+import trio
+
+from postwire import _core
+from postwire.app import ServiceDeps
+from postwire.config import load_config
+from postwire.domains import store as domain_store
+from postwire.smtp.submission import SubmissionListeners, serve_submission
+from postwire.store.accounts import create_api_key, create_team
+from postwire.store.emails import EMAILS
+from postwire.store.spool import TABLES, Spool
+
+ResultT = TypeVar("ResultT")
+
+
+@dataclass
+class Submission:
+    spool: Spool
+    team_id: str
+    token: str
+    domain: domain_store.DomainRecord
+    listeners: SubmissionListeners
+    cert: Path
+
+    @property
+    def starttls(self) -> tuple[str, int]:
+        return self.listeners.starttls[0]
+
+    @property
+    def implicit_tls(self) -> tuple[str, int]:
+        return self.listeners.tls[0]
+
+    def client_tls(self) -> ssl.SSLContext:
+        # The self-signed certificate generated on first start, trusted as its own CA.
+        return ssl.create_default_context(cafile=str(self.cert))
+
+    def records(self) -> list[Any]:
+        return [record for _, record in EMAILS.scan(self.spool, prefix=f"{self.team_id}/")]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@asynccontextmanager
+async def submission_server(tmp_path: Path, **env: str) -> AsyncIterator[Submission]:
+    config = load_config(
+        None,
+        {
+            "POSTWIRE_DATA_DIR": str(tmp_path),
+            "POSTWIRE_SMTP_STARTTLS_LISTEN": json.dumps([f"127.0.0.1:{free_port()}"]),
+            "POSTWIRE_SMTP_TLS_LISTEN": json.dumps([f"127.0.0.1:{free_port()}"]),
+            "POSTWIRE_DELIVERY_HELO_NAME": "mx.postwire.test",
+            **env,
+        },
+    )
+    spool = Spool(_core.Spool(tmp_path / "spool", tables=list(TABLES)))
+    now = datetime.now(UTC)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(spool.dispatch_completions)
+        team = await create_team(spool, "Shop", now)
+        _, token = await create_api_key(spool, team.id, "smtp", "full_access", None, now)
+        domain = await domain_store.create_domain(spool, config, team.id, "sender.test")
+        domain = dataclasses.replace(domain, status="verified")
+        batch = _core.WriteBatch()
+        domain_store.DOMAINS.put(batch, f"domain/{team.id}/{domain.id}", domain)
+        await spool.commit(batch)
+        deps = ServiceDeps(spool=spool)
+        with trio.fail_after(20):  # the service stops by itself once `stopping` is set
+            async with trio.open_nursery() as service:
+                listeners: SubmissionListeners = await service.start(serve_submission, config, deps)
+                cert = tmp_path / "tls" / "smtp-cert.pem"
+                yield Submission(spool, team.id, token, domain, listeners, cert)
+                deps.stopping.set()
+        nursery.cancel_scope.cancel()
+    await spool.close()
+
+
+def message(
+    sender: str = "Shop <shop@sender.test>", to: str = "ann@example.org", **headers: str
+) -> EmailMessage:
+    mail = EmailMessage()
+    mail["From"] = sender
+    mail["To"] = to
+    mail["Subject"] = "Order 1"
+    for name, value in headers.items():
+        mail[name.replace("_", "-")] = value
+    mail.set_content("Thanks for your order.\n")
+    return mail
+
+
+async def in_thread(fn: Callable[[], ResultT]) -> ResultT:
+    return await trio.to_thread.run_sync(fn)
+
+
+def verifies_with_dkimpy(spooled: bytes, domain: domain_store.DomainRecord) -> bool:
+    txt = domain.dkim_dns_txt.encode()
+    return bool(dkim.verify(spooled, dnsfunc=lambda name, timeout=5: txt))
+
+
+def email_id_of(reply: bytes) -> str:
+    assert reply.startswith(b"2.0.0 OK queued as "), reply
+    return reply.decode().rsplit(" ", 1)[1]
+
+
+async def test_starttls_auth_plain_accepts_signs_and_spools(tmp_path: Path) -> None:
+    async with submission_server(tmp_path) as server:
+        mail = message(
+            Bcc="hidden@example.org",
+            X_Entity_Ref_ID="ref-1",
+            Resend_Idempotency_Key="order-1",
+        )
+
+        def send() -> tuple[int, bytes]:
+            with smtplib.SMTP(*server.starttls, timeout=10) as client:
+                client.starttls(context=server.client_tls())
+                client.login("postwire", server.token)  # smtplib picks PLAIN
+                client.mail("anything@sender.test")
+                client.rcpt("ann@example.org")
+                client.rcpt("hidden@example.org")
+                # Bytes with bare LF line ends, as smtplib sends them unchanged: read as CRLF.
+                return client.data(mail.as_bytes())
+
+        code, reply = await in_thread(send)
+        assert code == 250
+        email_id = email_id_of(reply)
+        (record,) = server.records()
+        assert record.id == email_id
+        assert record.recipients == ["ann@example.org", "hidden@example.org"]
+        assert record.bcc == ["hidden@example.org"]
+        assert record.subject == "Order 1"
+        assert record.last_event == "queued"
+        spooled = server.spool.message_body(email_id)
+        assert spooled is not None
+        assert verifies_with_dkimpy(spooled, server.domain)
+        head = spooled.split(b"\r\n\r\n", 1)[0]
+        assert b"\r\nBcc:" not in head and b"Idempotency-Key" not in head
+        assert b"\r\nX-Entity-Ref-ID: ref-1" in head, "custom headers are kept"
+
+        # The same message with the same idempotency key is accepted once.
+        code, reply = await in_thread(send)
+        assert code == 250 and email_id_of(reply) == email_id
+        assert len(server.records()) == 1
+
+
+async def test_implicit_tls_auth_login_accepts(tmp_path: Path) -> None:
+    async with submission_server(tmp_path) as server:
+
+        def send() -> tuple[int, bytes]:
+            with smtplib.SMTP_SSL(
+                *server.implicit_tls, context=server.client_tls(), timeout=10
+            ) as client:
+                client.ehlo()
+                assert "starttls" not in client.esmtp_features
+                client.user, client.password = "postwire", server.token
+                client.auth("LOGIN", client.auth_login)
+                client.mail("shop@sender.test")
+                client.rcpt("ann@example.org")
+                return client.data(message().as_bytes())
+
+        code, reply = await in_thread(send)
+        assert code == 250
+        spooled = server.spool.message_body(email_id_of(reply))
+        assert spooled is not None and verifies_with_dkimpy(spooled, server.domain)
+
+
+async def test_mail_and_auth_before_starttls_need_tls(tmp_path: Path) -> None:
+    async with submission_server(tmp_path) as server:
+
+        def attempt() -> list[tuple[int, bytes]]:
+            with smtplib.SMTP(*server.starttls, timeout=10) as client:
+                client.ehlo()
+                assert "auth" not in client.esmtp_features, "AUTH is offered only over TLS"
+                assert "starttls" in client.esmtp_features
+                plain = base64.b64encode(f"\0postwire\0{server.token}".encode()).decode()
+                return [client.docmd("AUTH", f"PLAIN {plain}"), client.mail("shop@sender.test")]
+
+        for code, reply in await in_thread(attempt):
+            assert (code, reply[:6]) == (530, b"5.7.0 ")
+        assert server.records() == []
+
+
+async def test_wrong_key_or_username_is_535(tmp_path: Path) -> None:
+    async with submission_server(tmp_path) as server:
+
+        def login(username: str, password: str) -> tuple[int, bytes]:
+            with smtplib.SMTP_SSL(
+                *server.implicit_tls, context=server.client_tls(), timeout=10
+            ) as client:
+                try:
+                    client.login(username, password)
+                except smtplib.SMTPAuthenticationError as refusal:
+                    return refusal.smtp_code, refusal.smtp_error
+                return 235, b""
+
+        wrong_key = "re_" + "x" * 8 + "_" + "y" * 24
+        for username, password in [("postwire", wrong_key), ("resend", server.token)]:
+            code, reply = await in_thread(lambda u=username, p=password: login(u, p))
+            assert (code, reply[:6]) == (535, b"5.7.8 ")
+
+
+def refused_reply(server: Submission, send: Callable[[smtplib.SMTP], Any]) -> tuple[int, bytes]:
+    """Log in over implicit TLS, run `send`, and return the refusal it raised."""
+    with smtplib.SMTP_SSL(*server.implicit_tls, context=server.client_tls(), timeout=10) as client:
+        client.login("postwire", server.token)
+        try:
+            send(client)
+        except smtplib.SMTPResponseException as refusal:
+            return refusal.smtp_code, refusal.smtp_error
+        except smtplib.SMTPRecipientsRefused as refusal:
+            ((code, reply),) = set(refusal.recipients.values())
+            return code, reply
+        raise AssertionError("the server accepted")
+
+
+async def test_unverified_from_domain_is_550_5_7_1(tmp_path: Path) -> None:
+    async with submission_server(tmp_path) as server:
+        mail = message(sender="someone@elsewhere.test")
+        code, reply = await in_thread(lambda: refused_reply(server, lambda c: c.send_message(mail)))
+        assert (code, reply[:6]) == (550, b"5.7.1 ")
+        assert b"elsewhere.test" in reply
+        assert server.records() == []
+
+
+async def test_relay_without_auth_is_denied(tmp_path: Path) -> None:
+    async with submission_server(tmp_path) as server:
+
+        def relay() -> tuple[int, bytes]:
+            with smtplib.SMTP(*server.starttls, timeout=10) as client:
+                client.starttls(context=server.client_tls())
+                client.ehlo()
+                assert client.mail("shop@sender.test")[0] == 250
+                return client.rcpt("victim@example.org")
+
+        assert await in_thread(relay) == (550, b"5.7.1 relaying denied")
+
+
+async def test_trusted_network_relays_without_auth_for_the_domains_team(tmp_path: Path) -> None:
+    env = {"POSTWIRE_SMTP_TRUSTED_NETWORKS": '["127.0.0.0/8"]'}
+    async with submission_server(tmp_path, **env) as server:
+
+        def relay(sender: str) -> tuple[int, bytes]:
+            with smtplib.SMTP(*server.starttls, timeout=10) as client:
+                client.starttls(context=server.client_tls())
+                client.ehlo()
+                client.mail("bulk@sender.test")
+                client.rcpt("ann@example.org")
+                return client.data(message(sender=sender).as_bytes())
+
+        code, reply = await in_thread(lambda: relay("news@sender.test"))
+        assert code == 250
+        (record,) = server.records()
+        assert record.id == email_id_of(reply) and record.team_id == server.team_id
+        code, reply = await in_thread(lambda: relay("news@elsewhere.test"))
+        assert (code, reply[:6]) == (550, b"5.7.1 ")
+
+
+async def test_oversize_is_552_5_3_4(tmp_path: Path) -> None:
+    async with submission_server(tmp_path, POSTWIRE_SMTP_MAX_MESSAGE_SIZE="20000") as server:
+        big = message().as_bytes(policy=SMTP) + (b"y" * 900 + b"\r\n") * 30
+
+        def declared(client: smtplib.SMTP) -> None:
+            assert client.has_extn("size") and client.esmtp_features["size"] == "20000"
+            code, reply = client.mail("shop@sender.test", ["SIZE=30000"])
+            raise smtplib.SMTPResponseException(code, reply)
+
+        def undeclared(client: smtplib.SMTP) -> None:
+            client.mail("shop@sender.test")
+            client.rcpt("ann@example.org")
+            code, reply = client.data(big)
+            raise smtplib.SMTPResponseException(code, reply)
+
+        for send in (declared, undeclared):
+            code, reply = await in_thread(lambda s=send: refused_reply(server, s))
+            assert (code, reply[:6]) == (552, b"5.3.4 ")
+        assert server.records() == []
+
+
+async def test_at_most_50_recipients(tmp_path: Path) -> None:
+    async with submission_server(tmp_path) as server:
+
+        def many(client: smtplib.SMTP) -> None:
+            client.mail("shop@sender.test")
+            for n in range(50):
+                assert client.rcpt(f"r{n}@example.org")[0] == 250
+            code, reply = client.rcpt("r50@example.org")
+            raise smtplib.SMTPResponseException(code, reply)
+
+        code, reply = await in_thread(lambda: refused_reply(server, many))
+        assert (code, reply[:6]) == (452, b"4.5.3 ")
+
+
+async def test_line_over_1000_octets_is_500_5_5_2(tmp_path: Path) -> None:
+    async with submission_server(tmp_path) as server:
+        raw = message().as_bytes(policy=SMTP) + b"z" * 1500 + b"\r\n"
+
+        def long_line(client: smtplib.SMTP) -> None:
+            client.mail("shop@sender.test")
+            client.rcpt("ann@example.org")
+            code, reply = client.data(raw)
+            raise smtplib.SMTPResponseException(code, reply)
+
+        code, reply = await in_thread(lambda: refused_reply(server, long_line))
+        assert (code, reply[:6]) == (500, b"5.5.2 ")
+        assert server.records() == []
+
+
+async def test_disconnect_mid_data_leaves_nothing(tmp_path: Path) -> None:
+    async with submission_server(tmp_path) as server:
+
+        def half_message() -> None:
+            client = smtplib.SMTP_SSL(*server.implicit_tls, context=server.client_tls(), timeout=10)
+            client.login("postwire", server.token)
+            client.mail("shop@sender.test")
+            client.rcpt("ann@example.org")
+            assert client.docmd("DATA")[0] == 354
+            assert client.sock is not None
+            client.sock.sendall(message().as_bytes()[:200])
+            client.close()  # no final dot
+
+        await in_thread(half_message)
+        await trio.sleep(0.3)
+        assert server.records() == []
+        assert server.spool.scan("emails", limit=10) == []
+
+
+SWAKS = shutil.which("swaks")
+
+
+@pytest.mark.skipif(SWAKS is None, reason="swaks is not installed: apt-get install -y swaks")
+@pytest.mark.parametrize("implicit_tls", [False, True], ids=["starttls", "implicit-tls"])
+async def test_swaks_submits(tmp_path: Path, implicit_tls: bool) -> None:
+    async with submission_server(tmp_path) as server:
+        host, port = server.implicit_tls if implicit_tls else server.starttls
+        assert SWAKS is not None
+        command = [
+            SWAKS, "--server", f"{host}:{port}", "--from", "shop@sender.test",
+            "--to", "ann@example.org", "--header", "From: Shop <shop@sender.test>",
+            "--header", "Subject: swaks", "--auth", "PLAIN", "--auth-user", "postwire",
+            "--auth-password", server.token, "--tls-verify", "--tls-ca-path", str(server.cert),
+            "--tls-on-connect" if implicit_tls else "--tls",
+        ]  # fmt: skip
+        result = await trio.run_process(command, capture_stdout=True, capture_stderr=True)
+        output = result.stdout.decode()
+        accepted = re.search(r"^<[-~]  250 2\.0\.0 OK queued as (\S+)$", output, re.MULTILINE)
+        assert accepted is not None, output
+        email_id = accepted.group(1)
+        spooled = server.spool.message_body(email_id)
+        assert spooled is not None and verifies_with_dkimpy(spooled, server.domain)
