@@ -191,9 +191,11 @@ async def _start_processing(stage: Stage, config: Config, deps: ServiceDeps) -> 
 
 async def _start_intake(stage: Stage, config: Config, deps: ServiceDeps) -> None:
     """Start the services that accept mail: the REST API and SMTP submission, the same way."""
-    from postwire.api.app import serve_api  # the API imports this module's ServiceDeps
+    from postwire.api.app import serve_api  # these import this module's ServiceDeps
+    from postwire.smtp.submission import serve_submission
 
     await stage.start(serve_api, config, deps)
+    await stage.start(serve_submission, config, deps)
 
 
 def _create_data_dir(config: Config) -> None:

@@ -18,7 +18,6 @@ from email.utils import getaddresses
 from typing import TYPE_CHECKING, Any, AnyStr
 
 import trio
-import trio_asyncio  # type: ignore[import-untyped]  # ships no type information
 from aiosmtpd.smtp import SMTP, AuthResult, Envelope, LoginPassword, Session
 
 from postwire import _core
@@ -153,6 +152,8 @@ class SubmissionHandler:
         if refusal is not None:
             return policy.format_reply(refusal)
         key = session.auth_data if isinstance(session.auth_data, ApiKeyRecord) else None
+        import trio_asyncio  # type: ignore[import-untyped]  # imported already, see below
+
         accept = trio_asyncio.trio_as_aio(self.accept)
         reply: Reply = await accept(key, list(envelope.rcpt_tos), content)
         return policy.format_reply(reply)
@@ -275,6 +276,11 @@ async def serve_submission(
     are dropped with the loop (nothing of theirs was accepted). Cancellation drops everything;
     a commit in progress happens whole or not at all.
     """
+    # Imported only here: importing trio_asyncio swaps asyncio's event loop policy for the
+    # whole process, after which plain asyncio loops made in other threads (aiosmtpd's
+    # Controller) no longer work. Only a process that serves SMTP should pay that.
+    import trio_asyncio
+
     cert, key = await ensure_tls_material(config)
     tls_context = server_tls_context(cert, key)
     handler = SubmissionHandler(config, deps)
