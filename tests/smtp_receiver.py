@@ -171,6 +171,9 @@ class ScriptedSmtpReceiver:
         self.port = _free_port()
         self._controller = _ScriptedController(
             self,
+            # A plain asyncio loop of its own: trio-asyncio, once imported anywhere in the
+            # process, swaps the loop policy, and its loops cannot run in this thread.
+            loop=asyncio.DefaultEventLoopPolicy().new_event_loop(),
             hostname=self.host,
             port=self.port,
             server_hostname="mx.example.test",
