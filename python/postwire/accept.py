@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from email.parser import HeaderParser
@@ -25,10 +25,11 @@ import trio
 from postwire import _core
 from postwire.api.send_request import SendRequest, build_mime_message
 from postwire.domains.store import DomainRecord, find_verified_domain_for_sender
-from postwire.errors import ApiError, validation_error
+from postwire.errors import ApiError, KeyExistsError, validation_error
 from postwire.store.accounts import ApiKeyRecord, contract_timestamp
 from postwire.store.deliveries import DELIVERIES, DeliveryRecord
 from postwire.store.emails import EmailRecord, add_email
+from postwire.store.idempotency import IdempotencyKeys, IdempotencyScope
 from postwire.store.spool import Spool
 
 # Above this size the MIME build also leaves the Trio thread.
@@ -132,6 +133,14 @@ def _decoded(value: str) -> str:
     return str(header["Subject"] or "")
 
 
+@dataclass(frozen=True, slots=True)
+class IdempotentRequest:
+    """A request made under an idempotency key: the key's scope and the request's fingerprint."""
+
+    scope: IdempotencyScope
+    fingerprint: str
+
+
 def _millis(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)
 
@@ -147,6 +156,7 @@ class Acceptor:
 
     def __init__(self, spool: Spool) -> None:
         self.spool = spool
+        self.idempotency = IdempotencyKeys(spool)
         # Parsing a PEM key costs more than a signature: keep one signer per domain key.
         self._signers: dict[tuple[str, str], _core.DkimSigner] = {}
 
@@ -263,8 +273,8 @@ class Acceptor:
             bcc=[r for r in recipients if r.lower() not in visible],
             reply_to=_addresses(message.values(b"reply-to")),
         )
-        signed = message.to_bytes()
-        draft = _Draft(fields, signed, _millis(now), self.signer_for(domain), domain.tls)
+        body = message.to_bytes()  # signed below, with the other drafts' signer
+        draft = _Draft(fields, body, _millis(now), self.signer_for(domain), domain.tls)
         await self._sign([draft])
         return draft.prepared()
 
@@ -316,6 +326,56 @@ class Acceptor:
         async with trio.open_nursery() as nursery:
             for chunk in chunks:
                 nursery.start_soon(trio.to_thread.run_sync, sign_chunk, chunk)
+
+    async def accept(
+        self,
+        prepare: Callable[[], Awaitable[tuple[list[PreparedEmail], dict[str, Any]]]],
+        *,
+        idempotent: IdempotentRequest | None,
+        status: int,
+        now: datetime,
+    ) -> dict[str, Any]:
+        """Prepare emails and commit them, with the idempotency record when there is a key;
+        return the response, which stands only once the commit is on disk.
+
+        Under a key: a request still running with it is 409, one already answered is answered
+        again from its record (409 if its content differs), and `prepare` is not called.
+        """
+        if idempotent is None:
+            prepared, response = await prepare()
+            return await self._commit(prepared, response, None, status, now)
+        with self.idempotency.in_flight(idempotent.scope):
+            stored = self.idempotency.replay(idempotent.scope, idempotent.fingerprint, _millis(now))
+            if stored is not None:
+                return stored.response
+            prepared, response = await prepare()
+            return await self._commit(prepared, response, idempotent, status, now)
+
+    async def _commit(
+        self,
+        prepared: list[PreparedEmail],
+        response: dict[str, Any],
+        idempotent: IdempotentRequest | None,
+        status: int,
+        now: datetime,
+    ) -> dict[str, Any]:
+        batch = _core.WriteBatch()
+        self.add_to_batch(batch, prepared, now)
+        if idempotent is not None:
+            self.idempotency.record(
+                batch, idempotent.scope, idempotent.fingerprint, status, response, _millis(now)
+            )
+        try:
+            await self.spool.commit(batch)
+        except KeyExistsError:
+            # Another process committed the same idempotency key first: answer as it did.
+            if idempotent is None:
+                raise
+            stored = self.idempotency.replay(idempotent.scope, idempotent.fingerprint, _millis(now))
+            if stored is None:
+                raise
+            return stored.response
+        return response
 
     def add_to_batch(
         self, batch: _core.WriteBatch, emails: Sequence[PreparedEmail], now: datetime

@@ -12,7 +12,6 @@ from postwire.accept import Acceptor
 from postwire.config import Config
 from postwire.delivery.engine import DeliveryEngine
 from postwire.domains.verification import DomainVerifier
-from postwire.store.idempotency import IdempotencyKeys
 from postwire.store.spool import Spool
 
 
@@ -35,11 +34,9 @@ class ApiContext:
     # Key id -> when its last_used_at was last written, to write it at most once a minute.
     key_use_written: dict[str, float] = field(default_factory=dict)
     acceptor: Acceptor = field(init=False)
-    idempotency: IdempotencyKeys = field(init=False)
 
     def __post_init__(self) -> None:
         self.acceptor = Acceptor(self.spool)
-        self.idempotency = IdempotencyKeys(self.spool)
 
     def now_ms(self) -> int:
         return int(self.now().timestamp() * 1000)

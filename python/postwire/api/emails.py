@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any, TypeVar
 
 import trio
 from quart import Blueprint, request
 
-from postwire import _core
-from postwire.accept import PreparedEmail
+from postwire.accept import IdempotentRequest, PreparedEmail
 from postwire.api.auth import current_caller
 from postwire.api.context import ApiContext
 from postwire.api.models import EmailObject, ListBody, Reference
@@ -23,7 +23,7 @@ from postwire.api.send_request import (
     parse_send_request,
     resolve_attachments,
 )
-from postwire.errors import ApiError, KeyExistsError, validation_error
+from postwire.errors import ApiError, validation_error
 from postwire.store import emails as email_store
 from postwire.store.accounts import contract_timestamp
 from postwire.store.idempotency import IdempotencyScope, body_fingerprint, validate_key
@@ -51,44 +51,24 @@ def routes(ctx: ApiContext) -> Blueprint:
             send, allow_private=ctx.config.webhooks.allow_private_targets
         )
 
-    async def commit(
-        prepared: list[PreparedEmail],
-        scope: IdempotencyScope | None,
-        fingerprint: str,
-        response: dict[str, Any],
+    async def accept(
+        endpoint: str,
+        body: Any,
+        prepare: Callable[[datetime], Awaitable[tuple[list[PreparedEmail], dict[str, Any]]]],
     ) -> dict[str, Any]:
-        """Commit the emails (and the idempotency record); the response stands only after."""
-        batch = _core.WriteBatch()
-        ctx.acceptor.add_to_batch(batch, prepared, ctx.now())
-        if scope is not None:
-            ctx.idempotency.record(batch, scope, fingerprint, 200, response, ctx.now_ms())
-        try:
-            await ctx.spool.commit(batch)
-            if ctx.delivery is not None:
-                ctx.delivery.wake()
-        except KeyExistsError:
-            # Another process committed the same idempotency key first: answer as it did.
-            if scope is None:
-                raise
-            stored = ctx.idempotency.replay(scope, fingerprint, ctx.now_ms())
-            if stored is None:
-                raise
-            return stored.response
-        return response
-
-    async def idempotent(endpoint: str, body: Any, handle: Any) -> dict[str, Any]:
+        """Accept under the request's `Idempotency-Key`, if any, and wake delivery."""
         key = validate_key(request.headers.get("Idempotency-Key"))
-        if key is None:
-            result: dict[str, Any] = await handle(None, "")
-            return result
-        fingerprint = body_fingerprint(body)
-        scope = IdempotencyScope(current_caller().team_id, endpoint, key)
-        with ctx.idempotency.in_flight(scope):
-            stored = ctx.idempotency.replay(scope, fingerprint, ctx.now_ms())
-            if stored is not None:
-                return stored.response
-            result = await handle(scope, fingerprint)
-            return result
+        idempotent = None
+        if key is not None:
+            scope = IdempotencyScope(current_caller().team_id, endpoint, key)
+            idempotent = IdempotentRequest(scope, body_fingerprint(body))
+        now = ctx.now()
+        response = await ctx.acceptor.accept(
+            lambda: prepare(now), idempotent=idempotent, status=200, now=now
+        )
+        if ctx.delivery is not None:
+            ctx.delivery.wake()
+        return response
 
     @blueprint.post("/emails")
     async def send_email() -> dict[str, Any]:
@@ -96,16 +76,15 @@ def routes(ctx: ApiContext) -> Blueprint:
         body = await json_body()
         caller = current_caller()
 
-        async def handle(scope: IdempotencyScope | None, fingerprint: str) -> dict[str, Any]:
-            now = ctx.now()
+        async def prepare(now: datetime) -> tuple[list[PreparedEmail], dict[str, Any]]:
             send = await parse_in_place_or_thread(
                 lambda b: parse_send_request(b, now=now), body, raw_size
             )
             send = await complete(send)
             prepared = await ctx.acceptor.prepare(caller.team_id, caller.key, send, now)
-            return await commit([prepared], scope, fingerprint, {"id": prepared.record.id})
+            return [prepared], {"id": prepared.record.id}
 
-        return await idempotent("POST /emails", body, handle)
+        return await accept("POST /emails", body, prepare)
 
     @blueprint.post("/emails/batch")
     async def send_batch() -> dict[str, Any]:
@@ -114,8 +93,7 @@ def routes(ctx: ApiContext) -> Blueprint:
         body = await json_body()
         caller = current_caller()
 
-        async def handle(scope: IdempotencyScope | None, fingerprint: str) -> dict[str, Any]:
-            now = ctx.now()
+        async def prepare(now: datetime) -> tuple[list[PreparedEmail], dict[str, Any]]:
             batch = await parse_in_place_or_thread(
                 lambda b: parse_batch_request(b, now=now, mode=mode), body, raw_size
             )
@@ -139,9 +117,9 @@ def routes(ctx: ApiContext) -> Blueprint:
             response: dict[str, Any] = {"data": [{"id": p.record.id} for p in prepared]}
             if mode == "permissive":
                 response["errors"] = sorted(errors, key=lambda e: e["index"])
-            return await commit(prepared, scope, fingerprint, response)
+            return prepared, response
 
-        return await idempotent("POST /emails/batch", body, handle)
+        return await accept("POST /emails/batch", body, prepare)
 
     @blueprint.get("/emails")
     async def list_emails() -> ListBody:

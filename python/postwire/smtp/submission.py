@@ -20,16 +20,21 @@ from typing import TYPE_CHECKING, Any, AnyStr
 import trio
 from aiosmtpd.smtp import SMTP, AuthResult, Envelope, LoginPassword, Session
 
-from postwire import _core
-from postwire.accept import IDEMPOTENCY_HEADERS, Acceptor, SubmittedMessage
+from postwire.accept import (
+    IDEMPOTENCY_HEADERS,
+    Acceptor,
+    IdempotentRequest,
+    PreparedEmail,
+    SubmittedMessage,
+)
 from postwire.config import Config, split_host_port
 from postwire.domains.store import DomainRecord, find_verified_domain_for_sender, scan_all_domains
-from postwire.errors import ApiError, KeyExistsError, SpoolFullError
+from postwire.errors import ApiError, SpoolFullError
 from postwire.smtp import submission_policy as policy
 from postwire.smtp.submission_policy import Reply, SessionFacts
 from postwire.smtp.tls_material import ensure_tls_material, server_tls_context
 from postwire.store.accounts import ApiKeyRecord, authenticate
-from postwire.store.idempotency import IdempotencyKeys, IdempotencyScope, validate_key
+from postwire.store.idempotency import IdempotencyScope, validate_key
 
 if TYPE_CHECKING:
     from postwire.app import ServiceDeps
@@ -86,7 +91,6 @@ class SubmissionHandler:
         self.config = config
         self.deps = deps
         self.acceptor = Acceptor(deps.spool)
-        self.idempotency = IdempotencyKeys(deps.spool)
         self.in_flight = _InFlight()
         self.in_flight.idle.set()
 
@@ -191,51 +195,21 @@ class SubmissionHandler:
                 return (550, "5.7.1", "The From domain is not a verified domain")
             team_id = domain.team_id
         idempotency_key = validate_key(message.idempotency_key())
-        if idempotency_key is None:
-            return await self._prepare_and_commit(team_id, key, recipients, message, None, "")
-        scope = IdempotencyScope(team_id, IDEMPOTENCY_ENDPOINT, idempotency_key)
-        fingerprint = _fingerprint(recipients, message)
-        with self.idempotency.in_flight(scope):
-            stored = self.idempotency.replay(scope, fingerprint, _now_ms())
-            if stored is not None:
-                return policy.accepted(str(stored.response["id"]))
-            return await self._prepare_and_commit(
-                team_id, key, recipients, message, scope, fingerprint
-            )
-
-    async def _prepare_and_commit(
-        self,
-        team_id: str,
-        key: ApiKeyRecord | None,
-        recipients: list[str],
-        message: SubmittedMessage,
-        scope: IdempotencyScope | None,
-        fingerprint: str,
-    ) -> Reply:
+        idempotent = None
+        if idempotency_key is not None:
+            scope = IdempotencyScope(team_id, IDEMPOTENCY_ENDPOINT, idempotency_key)
+            idempotent = IdempotentRequest(scope, _fingerprint(recipients, message))
         now = datetime.now(UTC)
-        prepared = await self.acceptor.prepare_submitted(team_id, key, recipients, message, now)
-        batch = _core.WriteBatch()
-        self.acceptor.add_to_batch(batch, [prepared], now)
-        response = {"id": prepared.record.id}
-        if scope is not None:
-            now_ms = int(now.timestamp() * 1000)
-            self.idempotency.record(batch, scope, fingerprint, 250, response, now_ms)
-        try:
-            await self.deps.spool.commit(batch)
-        except KeyExistsError:
-            # Another process committed the same idempotency key first: answer as it did.
-            stored = None if scope is None else self.idempotency.stored(scope, _now_ms())
-            if stored is None:
-                raise
-            return policy.accepted(str(stored.response["id"]))
+
+        async def prepare() -> tuple[list[PreparedEmail], dict[str, Any]]:
+            prepared = await self.acceptor.prepare_submitted(team_id, key, recipients, message, now)
+            return [prepared], {"id": prepared.record.id}
+
+        response = await self.acceptor.accept(prepare, idempotent=idempotent, status=250, now=now)
         if self.deps.delivery is not None:
             self.deps.delivery.wake()
-        log.info("accepted %s over SMTP for %d recipients", prepared.record.id, len(recipients))
-        return policy.accepted(prepared.record.id)
-
-
-def _now_ms() -> int:
-    return int(datetime.now(UTC).timestamp() * 1000)
+        log.info("accepted %s over SMTP for %d recipients", response["id"], len(recipients))
+        return policy.accepted(str(response["id"]))
 
 
 def _fingerprint(recipients: Sequence[str], message: SubmittedMessage) -> str:
