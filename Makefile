@@ -13,7 +13,7 @@ help:  ## list the commands
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet "maturin==1.16.0"
+	$(BIN)/pip install --quiet "maturin==1.16.0" setuptools wheel
 
 # The editable install builds the Rust extension in release mode through maturin.
 $(INSTALLED): $(BIN)/python pyproject.toml $(RUST_SRC)
