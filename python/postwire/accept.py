@@ -148,7 +148,7 @@ def _millis(moment: datetime) -> int:
 def verp_return_path(email_id: str, domain: DomainRecord) -> str:
     """The envelope sender: unique per email, under the domain's return-path subdomain, so a
     bounce that reaches it names the email it is about."""
-    return f"bounces+{email_id}@{domain.custom_return_path}.{domain.name}"
+    return f"bounces+{email_id}@{domain.return_path_host}"
 
 
 class Acceptor:

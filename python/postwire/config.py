@@ -71,6 +71,9 @@ class SmtpConfig:
     tls_key: Path | None = None
     max_message_size: int = 40 * 1024 * 1024
     trusted_networks: tuple[IPNetwork, ...] = ()
+    # Failed AUTH attempts a client address may make per minute; then AUTH is refused until
+    # the minute is over, so API keys cannot be guessed at line speed. 0: no limit.
+    max_auth_failures: int = 10
 
     def is_trusted(self, address: str) -> bool:
         """Whether a peer address lies in one of the trusted networks."""
@@ -643,6 +646,7 @@ _VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "smtp.starttls_listen": _check_listen_list,
     "smtp.tls_listen": _check_listen_list,
     "smtp.max_message_size": _at_least(1),
+    "smtp.max_auth_failures": _at_least(0),
     "dns.nameservers": _check_nameservers,
     "delivery.helo_name": _check_helo_name,
     "delivery.port": _check_port,

@@ -29,7 +29,9 @@ from postwire.app import ServiceDeps
 from postwire.config import load_config
 from postwire.domains import store as domain_store
 from postwire.smtp.submission import SubmissionListeners, serve_submission
+from postwire.smtp.submission_policy import BARE_LF
 from postwire.store.accounts import create_api_key, create_team
+from postwire.store.deliveries import email_events, list_suppressions
 from postwire.store.emails import EMAILS
 from postwire.store.spool import TABLES, Spool
 
@@ -144,8 +146,7 @@ async def test_starttls_auth_plain_accepts_signs_and_spools(tmp_path: Path) -> N
                 client.mail("anything@sender.test")
                 client.rcpt("ann@example.org")
                 client.rcpt("hidden@example.org")
-                # Bytes with bare LF line ends, as smtplib sends them unchanged: read as CRLF.
-                return client.data(mail.as_bytes())
+                return client.data(mail.as_bytes(policy=SMTP))
 
         code, reply = await in_thread(send)
         assert code == 250
@@ -182,7 +183,7 @@ async def test_implicit_tls_auth_login_accepts(tmp_path: Path) -> None:
                 client.auth("LOGIN", client.auth_login)
                 client.mail("shop@sender.test")
                 client.rcpt("ann@example.org")
-                return client.data(message().as_bytes())
+                return client.data(message().as_bytes(policy=SMTP))
 
         code, reply = await in_thread(send)
         assert code == 250
@@ -271,7 +272,7 @@ async def test_trusted_network_relays_without_auth_for_the_domains_team(tmp_path
                 client.ehlo()
                 client.mail("bulk@sender.test")
                 client.rcpt("ann@example.org")
-                return client.data(message(sender=sender).as_bytes())
+                return client.data(message(sender=sender).as_bytes(policy=SMTP))
 
         code, reply = await in_thread(lambda: relay("news@sender.test"))
         assert code == 250
@@ -331,6 +332,30 @@ async def test_line_over_1000_octets_is_500_5_5_2(tmp_path: Path) -> None:
         assert server.records() == []
 
 
+async def test_bare_lf_is_refused_not_guessed_at(tmp_path: Path) -> None:
+    async with submission_server(tmp_path) as server:
+        # smtplib sends bytes as they are: these lines end with bare LF.
+        short = message().as_bytes()
+        assert b"\r\n" not in short
+        # Longer than a line: what reading to CRLF makes of it is one overlong line.
+        long = message().as_bytes() + b"More text.\n" * 100
+
+        def send_raw(raw: bytes) -> Callable[[smtplib.SMTP], None]:
+            def send(client: smtplib.SMTP) -> None:
+                client.mail("shop@sender.test")
+                client.rcpt("ann@example.org")
+                code, reply = client.data(raw)
+                raise smtplib.SMTPResponseException(code, reply)
+
+            return send
+
+        code, reply = await in_thread(lambda: refused_reply(server, send_raw(short)))
+        assert (code, reply) == (554, b"5.6.0 " + BARE_LF[2].encode())
+        code, reply = await in_thread(lambda: refused_reply(server, send_raw(long)))
+        assert (code, reply[:6]) == (500, b"5.5.2 ") and b"bare LF" in reply
+        assert server.records() == []
+
+
 async def test_disconnect_mid_data_leaves_nothing(tmp_path: Path) -> None:
     async with submission_server(tmp_path) as server:
 
@@ -373,3 +398,140 @@ async def test_swaks_submits(tmp_path: Path, implicit_tls: bool) -> None:
         email_id = accepted.group(1)
         spooled = server.spool.message_body(email_id)
         assert spooled is not None and verifies_with_dkimpy(spooled, server.domain)
+
+
+async def test_failed_auth_is_limited_per_client_address(tmp_path: Path) -> None:
+    async with submission_server(tmp_path, POSTWIRE_SMTP_MAX_AUTH_FAILURES="3") as server:
+
+        def login(password: str) -> tuple[int, bytes]:
+            """One attempt (smtplib's `login` would try each mechanism in turn)."""
+            with smtplib.SMTP_SSL(
+                *server.implicit_tls, context=server.client_tls(), timeout=10
+            ) as client:
+                client.ehlo()
+                client.user, client.password = "postwire", password
+                try:
+                    return client.auth("PLAIN", client.auth_plain)
+                except smtplib.SMTPAuthenticationError as refusal:
+                    return refusal.smtp_code, refusal.smtp_error
+
+        assert (await in_thread(lambda: login(server.token)))[0] == 235
+        wrong_key = "re_" + "x" * 8 + "_" + "y" * 24
+        for _ in range(3):
+            code, reply = await in_thread(lambda: login(wrong_key))
+            assert (code, reply[:6]) == (535, b"5.7.8 ")
+        # The limit is reached: even the right key is not looked at until the minute is over.
+        for password in (wrong_key, server.token):
+            code, reply = await in_thread(lambda p=password: login(p))
+            assert (code, reply[:6]) == (454, b"4.7.0 ")
+
+
+# --- inbound reports: DSNs and feedback reports to Postwire's own addresses, without AUTH ------
+
+INBOUND_SAMPLES = Path(__file__).parent.parent / "data" / "inbound"
+SAMPLE_VERP = "bounces+0192f0a4-7b3c-7d2e-8f10-1a2b3c4d5e6f@send.sender.test"
+
+
+def sample_for(name: str, verp: str) -> bytes:
+    """A stored report about the email of `verp`, with the CRLF line ends of the wire."""
+    sample = (INBOUND_SAMPLES / name).read_bytes().replace(SAMPLE_VERP.encode(), verp.encode())
+    return sample.replace(b"\n", b"\r\n")
+
+
+def submit(server: Submission, recipients: list[str]) -> str:
+    """Accept one email over SMTP with AUTH; its id."""
+    with smtplib.SMTP_SSL(*server.implicit_tls, context=server.client_tls(), timeout=10) as client:
+        client.login("postwire", server.token)
+        client.mail("shop@sender.test")
+        for recipient in recipients:
+            client.rcpt(recipient)
+        code, reply = client.data(message(to=", ".join(recipients)).as_bytes(policy=SMTP))
+        assert code == 250, reply
+        return email_id_of(reply)
+
+
+def report_from_peer(
+    server: Submission, rcpt_to: list[str], content: bytes
+) -> list[tuple[int, bytes]]:
+    """What a remote MTA does with a report: STARTTLS, no AUTH, null envelope sender."""
+    with smtplib.SMTP(*server.starttls, timeout=10) as client:
+        client.starttls(context=server.client_tls())
+        client.ehlo()
+        replies = [client.mail("<>")]
+        replies += [client.rcpt(address) for address in rcpt_to]
+        if all(code == 250 for code, _ in replies):
+            replies.append(client.data(content))
+        return replies
+
+
+def the_email(server: Submission, email_id: str) -> Any:
+    (record,) = [r for r in server.records() if r.id == email_id]
+    return record
+
+
+async def test_dsn_to_the_return_path_bounces_and_suppresses(tmp_path: Path) -> None:
+    async with submission_server(tmp_path) as server:
+        email_id = await in_thread(lambda: submit(server, ["nobody@example.org"]))
+        verp = the_email(server, email_id).envelope_from
+        assert verp == f"bounces+{email_id}@send.sender.test"
+        dsn = sample_for("postfix-failed.eml", verp)
+
+        replies = await in_thread(lambda: report_from_peer(server, [verp], dsn))
+        assert replies[-1] == (250, b"2.0.0 OK report received")
+        assert the_email(server, email_id).last_event == "bounced"
+        (event,) = email_events(server.spool, server.team_id, email_id)
+        assert event.type == "email.bounced" and event.data["to"] == "nobody@example.org"
+        assert event.data["bounce"]["type"] == "Permanent"
+        (suppression,) = list_suppressions(server.spool, server.team_id)
+        assert (suppression.email, suppression.origin) == ("nobody@example.org", "bounce")
+
+
+async def test_feedback_report_to_the_complaint_address_suppresses(tmp_path: Path) -> None:
+    async with submission_server(tmp_path) as server:
+        email_id = await in_thread(
+            lambda: submit(server, ["angry@mailbox.example", "happy@mailbox.example"])
+        )
+        verp = the_email(server, email_id).envelope_from
+        arf = sample_for("arf-abuse.eml", verp)
+
+        complaints = "complaints@send.sender.test"
+        replies = await in_thread(lambda: report_from_peer(server, [complaints], arf))
+        assert replies[-1] == (250, b"2.0.0 OK report received")
+        assert the_email(server, email_id).last_event == "complained"
+        (suppression,) = list_suppressions(server.spool, server.team_id)
+        assert (suppression.email, suppression.origin) == ("angry@mailbox.example", "complaint")
+
+
+async def test_inbound_addresses_take_reports_only(tmp_path: Path) -> None:
+    async with submission_server(tmp_path) as server:
+        email_id = await in_thread(lambda: submit(server, ["ann@example.org"]))
+        verp = the_email(server, email_id).envelope_from
+        other_team_verp = "bounces+0192f0a4-7b3c-7d2e-8f10-1a2b3c4d5e6f@send.elsewhere.test"
+        not_a_report = message(sender="ann@example.org", to=verp).as_bytes(policy=SMTP)
+
+        # Not a report: refused, so the sender keeps it; nothing changes.
+        replies = await in_thread(lambda: report_from_peer(server, [verp], not_a_report))
+        assert (replies[-1][0], replies[-1][1][:6]) == (550, b"5.6.0 ")
+        # A return path of a domain that is not Postwire's is a relay attempt.
+        replies = await in_thread(lambda: report_from_peer(server, [other_team_verp], b""))
+        assert replies[-1] == (550, b"5.7.1 relaying denied")
+        # A report and mail to send never share a transaction, nor do reports relay.
+        replies = await in_thread(
+            lambda: report_from_peer(server, [verp, "victim@example.org"], b"")
+        )
+        assert replies[-1] == (550, b"5.7.1 relaying denied")
+        assert the_email(server, email_id).last_event == "queued"
+        assert email_events(server.spool, server.team_id, email_id) == []
+        assert len(server.records()) == 1
+
+
+async def test_trusted_relay_keeps_reports_and_mail_to_send_apart(tmp_path: Path) -> None:
+    env = {"POSTWIRE_SMTP_TRUSTED_NETWORKS": '["127.0.0.0/8"]'}
+    async with submission_server(tmp_path, **env) as server:
+        email_id = await in_thread(lambda: submit(server, ["ann@example.org"]))
+        verp = the_email(server, email_id).envelope_from
+        replies = await in_thread(
+            lambda: report_from_peer(server, [verp, "victim@example.org"], b"")
+        )
+        assert (replies[-1][0], replies[-1][1][:6]) == (452, b"4.5.3 ")
+        assert len(server.records()) == 1

@@ -26,26 +26,61 @@ def test_on_auth(username: str, key_found: bool, expected: Reply | None) -> None
     assert policy.on_auth(username, key_found) == expected
 
 
+@pytest.mark.parametrize(
+    ("exhausted", "expected"), [(False, None), (True, policy.AUTH_TOO_MANY_FAILURES)]
+)
+def test_on_auth_attempt(exhausted: bool, expected: Reply | None) -> None:
+    assert policy.on_auth_attempt(exhausted) == expected
+    if expected is not None:
+        assert expected[:2] == (454, "4.7.0")  # transient: the client may come back later
+
+
 @pytest.mark.parametrize("session", [ANONYMOUS, AUTHENTICATED, TRUSTED])
 def test_on_mail_leaves_the_decision_to_rcpt(session: SessionFacts) -> None:
     assert policy.on_mail(session) is None
 
 
 @pytest.mark.parametrize(
-    ("session", "so_far", "inbound", "expected"),
+    ("session", "inbound_address", "expected"),
     [
-        (ANONYMOUS, 0, False, policy.RELAYING_DENIED),
-        (ANONYMOUS, 0, True, None),
-        (AUTHENTICATED, 0, False, None),
-        (TRUSTED, 0, False, None),
-        (AUTHENTICATED, 49, False, None),
-        (AUTHENTICATED, 50, False, policy.TOO_MANY_RECIPIENTS),
-        (TRUSTED, 50, False, policy.TOO_MANY_RECIPIENTS),
-        (ANONYMOUS, 50, False, policy.RELAYING_DENIED),
+        (ANONYMOUS, True, True),
+        (TRUSTED, True, True),
+        (AUTHENTICATED, True, False),  # sent on like any recipient
+        (ANONYMOUS, False, False),
+        (TRUSTED, False, False),
     ],
 )
-def test_on_rcpt(session: SessionFacts, so_far: int, inbound: bool, expected: Reply | None) -> None:
-    assert policy.on_rcpt(session, so_far, inbound) == expected
+def test_is_inbound(session: SessionFacts, inbound_address: bool, expected: bool) -> None:
+    assert policy.is_inbound(session, inbound_address) is expected
+
+
+@pytest.mark.parametrize(
+    ("session", "so_far", "inbound", "transaction_inbound", "expected"),
+    [
+        (ANONYMOUS, 0, False, None, policy.RELAYING_DENIED),
+        (ANONYMOUS, 0, True, None, None),
+        (ANONYMOUS, 1, True, True, None),
+        (ANONYMOUS, 1, False, True, policy.RELAYING_DENIED),
+        (AUTHENTICATED, 0, False, None, None),
+        (TRUSTED, 0, False, None, None),
+        (TRUSTED, 0, True, None, None),
+        (TRUSTED, 1, True, False, policy.MIXED_RECIPIENTS),
+        (TRUSTED, 1, False, True, policy.MIXED_RECIPIENTS),
+        (AUTHENTICATED, 49, False, False, None),
+        (AUTHENTICATED, 50, False, False, policy.TOO_MANY_RECIPIENTS),
+        (TRUSTED, 50, False, False, policy.TOO_MANY_RECIPIENTS),
+        (ANONYMOUS, 50, True, True, policy.TOO_MANY_RECIPIENTS),
+        (ANONYMOUS, 50, False, None, policy.RELAYING_DENIED),
+    ],
+)
+def test_on_rcpt(
+    session: SessionFacts,
+    so_far: int,
+    inbound: bool,
+    transaction_inbound: bool | None,
+    expected: Reply | None,
+) -> None:
+    assert policy.on_rcpt(session, so_far, inbound, transaction_inbound) == expected
 
 
 @pytest.mark.parametrize(
@@ -54,6 +89,9 @@ def test_on_rcpt(session: SessionFacts, so_far: int, inbound: bool, expected: Re
         (b"From: a@b.test\r\n\r\nhi\r\n", 100, None),
         (b"x" * 101, 100, policy.MESSAGE_TOO_BIG),
         (b"From: a@b.test\r\n\r\nh\x00i\r\n", 100, policy.NUL_IN_MESSAGE),
+        (b"From: a@b.test\n\nhi\n", 100, policy.BARE_LF),
+        (b"From: a@b.test\r\n\r\nh\ni\r\n", 100, policy.BARE_LF),
+        (b"From: a@b.test\r\n\r\nh\ri\r\n", 100, None),
     ],
 )
 def test_on_data(message: bytes, limit: int, expected: Reply | None) -> None:

@@ -76,6 +76,11 @@ class DomainRecord:
     verification_started_at_ms: int | None = None
     last_checked_at_ms: int | None = None
 
+    @property
+    def return_path_host(self) -> str:
+        """The host of the domain's envelope senders, whose MX is Postwire's bounce host."""
+        return f"{self.custom_return_path}.{self.name}"
+
 
 @dataclass(frozen=True, slots=True)
 class DomainNameEntry:

@@ -43,6 +43,8 @@ from postwire.store.deliveries import (
 from postwire.store.emails import EMAILS, EmailRecord, email_key
 from postwire.store.spool import Spool
 
+COMPLAINTS_LOCAL_PART: Final = "complaints"
+
 # A later report must not hide a worse outcome the API already shows.
 _FINAL_EVENTS: Final = frozenset({"bounced", "complained"})
 
@@ -57,6 +59,17 @@ class AppliedReport:
     suppressed: tuple[str, ...]  # addresses newly put on the suppression list
 
 
+def is_inbound_address(spool: Spool, address: str) -> bool:
+    """Whether `address` is one of Postwire's own: a VERP return path or the complaint address
+    (`complaints@`, to register with feedback loops) at the return-path host of a domain. The
+    local part is checked first, so ordinary recipients cost no look-up."""
+    local, _, host = address.strip().strip("<>").lower().rpartition("@")
+    if verp_email_id(address) is None and local != COMPLAINTS_LOCAL_PART:
+        return False
+    host = host.rstrip(".")
+    return any(domain.return_path_host == host for domain in scan_all_domains(spool))
+
+
 def find_email_by_return_path(spool: Spool, address: str) -> EmailRecord | None:
     """The email whose VERP envelope sender is exactly `address`, or None."""
     email_id = verp_email_id(address)
@@ -65,9 +78,7 @@ def find_email_by_return_path(spool: Spool, address: str) -> EmailRecord | None:
     wanted = address.strip().strip("<>").lower()
     host = wanted.rpartition("@")[2]
     teams = {
-        domain.team_id
-        for domain in scan_all_domains(spool)
-        if f"{domain.custom_return_path}.{domain.name}".lower() == host
+        domain.team_id for domain in scan_all_domains(spool) if domain.return_path_host == host
     }
     for team_id in sorted(teams):
         record = EMAILS.get(spool, email_key(team_id, email_id))

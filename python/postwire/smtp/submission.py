@@ -4,6 +4,11 @@ aiosmtpd speaks the protocol (EHLO, STARTTLS, AUTH, dot-stuffing, SIZE, line lim
 accept/reject decision is a pure function of `submission_policy`, and an accepted message goes
 through the REST API's accept path (`Acceptor`), so it is checked, signed and group-committed
 like API mail. `250` is sent only after the commit.
+
+The same listeners take what comes back: delivery status notifications and feedback reports
+sent, without AUTH, to the VERP return paths and complaint addresses of Postwire's domains
+(port 25 in production, where the return-path hosts' MX points). Those become events and
+suppressions of the emails they are about (`postwire.inbound`), committed before the `250`.
 """
 
 from __future__ import annotations
@@ -11,11 +16,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import getaddresses
-from typing import TYPE_CHECKING, Any, AnyStr
+from typing import TYPE_CHECKING, Any, AnyStr, TypeVar
 
 import trio
 from aiosmtpd.smtp import SMTP, AuthResult, Envelope, LoginPassword, Session
@@ -30,6 +37,9 @@ from postwire.accept import (
 from postwire.config import Config, split_host_port
 from postwire.domains.store import DomainRecord, find_verified_domain_for_sender, scan_all_domains
 from postwire.errors import ApiError, SpoolFullError
+from postwire.inbound.apply import apply_report, is_inbound_address
+from postwire.inbound.reports import parse_report, verp_email_id
+from postwire.rate_limit import RateLimiter
 from postwire.smtp import submission_policy as policy
 from postwire.smtp.submission_policy import Reply, SessionFacts
 from postwire.smtp.tls_material import ensure_tls_material, server_tls_context
@@ -41,6 +51,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("postwire.smtp")
 
+ParsedT = TypeVar("ParsedT")
+
 IDEMPOTENCY_ENDPOINT = "SMTP DATA"
 
 # aiosmtpd's own replies, with the enhanced status codes (RFC 3463) it leaves out.
@@ -51,13 +63,6 @@ _STOCK_REPLIES = {
     "552 Error: Too much mail data": policy.MESSAGE_TOO_BIG,
     "552 Error: message size exceeds fixed maximum message size": policy.MESSAGE_TOO_BIG,
 }
-
-
-def is_inbound_address(address: str) -> bool:
-    """Whether `address` is one of Postwire's own return-path or complaint addresses, which
-    take mail without AUTH. None yet: inbound bounces and complaints are not handled, so every
-    recipient of an unauthenticated session is a relay attempt."""
-    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,12 +81,23 @@ class _InFlight:
     idle: trio.Event = field(default_factory=trio.Event)
 
 
+class _Envelope(Envelope):
+    def __init__(self) -> None:
+        super().__init__()
+        # Whether the recipients accepted so far are Postwire's own (a bounce or complaint
+        # report) rather than mail to send; None until the first recipient.
+        self.inbound: bool | None = None
+
+
 class _SubmissionSMTP(SMTP):
     async def push(self, status: AnyStr) -> None:
         if isinstance(status, str) and status in _STOCK_REPLIES:
             await super().push(policy.format_reply(_STOCK_REPLIES[status]))
         else:
             await super().push(status)
+
+    def _create_envelope(self) -> Envelope:
+        return _Envelope()
 
 
 class SubmissionHandler:
@@ -91,15 +107,14 @@ class SubmissionHandler:
         self.config = config
         self.deps = deps
         self.acceptor = Acceptor(deps.spool)
+        self.auth_failures = RateLimiter(config.smtp.max_auth_failures, window_seconds=60)
         self.in_flight = _InFlight()
         self.in_flight.idle.set()
 
     def facts(self, session: Session) -> SessionFacts:
-        peer = session.peer
-        host = peer[0] if isinstance(peer, tuple) else ""
         return SessionFacts(
             authenticated=bool(session.authenticated),
-            trusted_peer=self.config.smtp.is_trusted(host),
+            trusted_peer=self.config.smtp.is_trusted(_peer_host(session)),
         )
 
     def authenticator(
@@ -107,12 +122,17 @@ class SubmissionHandler:
     ) -> AuthResult:
         if not isinstance(auth_data, LoginPassword):
             return AuthResult(success=False, handled=False)
-        username = auth_data.login.decode("utf-8", "replace")
-        key = authenticate(self.deps.spool, auth_data.password.decode("utf-8", "replace"))
-        refusal = policy.on_auth(username, key is not None)
-        if refusal is not None:
-            return AuthResult(success=False, handled=False, message=policy.format_reply(refusal))
-        return AuthResult(success=True, auth_data=key)
+        client, now = _peer_host(session), time.monotonic()
+        refusal = policy.on_auth_attempt(self.auth_failures.exhausted(client, now))
+        if refusal is None:
+            username = auth_data.login.decode("utf-8", "replace")
+            key = authenticate(self.deps.spool, auth_data.password.decode("utf-8", "replace"))
+            refusal = policy.on_auth(username, key is not None)
+            if refusal is None:
+                return AuthResult(success=True, auth_data=key)
+            self.auth_failures.check(client, now)
+            log.info("failed SMTP AUTH from %s", client)
+        return AuthResult(success=False, handled=False, message=policy.format_reply(refusal))
 
     async def handle_MAIL(
         self,
@@ -137,29 +157,33 @@ class SubmissionHandler:
         address: str,
         rcpt_options: list[str],
     ) -> str:
-        refusal = policy.on_rcpt(
-            self.facts(session), len(envelope.rcpt_tos), is_inbound_address(address)
-        )
+        assert isinstance(envelope, _Envelope)
+        facts = self.facts(session)
+        inbound = policy.is_inbound(facts, is_inbound_address(self.deps.spool, address))
+        refusal = policy.on_rcpt(facts, len(envelope.rcpt_tos), inbound, envelope.inbound)
         if refusal is not None:
             return policy.format_reply(refusal)
+        envelope.inbound = inbound
         envelope.rcpt_tos.append(address)
         envelope.rcpt_options.extend(rcpt_options)
         return "250 2.1.5 OK"
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
+        assert isinstance(envelope, _Envelope)
         content = envelope.original_content or b""
-        facts = self.facts(session)
         refusal = policy.on_data(content, self.config.smtp.max_message_size)
-        if refusal is None and not policy.may_relay(facts):
-            # Only inbound addresses got through RCPT; their handling comes with inbound mail.
-            refusal = policy.RELAYING_DENIED
         if refusal is not None:
             return policy.format_reply(refusal)
-        key = session.auth_data if isinstance(session.auth_data, ApiKeyRecord) else None
+        recipients = list(envelope.rcpt_tos)
         import trio_asyncio  # type: ignore[import-untyped]  # imported already, see below
 
-        accept = trio_asyncio.trio_as_aio(self.accept)
-        reply: Reply = await accept(key, list(envelope.rcpt_tos), content)
+        if envelope.inbound:
+            receive = trio_asyncio.trio_as_aio(self.receive_report)
+            reply: Reply = await receive(recipients, content)
+        else:
+            key = session.auth_data if isinstance(session.auth_data, ApiKeyRecord) else None
+            accept = trio_asyncio.trio_as_aio(self.accept)
+            reply = await accept(key, recipients, content)
         return policy.format_reply(reply)
 
     async def accept(
@@ -167,14 +191,42 @@ class SubmissionHandler:
     ) -> Reply:
         """Accept one message (a Trio task); the reply is 250 only once it is committed. If the
         client goes away meanwhile, the commit either happened whole or not at all."""
+        with self._in_flight():
+            try:
+                return await self._accept(key, recipients, content)
+            except ApiError as refusal:
+                return policy.reply_for_refusal(refusal)
+            except SpoolFullError:
+                return INSUFFICIENT_STORAGE
+
+    async def receive_report(self, recipients: list[str], content: bytes) -> Reply:
+        """Apply a bounce (DSN) or complaint (ARF) report sent to Postwire's own addresses (a
+        Trio task). 250 only once its events and suppressions are committed; a report about
+        no email of ours is taken and dropped, and anything that is not a report is refused,
+        so its sender, not Postwire, keeps it."""
+        with self._in_flight():
+            report = await _off_thread_if_large(parse_report, content)
+            if report is None:
+                return policy.NOT_A_REPORT
+            # The VERP address names the email; a complaint address leaves it to the report.
+            rcpt_to = next((r for r in recipients if verp_email_id(r)), recipients[0])
+            try:
+                applied = await apply_report(self.deps.spool, report, rcpt_to, _now_ms())
+            except SpoolFullError:
+                return INSUFFICIENT_STORAGE
+            if applied is None:
+                log.info("report to %s names no email of ours, or nothing applies", rcpt_to)
+            else:
+                log.info("report on %s: %s", applied.email_id, ", ".join(applied.events))
+            return policy.REPORT_RECEIVED
+
+    @contextmanager
+    def _in_flight(self) -> Iterator[None]:
+        """Counts DATA commands being handled: shutdown waits for them."""
         self.in_flight.count += 1
         self.in_flight.idle = trio.Event()
         try:
-            return await self._accept(key, recipients, content)
-        except ApiError as refusal:
-            return policy.reply_for_refusal(refusal)
-        except SpoolFullError:
-            return (452, "4.3.1", "Insufficient system storage, try again later")
+            yield
         finally:
             self.in_flight.count -= 1
             if self.in_flight.count == 0:
@@ -183,10 +235,7 @@ class SubmissionHandler:
     async def _accept(
         self, key: ApiKeyRecord | None, recipients: list[str], content: bytes
     ) -> Reply:
-        if len(content) > 256 * 1024:
-            message = await trio.to_thread.run_sync(SubmittedMessage.parse, content)
-        else:
-            message = SubmittedMessage.parse(content)
+        message = await _off_thread_if_large(SubmittedMessage.parse, content)
         if key is not None:
             team_id = key.team_id
         else:  # a trusted network: the mail belongs to the team of its verified From domain
@@ -210,6 +259,25 @@ class SubmissionHandler:
             self.deps.delivery.wake()
         log.info("accepted %s over SMTP for %d recipients", response["id"], len(recipients))
         return policy.accepted(str(response["id"]))
+
+
+INSUFFICIENT_STORAGE: Reply = (452, "4.3.1", "Insufficient system storage, try again later")
+
+
+def _peer_host(session: Session) -> str:
+    peer = session.peer
+    return str(peer[0]) if isinstance(peer, tuple) else ""
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+async def _off_thread_if_large(parse: Callable[[bytes], ParsedT], content: bytes) -> ParsedT:
+    """Parsing a large message would stall every session on the Trio thread."""
+    if len(content) > 256 * 1024:
+        return await trio.to_thread.run_sync(parse, content)
+    return parse(content)
 
 
 def _fingerprint(recipients: Sequence[str], message: SubmittedMessage) -> str:

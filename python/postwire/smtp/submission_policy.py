@@ -22,14 +22,39 @@ MAX_RECIPIENTS = 50
 
 MUST_STARTTLS: Reply = (530, "5.7.0", "Must issue a STARTTLS command first")
 AUTH_INVALID: Reply = (535, "5.7.8", "Authentication credentials invalid")
+AUTH_TOO_MANY_FAILURES: Reply = (
+    454,
+    "4.7.0",
+    "Too many failed authentication attempts from this address, try again in a minute",
+)
 RELAYING_DENIED: Reply = (550, "5.7.1", "relaying denied")
 # 452 (not 550 5.5.3): RFC 5321 4.5.3.1.10 says a client that gets 452 for too many
 # recipients sends the rest in a later transaction, so nobody is lost.
 TOO_MANY_RECIPIENTS: Reply = (452, "4.5.3", f"Too many recipients (at most {MAX_RECIPIENTS})")
 MESSAGE_TOO_BIG: Reply = (552, "5.3.4", "Message size exceeds the fixed maximum message size")
-LINE_TOO_LONG: Reply = (500, "5.5.2", "Line too long (at most 1000 octets, RFC 5321 4.5.3.1.6)")
+LINE_TOO_LONG: Reply = (
+    500,
+    "5.5.2",
+    "Line too long (at most 1000 octets with its CRLF, RFC 5321 4.5.3.1.6; a bare LF ends no line)",
+)
 COMMAND_TOO_LONG: Reply = (500, "5.5.2", "Command line too long")
 NUL_IN_MESSAGE: Reply = (554, "5.6.0", "Message contains NUL bytes")
+# Refused, not repaired: reading a bare LF as a line end is what SMTP smuggling exploits, and
+# current MTAs refuse it too (Postfix's smtpd_forbid_bare_newline).
+BARE_LF: Reply = (554, "5.6.0", "Message contains a bare LF: lines end with CRLF (RFC 5321 2.3.8)")
+# 452 4.5.3 again: the client sends the other recipients in a transaction of their own.
+MIXED_RECIPIENTS: Reply = (
+    452,
+    "4.5.3",
+    "Mail to Postwire's bounce and complaint addresses needs a transaction of its own",
+)
+NOT_A_REPORT: Reply = (
+    550,
+    "5.6.0",
+    "Only delivery status notifications (RFC 3464) and feedback reports (RFC 5965) "
+    "are accepted at this address",
+)
+REPORT_RECEIVED: Reply = (250, "2.0.0", "OK report received")
 
 
 def format_reply(reply: Reply) -> str:
@@ -43,6 +68,12 @@ class SessionFacts:
 
     authenticated: bool  # AUTH succeeded with an API key
     trusted_peer: bool  # the client's address is in smtp.trusted_networks
+
+
+def on_auth_attempt(failures_exhausted: bool) -> Reply | None:
+    """A client address that used up its failed attempts of the minute is refused before its
+    credentials are looked at, so guessing keys gains nothing."""
+    return AUTH_TOO_MANY_FAILURES if failures_exhausted else None
 
 
 def on_auth(username: str, key_found: bool) -> Reply | None:
@@ -62,11 +93,29 @@ def on_mail(session: SessionFacts) -> Reply | None:
     return None
 
 
-def on_rcpt(session: SessionFacts, recipients_so_far: int, inbound_address: bool) -> Reply | None:
-    """`inbound_address`: the recipient is one of Postwire's own return-path or complaint
-    addresses, which anyone may write to. Everything else needs AUTH or a trusted network."""
-    if not inbound_address and not may_relay(session):
+def is_inbound(session: SessionFacts, inbound_address: bool) -> bool:
+    """Whether mail to a recipient is a report for Postwire itself rather than mail to send.
+
+    `inbound_address`: the recipient is one of Postwire's own return-path or complaint
+    addresses, which anyone may write to. From an authenticated client such an address is an
+    ordinary recipient: it is sent like any other mail.
+    """
+    return inbound_address and not session.authenticated
+
+
+def on_rcpt(
+    session: SessionFacts,
+    recipients_so_far: int,
+    inbound: bool,
+    transaction_inbound: bool | None,
+) -> Reply | None:
+    """`inbound`: see `is_inbound`; anything else needs AUTH or a trusted network.
+    `transaction_inbound`: whether the recipients accepted so far are inbound (None: none yet);
+    a report and mail to send never share a transaction, as they go different ways."""
+    if not inbound and not may_relay(session):
         return RELAYING_DENIED
+    if transaction_inbound is not None and inbound != transaction_inbound:
+        return MIXED_RECIPIENTS
     if recipients_so_far >= MAX_RECIPIENTS:
         return TOO_MANY_RECIPIENTS
     return None
@@ -80,6 +129,8 @@ def on_data(message: bytes, max_message_size: int) -> Reply | None:
         return MESSAGE_TOO_BIG
     if b"\x00" in message:
         return NUL_IN_MESSAGE
+    if message.count(b"\n") != message.count(b"\r\n"):
+        return BARE_LF
     return None
 
 
