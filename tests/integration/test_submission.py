@@ -226,6 +226,16 @@ async def test_wrong_key_or_username_is_535(tmp_path: Path) -> None:
             assert (code, reply[:6]) == (535, b"5.7.8 ")
 
 
+def send_raw(server: Submission, raw: bytes, recipients: list[str]) -> tuple[int, bytes]:
+    """Log in over implicit TLS and send `raw`; the reply to DATA."""
+    with smtplib.SMTP_SSL(*server.implicit_tls, context=server.client_tls(), timeout=10) as client:
+        client.login("postwire", server.token)
+        client.mail("shop@sender.test")
+        for recipient in recipients:
+            client.rcpt(recipient)
+        return client.data(raw)
+
+
 def refused_reply(server: Submission, send: Callable[[smtplib.SMTP], Any]) -> tuple[int, bytes]:
     """Log in over implicit TLS, run `send`, and return the refusal it raised."""
     with smtplib.SMTP_SSL(*server.implicit_tls, context=server.client_tls(), timeout=10) as client:
@@ -280,6 +290,21 @@ async def test_trusted_network_relays_without_auth_for_the_domains_team(tmp_path
         assert record.id == email_id_of(reply) and record.team_id == server.team_id
         code, reply = await in_thread(lambda: relay("news@elsewhere.test"))
         assert (code, reply[:6]) == (550, b"5.7.1 ")
+
+
+async def test_a_message_without_subject_is_accepted(tmp_path: Path) -> None:
+    async with submission_server(tmp_path) as server:
+        mail = message()
+        del mail["Subject"]
+        code, reply = await in_thread(
+            lambda: send_raw(server, mail.as_bytes(policy=SMTP), ["ann@example.org"])
+        )
+        assert code == 250
+        (record,) = server.records()
+        assert record.id == email_id_of(reply) and record.subject == ""
+        spooled = server.spool.message_body(record.id)
+        assert spooled is not None and verifies_with_dkimpy(spooled, server.domain)
+        assert b"\r\nSubject:" not in b"\r\n" + spooled.split(b"\r\n\r\n", 1)[0]
 
 
 async def test_oversize_is_552_5_3_4(tmp_path: Path) -> None:
@@ -440,14 +465,10 @@ def sample_for(name: str, verp: str) -> bytes:
 
 def submit(server: Submission, recipients: list[str]) -> str:
     """Accept one email over SMTP with AUTH; its id."""
-    with smtplib.SMTP_SSL(*server.implicit_tls, context=server.client_tls(), timeout=10) as client:
-        client.login("postwire", server.token)
-        client.mail("shop@sender.test")
-        for recipient in recipients:
-            client.rcpt(recipient)
-        code, reply = client.data(message(to=", ".join(recipients)).as_bytes(policy=SMTP))
-        assert code == 250, reply
-        return email_id_of(reply)
+    raw = message(to=", ".join(recipients)).as_bytes(policy=SMTP)
+    code, reply = send_raw(server, raw, recipients)
+    assert code == 250, reply
+    return email_id_of(reply)
 
 
 def report_from_peer(
