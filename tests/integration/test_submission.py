@@ -556,3 +556,18 @@ async def test_trusted_relay_keeps_reports_and_mail_to_send_apart(tmp_path: Path
         )
         assert (replies[-1][0], replies[-1][1][:6]) == (452, b"4.5.3 ")
         assert len(server.records()) == 1
+
+
+async def test_protocol_errors_carry_enhanced_status_codes(tmp_path: Path) -> None:
+    async with submission_server(tmp_path) as server:
+
+        def errors() -> list[tuple[int, bytes]]:
+            with smtplib.SMTP_SSL(
+                *server.implicit_tls, context=server.client_tls(), timeout=10
+            ) as client:
+                client.ehlo()
+                return [client.docmd("FROBNICATE"), client.rcpt("ann@example.org")]
+
+        unknown, out_of_order = await in_thread(errors)
+        assert unknown == (500, b'5.5.2 Error: command "FROBNICATE" not recognized')
+        assert out_of_order == (503, b"5.5.1 Error: need MAIL command")

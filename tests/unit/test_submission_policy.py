@@ -115,3 +115,31 @@ def test_reply_for_refusal(error: ApiError, code: int, enhanced: str) -> None:
 def test_format_reply_and_accepted() -> None:
     assert policy.format_reply(policy.RELAYING_DENIED) == "550 5.7.1 relaying denied"
     assert policy.format_reply(policy.accepted("abc")) == "250 2.0.0 OK queued as abc"
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (
+            '500 Error: command "FOO" not recognized',
+            '500 5.5.2 Error: command "FOO" not recognized',
+        ),
+        ("503 Error: need MAIL command", "503 5.5.1 Error: need MAIL command"),
+        ("501 Syntax: HELO hostname", "501 5.5.4 Syntax: HELO hostname"),
+        ("502 EXPN not implemented", "502 5.5.1 EXPN not implemented"),
+        ("454 TLS not available", "454 4.7.0 TLS not available"),
+        ("421 Too many connections", "421 4.3.2 Too many connections"),
+        ("458 Something else", "458 4.0.0 Something else"),
+        # Replies that have one, and replies that take none (RFC 3463 covers 2xx, 4xx, 5xx).
+        ("553 5.1.3 Error: malformed address", "553 5.1.3 Error: malformed address"),
+        (
+            "504 5.5.4 Unrecognized authentication type",
+            "504 5.5.4 Unrecognized authentication type",
+        ),
+        ("250 OK", "250 OK"),
+        ("354 End data with <CR><LF>.<CR><LF>", "354 End data with <CR><LF>.<CR><LF>"),
+        ("220 mx.postwire.test Postwire ESMTP", "220 mx.postwire.test Postwire ESMTP"),
+    ],
+)
+def test_with_enhanced_code(line: str, expected: str) -> None:
+    assert policy.with_enhanced_code(line) == expected

@@ -55,7 +55,8 @@ ParsedT = TypeVar("ParsedT")
 
 IDEMPOTENCY_ENDPOINT = "SMTP DATA"
 
-# aiosmtpd's own replies, with the enhanced status codes (RFC 3463) it leaves out.
+# aiosmtpd's own replies that deserve a better text; the others get the enhanced status code
+# (RFC 3463) they lack from `with_enhanced_code`.
 _STOCK_REPLIES = {
     "530 Must issue a STARTTLS command first": policy.MUST_STARTTLS,
     "500 Command line too long": policy.COMMAND_TOO_LONG,
@@ -93,6 +94,8 @@ class _SubmissionSMTP(SMTP):
     async def push(self, status: AnyStr) -> None:
         if isinstance(status, str) and status in _STOCK_REPLIES:
             await super().push(policy.format_reply(_STOCK_REPLIES[status]))
+        elif isinstance(status, str):
+            await super().push(policy.with_enhanced_code(status))
         else:
             await super().push(status)
 

@@ -8,7 +8,9 @@ rules are table-tested without sockets.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Final
 
 from postwire.errors import ApiError
 
@@ -60,6 +62,38 @@ REPORT_RECEIVED: Reply = (250, "2.0.0", "OK report received")
 def format_reply(reply: Reply) -> str:
     code, enhanced, text = reply
     return f"{code} {enhanced} {text}"
+
+
+# For the protocol errors aiosmtpd replies without an enhanced status code (RFC 3463).
+_ENHANCED_BY_CODE: Final = {
+    421: "4.3.2",  # service not available
+    450: "4.2.0",
+    451: "4.3.0",
+    452: "4.3.1",
+    454: "4.7.0",  # TLS not available now (RFC 3207)
+    500: "5.5.2",  # syntax error
+    501: "5.5.4",  # invalid arguments
+    502: "5.5.1",  # command not implemented
+    503: "5.5.1",  # bad sequence of commands
+    504: "5.5.4",
+    530: "5.7.0",
+    550: "5.0.0",
+    552: "5.3.4",
+    553: "5.1.3",
+    554: "5.0.0",
+}
+_REPLY_LINE: Final = re.compile(r"([45]\d\d)([ -])(?!\d\.\d{1,3}\.\d{1,3}(?: |$))")
+
+
+def with_enhanced_code(line: str) -> str:
+    """`line` with an enhanced status code after a 4xx or 5xx reply code that lacks one, so
+    that clients can classify every refusal without reading its text."""
+    match = _REPLY_LINE.match(line)
+    if match is None:
+        return line
+    code = int(match[1])
+    enhanced = _ENHANCED_BY_CODE.get(code, f"{code // 100}.0.0")
+    return f"{match[1]}{match[2]}{enhanced} {line[match.end() :]}".rstrip()
 
 
 @dataclass(frozen=True, slots=True)
