@@ -272,6 +272,43 @@ async def test_relay_without_auth_is_denied(tmp_path: Path) -> None:
         assert await in_thread(relay) == (550, b"5.7.1 relaying denied")
 
 
+# The tricks of open-relay testers: other domains hidden in local parts, source routes, and
+# look-alikes of Postwire's own return-path addresses.
+RELAY_ATTEMPTS = [
+    "victim@example.org",
+    "victim%example.org@send.sender.test",
+    '"victim@example.org"@send.sender.test',
+    "victim@example.org@send.sender.test",
+    "@send.sender.test:victim@example.org",
+    "victim!example.org@send.sender.test",
+    "bounces+0192f0a4-7b3c-7d2e-8f10-1a2b3c4d5e6f@send.sender.test.example.org",
+    "bounces+0192f0a4-7b3c-7d2e-8f10-1a2b3c4d5e6f@sender.test",
+    "bounces+victim@send.sender.test",
+    "complaints@sender.test",
+    "complaints+victim@send.sender.test",
+    "postmaster@example.org",
+]
+
+
+async def test_open_relay_tricks_are_denied(tmp_path: Path) -> None:
+    async with submission_server(tmp_path) as server:
+
+        def attempt(address: str) -> tuple[int, bytes]:
+            with smtplib.SMTP(*server.starttls, timeout=10) as client:
+                client.starttls(context=server.client_tls())
+                client.ehlo()
+                assert client.mail("spammer@example.net")[0] == 250
+                code, reply = client.rcpt(address)
+                if code == 250:  # accepted: would the message go anywhere?
+                    code, reply = client.data(message(to=address).as_bytes(policy=SMTP))
+                return code, reply
+
+        for address in RELAY_ATTEMPTS:
+            code, reply = await in_thread(lambda a=address: attempt(a))
+            assert (code, reply[:6]) in {(550, b"5.7.1 "), (553, b"5.1.3 ")}, (address, reply)
+        assert server.spool.scan("emails", limit=10) == []
+
+
 async def test_trusted_network_relays_without_auth_for_the_domains_team(tmp_path: Path) -> None:
     env = {"POSTWIRE_SMTP_TRUSTED_NETWORKS": '["127.0.0.0/8"]'}
     async with submission_server(tmp_path, **env) as server:
