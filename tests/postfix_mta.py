@@ -63,7 +63,7 @@ class PostfixMta:
         self.routes = dict(routes)
         self.tls_routes = dict(tls_routes or {})
         # Not under pytest's tmp_path: that is private to root, and Postfix's daemons run as
-        # the `postfix` user. Short, too: the daemons' socket paths must fit in sockaddr_un.
+        # the `postfix` user.
         self.directory = Path(tempfile.mkdtemp(prefix="postfix-"))
         self.directory.chmod(0o755)
         self.config_directory = self.directory / "etc"

@@ -87,9 +87,12 @@ def write_config(
     rate_limit: int = 0,
     nameservers: tuple[str, ...] = (),
     routes: dict[str, str] | None = None,
+    starttls_listen: tuple[str, ...] = (),
 ) -> None:
-    """`routes` (domain pattern -> "host:port") becomes the `[delivery.routes]` table."""
+    """`routes` (domain pattern -> "host:port") becomes the `[delivery.routes]` table;
+    `starttls_listen` ("host:port" each) the SMTP listeners, none by default."""
     servers = ", ".join(f'"{server}"' for server in nameservers)
+    listeners = ", ".join(f'"{listener}"' for listener in starttls_listen)
     routes_table = ""
     if routes is not None:
         entries = "".join(f'"{pattern}" = "{target}"\n' for pattern, target in routes.items())
@@ -106,7 +109,7 @@ public_url = "http://127.0.0.1:3000"
 rate_limit = {rate_limit}
 
 [smtp]
-starttls_listen = []
+starttls_listen = [{listeners}]
 tls_listen = []
 {routes_table}"""
     )
