@@ -18,13 +18,8 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
-import platform
 import statistics
-import subprocess
 import sys
-import tempfile
-import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -35,9 +30,18 @@ from tests.dns_server import AuthoritativeDnsServer
 
 from benchmarks.api import load, profile
 from benchmarks.api.load import Sample, Workload
+from benchmarks.api.profile import Profiled, profile_section
 from benchmarks.api.server import BenchServer, verify_domain
+from benchmarks.report import (
+    LoadAverages,
+    add_report_options,
+    check_options,
+    machine_description,
+    measure_and_report,
+    progress,
+    server_source,
+)
 
-RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
 DOMAIN = "bench-example.test"
 BATCH_SIZE = 100
 SINGLE_TARGET = 0.60  # single sends per /health request
@@ -74,16 +78,6 @@ def email(n: int) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class Profiled:
-    """One workload's profile: where its files are and what they say."""
-
-    title: str
-    flamegraph: str  # file names, beside the report
-    collapsed: str
-    hot: profile.HotSpots
-
-
 @dataclass
 class Figure:
     workload: Workload
@@ -100,10 +94,6 @@ class Figure:
     def rates(self) -> list[float]:
         """Per round: requests/s, or emails/s for the email workloads."""
         return [s.requests_per_s * self.unit_per_request for s in self.samples]
-
-
-def progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def check_endpoints(client: httpx.Client) -> None:
@@ -205,35 +195,6 @@ def run_benchmark(
         dns.stop()
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def server_source() -> str:
-    """The commit measured, and whether the server's sources differed from it."""
-    root = Path(__file__).resolve().parents[2]
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True
-        ).stdout.strip()
-        changed = subprocess.run(
-            ["git", "status", "--porcelain", "--", "python", "rust"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-        ).stdout.split("\n")
-    except OSError:
-        return "unknown commit"
-    dirty = sum(1 for line in changed if line.strip())
-    return f"commit {commit}" + (f" with {dirty} changed server source files" if dirty else "")
-
-
 def verdict(value: float, target: float) -> str:
     return "met" if value >= target else "MISSED"
 
@@ -242,8 +203,7 @@ def report(
     args: argparse.Namespace,
     figures: list[Figure],
     profiles: list[Profiled],
-    load_before: tuple[float, float, float],
-    load_after: tuple[float, float, float],
+    load_average: LoadAverages,
 ) -> str:
     health, single, batch = figures
     single_ratios = [s / h for s, h in zip(single.rates(), health.rates(), strict=True)]
@@ -261,12 +221,11 @@ def report(
     lines = [
         f"# REST API throughput, {datetime.date.today().isoformat()}",
         "",
-        f"{os.cpu_count()} cores ({cpu_model()}), {platform.python_implementation()} "
-        f"{platform.python_version()}, {load.wrk_version()} (1 thread). Medians of "
+        f"{machine_description()}, {load.wrk_version()} (1 thread). Medians of "
         f"{args.rounds} rounds of {args.seconds} s per figure, after a {args.warmup} s warm-up; "
         f"keep-alive connections: {args.connections} ({args.batch_connections} for batch, "
         f"whose calls carry {BATCH_SIZE} emails each). Load average before "
-        f"{load_before[0]:.2f}, after {load_after[0]:.2f}. Server: {server_source()}.",
+        f"{load_average.before:.2f}, after {load_average.after:.2f}. Server: {server_source()}.",
         "",
         "| figure | throughput | p50 | p99 | errors | server CPU | wrk CPU | other CPU "
         "| ratio / target |",
@@ -298,32 +257,8 @@ def report(
         cells = [f"{f.rates()[index]:,.0f}" for f in figures]
         lines.append(f"| {index + 1} | " + " | ".join(cells) + f" | {single_ratios[index]:.0%} |")
     for profiled in profiles:
-        lines += profile_section(profiled)
+        lines += profile_section(profiled, why_the_gil="that is where the API's throughput goes")
     return "\n".join(lines) + "\n"
-
-
-def profile_section(profiled: Profiled) -> list[str]:
-    hot = profiled.hot
-
-    def table(title: str, rows: list[tuple[str, float]]) -> list[str]:
-        out = ["", f"| {title} | share |", "|---|---:|"]
-        return out + [f"| `{name}` | {share:.1%} |" for name, share in rows]
-
-    lines = [
-        "",
-        f"## Profile of {profiled.title}",
-        "",
-        f"py-spy, {profile.SAMPLE_RATE} Hz, `--gil` (only the thread holding the GIL is "
-        f"sampled: that is where the API's throughput goes), {hot.samples} samples during an "
-        f"extra round. Flamegraph: `{profiled.flamegraph}`; collapsed stacks: "
-        f"`{profiled.collapsed}`. Shares are of all GIL-holding samples.",
-    ]
-    lines += table("thread holding the GIL", hot.by_thread)
-    lines += table("package of the running (leaf) frame", hot.by_package)
-    lines += table("self time (leaf frame)", hot.self_time)
-    lines += table("inclusive time (below Trio's scheduler)", hot.inclusive)
-    lines += table("inclusive time, Postwire's own functions", hot.postwire)
-    return lines
 
 
 def main() -> None:
@@ -343,37 +278,28 @@ def main() -> None:
         help="for /emails/batch: 8 calls keep 800 emails in flight; many more make one call "
         "take longer than a round",
     )
-    parser.add_argument(
-        "--output",
-        type=Path,
-        default=RESULTS_DIR / f"api-{datetime.date.today().isoformat()}.md",
-        help="the report (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--profile",
-        action="store_true",
-        help="also profile single sends and batch calls with py-spy (saved beside --output)",
+    add_report_options(
+        parser,
+        report_name="api",
+        profile_help="also profile single sends and batch calls with py-spy (saved beside "
+        "--output)",
     )
     args = parser.parse_args()
-    if min(args.seconds, args.rounds, args.warmup, args.connections, args.batch_connections) < 1:
-        parser.error("--seconds, --rounds, --warmup and the connection counts must be >= 1")
+    check_options(
+        parser,
+        args,
+        at_least_one=("seconds", "rounds", "warmup", "connections", "batch_connections"),
+        make_target="bench-api",
+    )
     if load.wrk_path() is None:
         parser.error("wrk is not installed (Debian: apt-get install wrk; `make bench-api` does)")
-    if args.profile and profile.py_spy_path() is None:
-        parser.error("--profile needs py-spy (pip install py-spy; `make bench-api` does)")
 
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    profile_base = args.output.with_name(args.output.stem) if args.profile else None
-    load_before = os.getloadavg()
-    progress(f"load average: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}")
-    started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="postwire-bench-api-") as work:
-        figures, profiles = run_benchmark(args, Path(work), profile_base)
-    load_after = os.getloadavg()
-    text = report(args, figures, profiles, load_before, load_after)
-    print(text)
-    args.output.write_text(text)
-    progress(f"wrote {args.output} in {time.monotonic() - started:.0f} s")
+    figures, _ = measure_and_report(
+        args,
+        work_prefix="postwire-bench-api-",
+        measure=partial(run_benchmark, args),
+        render=lambda measured, load_average: report(args, *measured, load_average),
+    )
     if any(s.errors for f in figures for s in f.samples):
         progress("some requests failed during the timed rounds: the figures are not valid")
         sys.exit(1)

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.cpu_time import children_cpu, machine_busy, process_cpu
+
 LUA_SCRIPT = Path(__file__).with_name("request.lua")
 # Generous: a batch call waits behind every other connection's batch for its commit.
 REQUEST_TIMEOUT = "30s"
 _RESULT_PREFIX = "WRK_RESULT "
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -82,14 +82,14 @@ def run_wrk(
     command += ["-s", str(LUA_SCRIPT), base_url, "--", workload.method, workload.path, body]
     env = {**os.environ, "BENCH_API_TOKEN": token}
 
-    server_before, machine_before = _process_cpu(server_pid), _machine_busy()
-    children_before = _children_cpu()
+    server_before, machine_before = process_cpu(server_pid), machine_busy()
+    children_before = children_cpu()
     wall_start = time.monotonic()
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=seconds + 60)
     wall = time.monotonic() - wall_start
-    server = (_process_cpu(server_pid) - server_before) / wall
-    generator = (_children_cpu() - children_before) / wall
-    machine = (_machine_busy() - machine_before) / wall
+    server = (process_cpu(server_pid) - server_before) / wall
+    generator = (children_cpu() - children_before) / wall
+    machine = (machine_busy() - machine_before) / wall
 
     if result.returncode != 0:
         raise RuntimeError(f"wrk failed ({result.returncode}): {result.stderr or result.stdout}")
@@ -114,24 +114,3 @@ def run_wrk(
         generator_cpu=generator,
         other_cpu=max(0.0, machine - server - generator),
     )
-
-
-def _process_cpu(pid: int) -> float:
-    """CPU seconds used so far by every thread of `pid`."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    # The command name may hold spaces: fields are counted after its closing parenthesis.
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime, stime
-
-
-def _children_cpu() -> float:
-    """CPU seconds of this process's reaped children (wrk, once it has exited)."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def _machine_busy() -> float:
-    """CPU seconds the whole machine has spent not idle."""
-    # user nice system idle iowait irq softirq steal ...: all but idle and iowait are busy.
-    ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    return (sum(ticks) - ticks[3] - ticks[4]) / _CLOCK_TICKS

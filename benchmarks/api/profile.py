@@ -70,6 +70,16 @@ class HotSpots:
     postwire: list[tuple[str, float]]  # the same, Postwire's own functions only
 
 
+@dataclass(frozen=True)
+class Profiled:
+    """One profiled workload: where its files are (beside the report) and what they say."""
+
+    title: str
+    flamegraph: str | None  # file name, when one was drawn
+    collapsed: str
+    hot: HotSpots
+
+
 def hot_spots(collapsed: str, top: int = 15) -> HotSpots:
     """Summarise py-spy's raw (collapsed-stack) output of a `--threads --nolineno` recording."""
     threads: collections.Counter[str] = collections.Counter()
@@ -120,3 +130,31 @@ def _package(frame: str) -> str:
     """The top-level package of a frame: `f (postwire/api/emails.py)` -> `postwire`."""
     location = frame[frame.rfind(" (") + 2 : -1] if frame.endswith(")") else frame
     return location.split("/", 1)[0] if "/" in location else location
+
+
+def profile_section(profiled: Profiled, *, why_the_gil: str) -> list[str]:
+    """The report's Markdown section about one profile; `why_the_gil` says why the thread
+    holding the GIL is the one worth sampling in this benchmark."""
+    hot = profiled.hot
+
+    def table(title: str, rows: list[tuple[str, float]]) -> list[str]:
+        out = ["", f"| {title} | share |", "|---|---:|"]
+        return out + [f"| `{name}` | {share:.1%} |" for name, share in rows]
+
+    files = f"Collapsed stacks: `{profiled.collapsed}`."
+    if profiled.flamegraph is not None:
+        files = f"Flamegraph: `{profiled.flamegraph}`; collapsed stacks: `{profiled.collapsed}`."
+    lines = [
+        "",
+        f"## Profile of {profiled.title}",
+        "",
+        f"py-spy, {SAMPLE_RATE} Hz, `--gil` (only the thread holding the GIL is sampled: "
+        f"{why_the_gil}), {hot.samples} samples during an extra round. {files} Shares are of "
+        "all GIL-holding samples.",
+    ]
+    lines += table("thread holding the GIL", hot.by_thread)
+    lines += table("package of the running (leaf) frame", hot.by_package)
+    lines += table("self time (leaf frame)", hot.self_time)
+    lines += table("inclusive time (below Trio's scheduler)", hot.inclusive)
+    lines += table("inclusive time, Postwire's own functions", hot.postwire)
+    return lines

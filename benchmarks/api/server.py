@@ -18,6 +18,7 @@ import httpx
 from tests.dns_server import AuthoritativeDnsServer
 
 READY = re.compile(r"REST API listening on (http://\S+)")
+NO_SMTP_LISTENERS = "starttls_listen = []\ntls_listen = []\n"
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 20.0
 VERIFY_TIMEOUT = 30.0
@@ -30,9 +31,12 @@ class BenchServerError(RuntimeError):
 
 
 class BenchServer:
-    """One `postwire serve` process on 127.0.0.1 with an ephemeral port and no SMTP listeners."""
+    """One `postwire serve` process on 127.0.0.1 with an ephemeral port and, unless
+    `smtp_section` (the body of the config's `[smtp]` table) says otherwise, no SMTP listeners."""
 
-    def __init__(self, directory: Path, nameserver: str) -> None:
+    def __init__(
+        self, directory: Path, nameserver: str, *, smtp_section: str = NO_SMTP_LISTENERS
+    ) -> None:
         self.config_path = directory / "postwire.toml"
         self.data_dir = directory / "data"
         self.config_path.write_text(
@@ -47,9 +51,7 @@ public_url = "http://127.0.0.1:3000"
 rate_limit = 0
 
 [smtp]
-starttls_listen = []
-tls_listen = []
-"""
+{smtp_section}"""
         )
         self.process: subprocess.Popen[str] | None = None
         self.base_url = ""
@@ -93,6 +95,20 @@ tls_listen = []
 
     def log(self) -> str:
         return "".join(self.log_tail)
+
+    def wait_for_log(
+        self, pattern: re.Pattern[str], timeout: float = START_TIMEOUT
+    ) -> re.Match[str]:
+        """The first match of `pattern` in a line of the server's log, waiting for it (bounded)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in list(self.log_tail):
+                if match := pattern.search(line):
+                    return match
+            if self.process is None or self.process.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise BenchServerError(f"no log line matched {pattern.pattern!r}:\n" + self.log())
 
     def stop(self) -> None:
         if self.process is None:

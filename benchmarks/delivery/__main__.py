@@ -24,10 +24,7 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import statistics
-import sys
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -40,12 +37,20 @@ import httpx
 from tests.dns_server import AuthoritativeDnsServer
 
 from benchmarks.api import profile
-from benchmarks.api.__main__ import Profiled, cpu_model, profile_section, server_source
-from benchmarks.api.load import _machine_busy, _process_cpu
+from benchmarks.api.profile import Profiled, profile_section
 from benchmarks.api.server import BenchServer, verify_domain
+from benchmarks.cpu_time import machine_busy, process_cpu
 from benchmarks.delivery.sink import SmtpSink, sink_path
+from benchmarks.report import (
+    LoadAverages,
+    add_report_options,
+    check_options,
+    machine_description,
+    measure_and_report,
+    progress,
+    server_source,
+)
 
-RESULTS_DIR = Path(__file__).resolve().parent.parent / "results"
 DOMAIN = "bench-example.test"
 RECIPIENT_DOMAIN = "example.org"
 BATCH_SIZE = 100
@@ -99,10 +104,6 @@ max_connections_per_site = {MAX_CONNECTIONS}
 routes = {{"{RECIPIENT_DOMAIN}" = "127.0.0.1:{sink_port}"}}
 """
             )
-
-
-def progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def body_text(size: int) -> str:
@@ -211,11 +212,11 @@ def run_round(
 
     sampler = threading.Thread(target=sample_connections, daemon=True)
     sampler.start()
-    client_cpu0 = _process_cpu(os.getpid())
+    client_cpu0 = process_cpu(os.getpid())
     server_cpu0, sink_cpu0, machine0 = (
-        _process_cpu(server_pid),
-        _process_cpu(sink.pid),
-        _machine_busy(),
+        process_cpu(server_pid),
+        process_cpu(sink.pid),
+        machine_busy(),
     )
     started = time.monotonic()
     with ThreadPoolExecutor(post_threads) as pool:
@@ -248,10 +249,10 @@ def run_round(
     wall = time.monotonic() - started
     sampling.set()
     sampler.join(timeout=5)
-    server_cpu = (_process_cpu(server_pid) - server_cpu0) / wall
-    sink_cpu = (_process_cpu(sink.pid) - sink_cpu0) / wall
-    machine = (_machine_busy() - machine0) / wall
-    client_cpu = (_process_cpu(os.getpid()) - client_cpu0) / wall
+    server_cpu = (process_cpu(server_pid) - server_cpu0) / wall
+    sink_cpu = (process_cpu(sink.pid) - sink_cpu0) / wall
+    machine = (machine_busy() - machine0) / wall
+    client_cpu = (process_cpu(os.getpid()) - client_cpu0) / wall
     deliver_seconds = done - first_accept
     sample = Sample(
         accepted_per_s=size.messages / accept_seconds,
@@ -335,7 +336,7 @@ def run_benchmark(
                 profiles.append(
                     Profiled(
                         f"delivery of {figures[0].size.name} messages (an extra round)",
-                        "(none)",
+                        None,
                         raw.name,
                         hot,
                     )
@@ -356,18 +357,16 @@ def report(
     args: argparse.Namespace,
     figures: list[Figure],
     profiles: list[Profiled],
-    load_before: tuple[float, float, float],
-    load_after: tuple[float, float, float],
+    load_average: LoadAverages,
 ) -> str:
     lines = [
         f"# Delivery throughput, {datetime.date.today().isoformat()}",
         "",
-        f"{os.cpu_count()} cores ({cpu_model()}), {platform.python_implementation()} "
-        f"{platform.python_version()}. Batch REST API (100 emails a call, {args.post_threads} "
+        f"{machine_description()}. Batch REST API (100 emails a call, {args.post_threads} "
         f"client threads) -> spool -> delivery engine -> Postfix `smtp-sink` on loopback, "
         f"`delivery.max_connections_per_site` = {MAX_CONNECTIONS}, one recipient per email. "
         f"Medians of {args.rounds} rounds per size (sizes alternate). Load average before "
-        f"{load_before[0]:.2f}, after {load_after[0]:.2f}. Server: {server_source()}.",
+        f"{load_average.before:.2f}, after {load_average.after:.2f}. Server: {server_source()}.",
         "",
         "| message body | emails per round | delivered/s | accepted/s | end to end/s "
         "| first accept to last delivery | peak connections | server CPU | smtp-sink CPU "
@@ -409,13 +408,9 @@ def report(
         ]
         lines.append(f"| {index + 1} | " + " | ".join(cells) + " |")
     for profiled in profiles:
-        # The API benchmark's section, its API-specific words made true of this run.
-        section = "\n".join(profile_section(profiled))
-        section = section.replace(
-            "that is where the API's throughput goes",
-            "one process runs the API and the delivery engine",
-        ).replace("Flamegraph: `(none)`; c", "C")
-        lines += section.split("\n")
+        lines += profile_section(
+            profiled, why_the_gil="one process runs the API and the delivery engine"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -432,34 +427,26 @@ def main() -> None:
     parser.add_argument(
         "--deliver-timeout", type=float, default=300.0, help="seconds a round may take"
     )
-    parser.add_argument(
-        "--output",
-        type=Path,
-        default=RESULTS_DIR / f"delivery-{datetime.date.today().isoformat()}.md",
-        help="the report (default: %(default)s)",
+    add_report_options(
+        parser, report_name="delivery", profile_help="profile an extra round (py-spy)"
     )
-    parser.add_argument("--profile", action="store_true", help="profile an extra round (py-spy)")
     parser.add_argument("--profile-seconds", type=int, default=3, help="shorter than a 4 KiB round")
     args = parser.parse_args()
-    if min(args.rounds, args.messages_small, args.messages_large, args.post_threads) < 1:
-        parser.error("--rounds, the message counts and --post-threads must be >= 1")
+    check_options(
+        parser,
+        args,
+        at_least_one=("rounds", "messages_small", "messages_large", "post_threads"),
+        make_target="bench-delivery",
+    )
     if sink_path() is None:
         parser.error("smtp-sink is not installed (apt-get install postfix; `make bench-delivery`)")
-    if args.profile and profile.py_spy_path() is None:
-        parser.error("--profile needs py-spy (pip install py-spy; `make bench-delivery` does)")
 
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    profile_base = args.output.with_name(args.output.stem) if args.profile else None
-    load_before = os.getloadavg()
-    progress(f"load average: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}")
-    started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="postwire-bench-delivery-") as work:
-        figures, profiles = run_benchmark(args, Path(work), profile_base)
-    load_after = os.getloadavg()
-    text = report(args, figures, profiles, load_before, load_after)
-    print(text)
-    args.output.write_text(text)
-    progress(f"wrote {args.output} in {time.monotonic() - started:.0f} s")
+    measure_and_report(
+        args,
+        work_prefix="postwire-bench-delivery-",
+        measure=partial(run_benchmark, args),
+        render=lambda measured, load_average: report(args, *measured, load_average),
+    )
 
 
 if __name__ == "__main__":
