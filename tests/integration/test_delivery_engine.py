@@ -9,8 +9,13 @@ from pathlib import Path
 import dkim
 import trio
 
+from postwire.inbound.apply import apply_report
+from postwire.inbound.reports import parse_report
 from postwire.store.deliveries import email_events, is_suppressed
 from tests.integration.delivery_harness import TEAM, engine_for, route
+
+DATA = Path(__file__).parent.parent / "data"
+SAMPLE_VERP = "bounces+0192f0a4-7b3c-7d2e-8f10-1a2b3c4d5e6f@send.sender.test"
 
 
 async def test_delivered_bytes_verify_with_dkimpy(tmp_path: Path, smtp_receiver) -> None:
@@ -27,6 +32,26 @@ async def test_delivered_bytes_verify_with_dkimpy(tmp_path: Path, smtp_receiver)
     assert sorted(received.rcpt_tos) == ["ann@example.org", "bob@example.org"]
     txt = harness.domain.dkim_dns_txt.encode()
     assert dkim.verify(received.content, dnsfunc=lambda name, timeout=5: txt)
+
+
+async def test_a_bounce_reported_during_delivery_is_not_hidden(
+    tmp_path: Path, smtp_receiver
+) -> None:
+    # The recipient's server takes its time to accept; meanwhile a DSN about the email comes
+    # back (as when another of its servers accepted and then failed to deliver).
+    receiver = smtp_receiver(delay_data_end_seconds=1.0)
+    async with engine_for(tmp_path, {"example.org": route(receiver)}) as harness:
+        email_id = await harness.send(["ann@example.org"])
+        verp = harness.record(email_id).envelope_from
+        await harness.until(lambda: email_id in harness.engine.in_hand)
+        sample = (DATA / "inbound" / "postfix-failed.eml").read_bytes()
+        report = parse_report(sample.replace(SAMPLE_VERP.encode(), verp.encode()))
+        assert report is not None
+        assert await apply_report(harness.spool, report, verp, harness.now_ms()) is not None
+        assert harness.last_event(email_id) == "bounced"
+        await harness.until(lambda: harness.spool.message_body(email_id) is None)
+        assert harness.events(email_id) == ["email.bounced", "email.sent", "email.delivered"]
+        assert harness.last_event(email_id) == "bounced"
 
 
 async def test_mixed_outcomes_bounce_and_suppress(tmp_path: Path, smtp_receiver) -> None:

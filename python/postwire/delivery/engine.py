@@ -45,7 +45,7 @@ from postwire.store.deliveries import (
     new_suppression,
     suppression_key,
 )
-from postwire.store.emails import EMAILS, email_key
+from postwire.store.emails import EMAILS, email_key, next_last_event
 from postwire.store.spool import Spool
 
 if TYPE_CHECKING:
@@ -369,13 +369,13 @@ class DeliveryEngine:
             DELIVERIES.delete(batch, message_id)
         else:
             DELIVERIES.put(batch, message_id, updated)
-        if last_event is not None:
-            record = EMAILS.get(self.spool, email_key(team, message_id))
-            if record is not None:
-                EMAILS.put(
-                    batch, email_key(team, message_id), replace(record, last_event=last_event)
-                )
-        await self._finish(message_id, batch, final=final, retry_at=retry_at)
+        key = email_key(team, message_id)
+        async with self.spool.record_lock(key):
+            record = EMAILS.get(self.spool, key)
+            if last_event is not None and record is not None:
+                event = next_last_event(record.last_event, last_event)
+                EMAILS.put(batch, key, replace(record, last_event=event))
+            await self._finish(message_id, batch, final=final, retry_at=retry_at)
 
     async def _finish(
         self,

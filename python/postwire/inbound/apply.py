@@ -40,13 +40,10 @@ from postwire.store.deliveries import (
     new_suppression,
     suppression_key,
 )
-from postwire.store.emails import EMAILS, EmailRecord, email_key
+from postwire.store.emails import EMAILS, EmailRecord, email_key, next_last_event
 from postwire.store.spool import Spool
 
 COMPLAINTS_LOCAL_PART: Final = "complaints"
-
-# A later report must not hide a worse outcome the API already shows.
-_FINAL_EVENTS: Final = frozenset({"bounced", "complained"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,13 +145,14 @@ async def apply_report(
             events.append("email.complained")
             last_event = "complained"
             suppress(address, "complaint")
-    if not events:
+    if last_event is None:
         return None
-    if last_event is not None and (
-        last_event in _FINAL_EVENTS or record.last_event not in _FINAL_EVENTS
-    ):
-        EMAILS.put(batch, email_key(team, email_id), replace(record, last_event=last_event))
-    await spool.commit(batch)
+    key = email_key(team, email_id)
+    async with spool.record_lock(key):
+        current = EMAILS.get(spool, key) or record  # the engine may have recorded since
+        updated = replace(current, last_event=next_last_event(current.last_event, last_event))
+        EMAILS.put(batch, key, updated)
+        await spool.commit(batch)
     return AppliedReport(team, email_id, tuple(events), tuple(suppressed))
 
 

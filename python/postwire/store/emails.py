@@ -7,12 +7,22 @@ prefix lists its emails newest first, and a cursor is just another key.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Final
 
 from postwire._core import WriteBatch
 from postwire.api.models import EmailObject
 from postwire.errors import ApiError, LeaseLostError, NoSuchMessageError
 from postwire.store.spool import Spool
 from postwire.store.tables import Table
+
+# Outcomes the sender must see: a later, milder event does not replace them as `last_event`
+# (a bounce report can arrive before the engine records that another recipient took the mail).
+FINAL_EVENTS: Final = frozenset({"bounced", "complained"})
+
+
+def next_last_event(current: str, new: str) -> str:
+    """An email's `last_event` once `new` happened to it."""
+    return current if current in FINAL_EVENTS and new not in FINAL_EVENTS else new
 
 
 @dataclass(frozen=True, slots=True)

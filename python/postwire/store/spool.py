@@ -9,7 +9,8 @@ callers whose batches finished. No Trio worker thread is held per write.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -60,7 +61,21 @@ class Spool:
         # Tasks parked in `commit`, by ticket. Parking directly (rather than one trio.Event per
         # commit) halves the scheduler work on the hottest path of the service.
         self._waiting: dict[int, trio.lowlevel.Task] = {}
+        self._record_locks: dict[str, trio.Lock] = {}
         self._closed = False
+
+    @asynccontextmanager
+    async def record_lock(self, key: str) -> AsyncIterator[None]:
+        """Hold `key` (a record's key) while reading, changing and committing that record, so
+        that two writers of it in this process do not lose each other's change (the delivery
+        engine and an inbound report, both updating an email's `last_event`)."""
+        lock = self._record_locks.setdefault(key, trio.Lock())
+        try:
+            async with lock:
+                yield
+        finally:
+            if not lock.locked() and lock.statistics().tasks_waiting == 0:
+                self._record_locks.pop(key, None)
 
     async def commit(self, batch: WriteBatch) -> list[Leased]:
         """Commit `batch` atomically; return the messages its lease operations handed out.
