@@ -88,11 +88,13 @@ def write_config(
     nameservers: tuple[str, ...] = (),
     routes: dict[str, str] | None = None,
     starttls_listen: tuple[str, ...] = (),
+    tls_listen: tuple[str, ...] = (),
 ) -> None:
     """`routes` (domain pattern -> "host:port") becomes the `[delivery.routes]` table;
-    `starttls_listen` ("host:port" each) the SMTP listeners, none by default."""
+    `starttls_listen` and `tls_listen` ("host:port" each) the SMTP listeners, none by default."""
     servers = ", ".join(f'"{server}"' for server in nameservers)
     listeners = ", ".join(f'"{listener}"' for listener in starttls_listen)
+    tls_listeners = ", ".join(f'"{listener}"' for listener in tls_listen)
     routes_table = ""
     if routes is not None:
         entries = "".join(f'"{pattern}" = "{target}"\n' for pattern, target in routes.items())
@@ -110,7 +112,7 @@ rate_limit = {rate_limit}
 
 [smtp]
 starttls_listen = [{listeners}]
-tls_listen = []
+tls_listen = [{tls_listeners}]
 {routes_table}"""
     )
 

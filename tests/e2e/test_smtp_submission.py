@@ -1,0 +1,184 @@
+"""SMTP submission end to end: a live `postwire serve`, a domain verified against Knot DNS,
+real clients (swaks over STARTTLS and implicit TLS, Python's smtplib) authenticating with an
+API key, delivery to Postfix's `smtp-sink`, and what arrives there verified by dkimpy against
+the DKIM record Knot serves."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import smtplib
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from email.message import EmailMessage
+from pathlib import Path
+
+import dkim
+import dns.resolver
+import pytest
+import resend
+
+from tests.dns_server import AuthoritativeDnsServer
+from tests.e2e.conftest import DOMAIN, LiveServer, verified_domain, write_config
+from tests.smtp_sink import SunkMessage, running_smtp_sink, smtp_sink_binary, sunk_messages
+
+SWAKS = shutil.which("swaks")
+
+
+def free_address() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{sock.getsockname()[1]}"
+
+
+@pytest.fixture
+def sink_dump() -> Iterator[Path]:
+    """Where smtp-sink keeps what it receives; it writes as `nobody`."""
+    if smtp_sink_binary() is None:
+        pytest.skip("Postfix's smtp-sink is not installed: apt-get install -y postfix")
+    directory = Path(tempfile.mkdtemp(prefix="postwire-sink-"))
+    os.chmod(directory, 0o777)
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def smtp_server(
+    tmp_path: Path, dns_server: AuthoritativeDnsServer, sink_dump: Path
+) -> Iterator[LiveServer]:
+    with running_smtp_sink(sink_dump) as (host, port):
+        live = LiveServer(config_path=tmp_path / "postwire.toml", data_dir=tmp_path / "data")
+        write_config(
+            live.config_path,
+            live.data_dir,
+            nameservers=(dns_server.nameserver,),
+            routes={"*": f"{host}:{port}"},
+            starttls_listen=(free_address(),),
+            tls_listen=(free_address(),),
+        )
+        live.start()
+        resend.api_url = live.base_url
+        resend.api_key = live.create_key("admin")
+        yield live
+        resend.api_key = None
+        if live.process is not None:
+            live.stop()
+
+
+def listener(live: LiveServer, key: str) -> tuple[str, int]:
+    """The one address of `smtp.<key>` in the server's config."""
+    text = live.config_path.read_text()
+    match = re.search(rf'^{key} = \["([\d.]+):(\d+)"\]', text, re.MULTILINE)
+    assert match is not None, text
+    return match.group(1), int(match.group(2))
+
+
+def wait_for_smtp(address: tuple[str, int]) -> None:
+    """SMTP starts after the API has said it is ready."""
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            socket.create_connection(address, timeout=1).close()
+            return
+        except OSError:
+            assert time.monotonic() < deadline, f"nothing listens on {address}"
+            time.sleep(0.05)
+
+
+def swaks(address: tuple[str, int], token: str, cert: Path, subject: str, *tls: str) -> str:
+    """Send with swaks; the email id from Postwire's 250 reply."""
+    assert SWAKS is not None
+    command = [
+        SWAKS, "--server", f"{address[0]}:{address[1]}", "--from", f"shop@{DOMAIN}",
+        "--to", "ann@example.org", "--header", f"From: Shop <shop@{DOMAIN}>",
+        "--header", f"Subject: {subject}", "--auth", "PLAIN", "--auth-user", "postwire",
+        "--auth-password", token, "--tls-verify", "--tls-ca-path", str(cert), *tls,
+    ]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    accepted = re.search(r"^<[-~]  250 2\.0\.0 OK queued as (\S+)$", result.stdout, re.MULTILINE)
+    assert accepted is not None, result.stdout + result.stderr
+    return accepted.group(1)
+
+
+def with_smtplib(address: tuple[str, int], token: str, cert: Path, subject: str) -> str:
+    mail = EmailMessage()
+    mail["From"] = f"Shop <shop@{DOMAIN}>"
+    mail["To"] = "ann@example.org"
+    mail["Subject"] = subject
+    mail.set_content("Sent with smtplib.\n")
+    context = ssl.create_default_context(cafile=str(cert))
+    with smtplib.SMTP(*address, timeout=10) as client:
+        client.starttls(context=context)
+        client.login("postwire", token)
+        refused = client.send_message(mail, to_addrs=["ann@example.org", "bob@example.org"])
+        assert refused == {}
+    # send_message keeps no reply to DATA: take the id from the API instead.
+    (email,) = [e for e in resend.Emails.list()["data"] if e["subject"] == subject]
+    return str(email["id"])
+
+
+def dkim_verifies(message: SunkMessage, dns_server: AuthoritativeDnsServer) -> bool:
+    """dkimpy, asking Knot for the public key like any receiver would."""
+    resolver = dns.resolver.Resolver(configure=False)
+    host, port = dns_server.nameserver.rsplit(":", 1)
+    resolver.nameservers, resolver.port = [host], int(port)
+
+    def txt(name: bytes, timeout: int = 5) -> bytes:
+        answer = resolver.resolve(name.decode().rstrip("."), "TXT", lifetime=timeout)
+        return b"".join(b"".join(record.strings) for record in answer)
+
+    return bool(dkim.verify(message.content, dnsfunc=txt))
+
+
+@pytest.mark.skipif(SWAKS is None, reason="swaks is not installed: apt-get install -y swaks")
+def test_swaks_and_smtplib_mail_is_signed_delivered_and_listed(
+    smtp_server: LiveServer, dns_server: AuthoritativeDnsServer, sink_dump: Path
+) -> None:
+    verified_domain(dns_server)
+    cert = smtp_server.data_dir / "tls" / "smtp-cert.pem"
+    starttls, implicit_tls = (
+        listener(smtp_server, "starttls_listen"),
+        listener(smtp_server, "tls_listen"),
+    )
+    wait_for_smtp(starttls)
+    wait_for_smtp(implicit_tls)
+    token = smtp_server.create_key("relay", permission="sending_access")
+
+    ids = {
+        "swaks STARTTLS": swaks(starttls, token, cert, "swaks STARTTLS", "--tls"),
+        "swaks implicit TLS": swaks(
+            implicit_tls, token, cert, "swaks implicit TLS", "--tls-on-connect"
+        ),
+        "smtplib": with_smtplib(starttls, token, cert, "smtplib"),
+    }
+
+    deadline = time.monotonic() + 30
+    while len(sunk := sunk_messages(sink_dump)) < 3:
+        assert time.monotonic() < deadline, f"{len(sunk)} of 3 messages reached the sink"
+        time.sleep(0.1)
+    by_subject = {}
+    for message in sunk:
+        subject = re.search(rb"^Subject: (.+?)\r$", message.content, re.MULTILINE)
+        assert subject is not None
+        by_subject[subject.group(1).decode()] = message
+    assert sorted(by_subject) == sorted(ids)
+    for subject, message in by_subject.items():
+        assert dkim_verifies(message, dns_server), subject
+        email_id = ids[subject]
+        assert message.mail_from == f"bounces+{email_id}@send.{DOMAIN}"
+    assert sorted(by_subject["smtplib"].rcpt_tos) == ["ann@example.org", "bob@example.org"]
+
+    # SMTP mail shows in the API like API mail, and ends delivered.
+    listed = {email["id"]: email for email in resend.Emails.list()["data"]}
+    for subject, email_id in ids.items():
+        assert listed[email_id]["subject"] == subject
+        assert listed[email_id]["from"] == f"Shop <shop@{DOMAIN}>"
+        deadline = time.monotonic() + 15
+        while resend.Emails.get(email_id)["last_event"] != "delivered":
+            assert time.monotonic() < deadline, resend.Emails.get(email_id)
+            time.sleep(0.1)
