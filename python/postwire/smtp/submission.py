@@ -175,6 +175,8 @@ class SubmissionHandler:
         assert isinstance(envelope, _Envelope)
         content = envelope.original_content or b""
         refusal = policy.on_data(content, self.config.smtp.max_message_size)
+        if refusal is None and not envelope.inbound and not policy.may_relay(self.facts(session)):
+            refusal = policy.RELAYING_DENIED  # RCPT let no such recipient through: a second lock
         if refusal is not None:
             return policy.format_reply(refusal)
         recipients = list(envelope.rcpt_tos)
@@ -200,7 +202,7 @@ class SubmissionHandler:
             except ApiError as refusal:
                 return policy.reply_for_refusal(refusal)
             except SpoolFullError:
-                return INSUFFICIENT_STORAGE
+                return policy.INSUFFICIENT_STORAGE
 
     async def receive_report(self, recipients: list[str], content: bytes) -> Reply:
         """Apply a bounce (DSN) or complaint (ARF) report sent to Postwire's own addresses (a
@@ -216,7 +218,7 @@ class SubmissionHandler:
             try:
                 applied = await apply_report(self.deps.spool, report, rcpt_to, _now_ms())
             except SpoolFullError:
-                return INSUFFICIENT_STORAGE
+                return policy.INSUFFICIENT_STORAGE
             if applied is None:
                 log.info("report to %s names no email of ours, or nothing applies", rcpt_to)
             else:
@@ -262,9 +264,6 @@ class SubmissionHandler:
             self.deps.delivery.wake()
         log.info("accepted %s over SMTP for %d recipients", response["id"], len(recipients))
         return policy.accepted(str(response["id"]))
-
-
-INSUFFICIENT_STORAGE: Reply = (452, "4.3.1", "Insufficient system storage, try again later")
 
 
 def _peer_host(session: Session) -> str:

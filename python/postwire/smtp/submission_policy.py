@@ -57,6 +57,7 @@ NOT_A_REPORT: Reply = (
     "are accepted at this address",
 )
 REPORT_RECEIVED: Reply = (250, "2.0.0", "OK report received")
+INSUFFICIENT_STORAGE: Reply = (452, "4.3.1", "Insufficient system storage, try again later")
 
 
 def format_reply(reply: Reply) -> str:
