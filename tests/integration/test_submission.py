@@ -329,6 +329,37 @@ async def test_trusted_network_relays_without_auth_for_the_domains_team(tmp_path
         assert (code, reply[:6]) == (550, b"5.7.1 ")
 
 
+async def test_trusted_relay_mail_of_a_domain_two_teams_verified_belongs_to_neither(
+    tmp_path: Path,
+) -> None:
+    env = {"POSTWIRE_SMTP_TRUSTED_NETWORKS": '["127.0.0.0/8"]'}
+    async with submission_server(tmp_path, **env) as server:
+
+        def relay(sender: str) -> tuple[int, bytes]:
+            with smtplib.SMTP(*server.starttls, timeout=10) as client:
+                client.starttls(context=server.client_tls())
+                client.ehlo()
+                client.mail("bulk@sender.test")
+                client.rcpt("ann@example.org")
+                return client.data(message(sender=sender).as_bytes(policy=SMTP))
+
+        # A subdomain's address is covered by the verified domain.
+        code, reply = await in_thread(lambda: relay("news@mail.sender.test"))
+        assert code == 250, reply
+        # Another team verifies the same name (each proved it controls the DNS at some time).
+        other = await create_team(server.spool, "Other", datetime.now(UTC))
+        config = load_config(None, {"POSTWIRE_DATA_DIR": str(tmp_path)})
+        twin = await domain_store.create_domain(server.spool, config, other.id, "sender.test")
+        batch = _core.WriteBatch()
+        twin = dataclasses.replace(twin, status="verified")
+        domain_store.DOMAINS.put(batch, f"domain/{other.id}/{twin.id}", twin)
+        await server.spool.commit(batch)
+        await trio.sleep(1.1)  # the relay path reads the verified domains once a second
+        code, reply = await in_thread(lambda: relay("news@sender.test"))
+        assert (code, reply[:6]) == (550, b"5.7.1 ")
+        assert len(server.records()) == 1
+
+
 async def test_a_message_without_subject_is_accepted(tmp_path: Path) -> None:
     async with submission_server(tmp_path) as server:
         mail = message()

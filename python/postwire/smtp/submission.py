@@ -35,7 +35,8 @@ from postwire.accept import (
     SubmittedMessage,
 )
 from postwire.config import Config, split_host_port
-from postwire.domains.store import DomainRecord, find_verified_domain_for_sender, scan_all_domains
+from postwire.domains.records import parse_domain_name
+from postwire.domains.store import DomainRecord, scan_all_domains
 from postwire.errors import ApiError, SpoolFullError
 from postwire.inbound.apply import apply_report, is_inbound_address
 from postwire.inbound.reports import parse_report, verp_email_id
@@ -111,6 +112,7 @@ class SubmissionHandler:
         self.deps = deps
         self.acceptor = Acceptor(deps.spool)
         self.auth_failures = RateLimiter(config.smtp.max_auth_failures, window_seconds=60)
+        self._verified_snapshot: tuple[float, list[DomainRecord]] | None = None
         self.in_flight = _InFlight()
         self.in_flight.idle.set()
 
@@ -225,11 +227,22 @@ class SubmissionHandler:
                 log.info("report on %s: %s", applied.email_id, ", ".join(applied.events))
             return policy.REPORT_RECEIVED
 
+    def _verified_domains(self, max_age: float) -> list[DomainRecord]:
+        """Every team's verified domains, read again when older than `max_age` seconds: trusted
+        relays send in bulk, and a scan of all domains per message cost a tenth of the time. The
+        snapshot only names the team; the accept path then checks the domain in the store."""
+        now = time.monotonic()
+        if self._verified_snapshot is None or now - self._verified_snapshot[0] >= max_age:
+            domains = [d for d in scan_all_domains(self.deps.spool) if d.status == "verified"]
+            self._verified_snapshot = (now, domains)
+        return self._verified_snapshot[1]
+
     @contextmanager
     def _in_flight(self) -> Iterator[None]:
         """Counts DATA commands being handled: shutdown waits for them."""
+        if self.in_flight.count == 0:
+            self.in_flight.idle = trio.Event()
         self.in_flight.count += 1
-        self.in_flight.idle = trio.Event()
         try:
             yield
         finally:
@@ -244,7 +257,9 @@ class SubmissionHandler:
         if key is not None:
             team_id = key.team_id
         else:  # a trusted network: the mail belongs to the team of its verified From domain
-            domain = _verified_from_domain_of_any_team(self.deps.spool, message)
+            domain = _team_domain_of_sender(self._verified_domains(max_age=1.0), message)
+            if domain is None:  # or verified since the snapshot was read
+                domain = _team_domain_of_sender(self._verified_domains(max_age=0.0), message)
             if domain is None:
                 return (550, "5.7.1", "The From domain is not a verified domain")
             team_id = domain.team_id
@@ -290,20 +305,27 @@ def _fingerprint(recipients: Sequence[str], message: SubmittedMessage) -> str:
     return digest.hexdigest()
 
 
-def _verified_from_domain_of_any_team(spool: Any, message: SubmittedMessage) -> DomainRecord | None:
-    """The verified domain the From address falls under, whichever team owns it. Several
-    teams may have verified the same name: then the mail belongs to none of them.
-
-    Scans every domain: trusted-network relaying is for a few bulk senders, and domains are few.
-    """
+def _team_domain_of_sender(
+    verified: Sequence[DomainRecord], message: SubmittedMessage
+) -> DomainRecord | None:
+    """Among `verified` domains (of every team), the one the From address falls under: the
+    closest, as for API mail. Several teams may have verified the same name: then the mail
+    belongs to none of them."""
     senders = getaddresses(message.values(b"from"))
     if len(senders) != 1 or "@" not in senders[0][1]:
         return None
-    sender_domain = senders[0][1].rpartition("@")[2].lower()
-    teams = {d.team_id for d in scan_all_domains(spool) if d.status == "verified"}
-    found = [find_verified_domain_for_sender(spool, team, sender_domain) for team in teams]
-    matches = [domain for domain in found if domain is not None]
-    return matches[0] if len(matches) == 1 else None
+    try:
+        sender_domain = parse_domain_name(senders[0][1].rpartition("@")[2])
+    except ApiError:
+        return None
+    covering = [
+        domain
+        for domain in verified
+        if sender_domain == domain.name or sender_domain.endswith("." + domain.name)
+    ]
+    if len({domain.team_id for domain in covering}) != 1:
+        return None
+    return max(covering, key=lambda domain: len(domain.name))
 
 
 async def serve_submission(
@@ -320,6 +342,8 @@ async def serve_submission(
     are dropped with the loop (nothing of theirs was accepted). Cancellation drops everything;
     a commit in progress happens whole or not at all.
     """
+    # aiosmtpd logs every command at INFO: noise that cost a twentieth of the time under load.
+    logging.getLogger("mail.log").setLevel(logging.WARNING)
     # Imported only here: importing trio_asyncio swaps asyncio's event loop policy for the
     # whole process, after which plain asyncio loops made in other threads (aiosmtpd's
     # Controller) no longer work. Only a process that serves SMTP should pay that.
