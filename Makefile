@@ -5,7 +5,7 @@ BIN       := $(VENV)/bin
 INSTALLED := $(VENV)/.postwire-installed
 RUST_SRC  := $(shell find rust -name '*.rs' -o -name Cargo.toml) Cargo.toml Cargo.lock
 
-.PHONY: help setup serve test test-rust test-python lint bench-core bench-api bench-delivery clean
+.PHONY: help setup serve test test-rust test-python lint bench-core bench-api bench-delivery bench-smtp clean
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -56,6 +56,17 @@ bench-delivery: setup  ## delivered messages/s, REST API -> spool -> smtp-sink (
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postfix; }
 	@test -x $(BIN)/py-spy || $(BIN)/pip install --quiet "py-spy==0.4.3"
 	$(BIN)/python -m benchmarks.delivery --profile
+
+# smtp-source (Postfix) behind an stunnel client drives implicit TLS; Postfix is the baseline.
+bench-smtp: setup  ## SMTP submission over implicit TLS, 50 sessions: accepted and delivered/s vs Postfix
+	@PATH="$$PATH:/usr/sbin:/sbin" command -v knotd >/dev/null || \
+		{ apt-get update -qq && apt-get install -y -qq knot; }
+	@test -x /usr/sbin/smtp-source || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postfix; }
+	@command -v stunnel4 >/dev/null || command -v stunnel >/dev/null || \
+		{ apt-get update -qq && apt-get install -y -qq stunnel4; }
+	@test -x $(BIN)/py-spy || $(BIN)/pip install --quiet "py-spy==0.4.3"
+	$(BIN)/python -m benchmarks.smtp --profile
 
 clean:
 	rm -rf $(VENV) target

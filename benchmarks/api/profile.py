@@ -13,8 +13,8 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 SAMPLE_RATE = 200  # per second: enough samples in a few seconds, little slowdown
@@ -78,6 +78,8 @@ class Profiled:
     flamegraph: str | None  # file name, when one was drawn
     collapsed: str
     hot: HotSpots
+    # Shares of named parts of the work (see `inclusive_shares`), when the benchmark names some.
+    parts: list[tuple[str, float]] = field(default_factory=list)
 
 
 def hot_spots(collapsed: str, top: int = 15) -> HotSpots:
@@ -119,6 +121,24 @@ def hot_spots(collapsed: str, top: int = 15) -> HotSpots:
     )
 
 
+def inclusive_shares(collapsed: str, parts: Mapping[str, Sequence[str]]) -> list[tuple[str, float]]:
+    """For each part, the share of samples with a frame that contains one of its markers
+    (`"(logging/"`, `"SubmissionHandler.accept ("`): parts that cut across the call tree, such
+    as a library called from everywhere. A sample may count for several parts."""
+    counts = dict.fromkeys(parts, 0)
+    total = 0
+    for line in collapsed.splitlines():
+        match = _LINE.match(line)
+        if match is None or ";" not in match["stack"]:
+            continue
+        count = int(match["count"])
+        total += count
+        for part, markers in parts.items():
+            if any(marker in match["stack"] for marker in markers):
+                counts[part] += count
+    return [(part, count / total) for part, count in counts.items()] if total else []
+
+
 def _first_below_dispatch(frames: list[str]) -> int:
     for index in range(len(frames) - 1, -1, -1):
         if frames[index] in _DISPATCH_FRAMES:
@@ -137,9 +157,10 @@ def profile_section(profiled: Profiled, *, why_the_gil: str) -> list[str]:
     holding the GIL is the one worth sampling in this benchmark."""
     hot = profiled.hot
 
-    def table(title: str, rows: list[tuple[str, float]]) -> list[str]:
+    def table(title: str, rows: list[tuple[str, float]], *, code: bool = True) -> list[str]:
         out = ["", f"| {title} | share |", "|---|---:|"]
-        return out + [f"| `{name}` | {share:.1%} |" for name, share in rows]
+        quote = "`" if code else ""
+        return out + [f"| {quote}{name}{quote} | {share:.1%} |" for name, share in rows]
 
     files = f"Collapsed stacks: `{profiled.collapsed}`."
     if profiled.flamegraph is not None:
@@ -157,4 +178,7 @@ def profile_section(profiled: Profiled, *, why_the_gil: str) -> list[str]:
     lines += table("self time (leaf frame)", hot.self_time)
     lines += table("inclusive time (below Trio's scheduler)", hot.inclusive)
     lines += table("inclusive time, Postwire's own functions", hot.postwire)
+    if profiled.parts:
+        parts_title = "inclusive time of parts of the work (they may overlap)"
+        lines += table(parts_title, profiled.parts, code=False)
     return lines
