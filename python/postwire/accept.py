@@ -11,7 +11,6 @@ when it returns is any email accepted.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -70,20 +69,19 @@ class _Draft:
 # idempotency keys are for Postwire only (and must not be signed).
 IDEMPOTENCY_HEADERS = (b"resend-idempotency-key", b"postwire-idempotency-key")
 _STRIPPED_HEADERS = (b"bcc", *IDEMPOTENCY_HEADERS)
-_BARE_LF = re.compile(rb"(?<!\r)\n")
 
 
 @dataclass(frozen=True, slots=True)
 class SubmittedMessage:
     """A message as a client submitted it, split into header fields (each with its folded
-    continuation lines, no final CRLF) and body, with CRLF line endings throughout."""
+    continuation lines, no final CRLF) and body. Its lines end with CRLF: SMTP submission
+    refuses a bare LF before parsing (`submission_policy.on_data`)."""
 
     fields: list[bytes]
     body: bytes
 
     @classmethod
     def parse(cls, message: bytes) -> SubmittedMessage:
-        message = _BARE_LF.sub(b"\r\n", message)  # clients that send bare LF mean CRLF
         head, separator, body = message.partition(b"\r\n\r\n")
         if not separator:  # headers only
             head, body = message.removesuffix(b"\r\n"), b""

@@ -639,3 +639,19 @@ async def test_protocol_errors_carry_enhanced_status_codes(tmp_path: Path) -> No
         unknown, out_of_order = await in_thread(errors)
         assert unknown == (500, b'5.5.2 Error: command "FROBNICATE" not recognized')
         assert out_of_order == (503, b"5.5.1 Error: need MAIL command")
+
+
+async def test_dotted_lines_and_large_bodies_arrive_exactly(tmp_path: Path) -> None:
+    async with submission_server(tmp_path) as server:
+        lines = [b".", b"..", b".starts with a dot", b"ends with a dot.", b""]
+        lines += [b"%06d " % n + b"q" * 90 for n in range(1200)]  # about 115 KiB
+        body = b"".join(line + b"\r\n" for line in lines)
+        head = message().as_bytes(policy=SMTP).split(b"\r\n\r\n", 1)[0]
+        raw = head + b"\r\n\r\n" + body  # smtplib doubles the leading dots on the wire
+
+        code, reply = await in_thread(lambda: send_raw(server, raw, ["ann@example.org"]))
+        assert code == 250, reply
+        spooled = server.spool.message_body(email_id_of(reply))
+        assert spooled is not None
+        assert spooled.split(b"\r\n\r\n", 1)[1] == body
+        assert verifies_with_dkimpy(spooled, server.domain)
