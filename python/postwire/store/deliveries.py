@@ -44,6 +44,14 @@ class EventRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class OutboxEntry:
+    """An event not yet handed to the team's webhook endpoints, under its id: ids are
+    time-ordered, so the dispatcher takes events across teams in the order they happened."""
+
+    team_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class SuppressionRecord:
     id: str
     email: str  # lower case
@@ -54,6 +62,7 @@ class SuppressionRecord:
 
 DELIVERIES = Table("deliveries", DeliveryRecord)
 EVENTS = Table("events", EventRecord)
+OUTBOX = Table("outbox", OutboxEntry)
 SUPPRESSIONS = Table("suppressions", SuppressionRecord)
 
 
@@ -68,10 +77,16 @@ def is_suppressed(spool: Spool, team_id: str, address: str) -> bool:
 def add_event(
     batch: WriteBatch, team_id: str, email_id: str, kind: str, now_ms: int, **data: Any
 ) -> EventRecord:
-    """Add an event to `batch`; its id is time-ordered, so a team's events scan in order."""
+    """Add an event to `batch`, and to the webhook outbox in the same commit; its id is
+    time-ordered, so a team's events scan in order."""
     event = EventRecord(_core.new_id(), kind, now_ms, team_id, email_id, data)
-    EVENTS.put(batch, f"{team_id}/{event.id}", event)
+    EVENTS.put(batch, event_key(team_id, event.id), event)
+    OUTBOX.put(batch, event.id, OutboxEntry(team_id))
     return event
+
+
+def event_key(team_id: str, event_id: str) -> str:
+    return f"{team_id}/{event_id}"
 
 
 def email_events(spool: Spool, team_id: str, email_id: str) -> list[EventRecord]:
