@@ -36,6 +36,8 @@ TABLES: tuple[str, ...] = (
     "suppressions",
     "webhooks",
     "outbox",
+    "webhook_messages",
+    "webhook_due",
     "contacts",
     "audiences",
     "broadcasts",
