@@ -16,11 +16,11 @@ from postwire.api.attachments import (
     decode_attachment_content,
     fetch_attachment,
     filename_from_url,
-    is_refused_address,
     refuse_forbidden_file_type,
 )
 from postwire.api.send_request import SendRequest, parse_batch_request, parse_send_request
 from postwire.errors import ApiError
+from postwire.outbound_http import is_refused_address
 
 NOW = datetime(2026, 3, 6, 15, 0, tzinfo=UTC)
 PDF = b"%PDF-1.4\n\x00\xff\xfe binary"

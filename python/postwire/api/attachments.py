@@ -9,21 +9,24 @@ from __future__ import annotations
 
 import base64
 import binascii
-import ipaddress
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
 from urllib.parse import unquote, urlsplit
 
 import httpx
 import trio
 
 from postwire.errors import ApiError, validation_error
-
-IPAddress = IPv4Address | IPv6Address
-IPNetwork = IPv4Network | IPv6Network
-Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
-"""`(host, port) -> addresses`: how a `path` URL's host becomes IP addresses to vet."""
+from postwire.outbound_http import (
+    IPNetwork,
+    RefusedTarget,
+    Resolver,
+    as_http_url,
+    parse_http_url,
+    resolve_host,
+    send_to_first_reachable,
+    vetted_addresses,
+)
 
 MAX_REDIRECTS = 3
 
@@ -41,20 +44,6 @@ FORBIDDEN_EXTENSIONS = frozenset((
     "xnk",
 ))
 # fmt: on
-
-# Instance metadata services (AWS, GCP and Azure share 169.254.169.254; AWS ECS, AWS over
-# IPv6, Alibaba, Oracle). All are private anyway; named so that no allow-list lets them through.
-CLOUD_METADATA_ADDRESSES = frozenset(
-    ipaddress.ip_address(address)
-    for address in (
-        "169.254.169.254",
-        "169.254.170.2",
-        "fd00:ec2::254",
-        "100.100.100.200",
-        "192.0.0.192",
-    )
-)
-_NAT64_PREFIX = IPv6Network("64:ff9b::/96")
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,55 +116,6 @@ def filename_from_url(url: str) -> str | None:
     return name or None
 
 
-async def resolve_host(host: str, port: int) -> list[str]:
-    """The host's addresses for TCP, in the resolver's order, through trio's thread pool."""
-    infos = await trio.socket.getaddrinfo(host, port, type=trio.socket.SOCK_STREAM)
-    addresses: list[str] = []
-    for info in infos:
-        address = str(info[4][0])
-        if address not in addresses:
-            addresses.append(address)
-    return addresses
-
-
-def is_refused_address(address: IPAddress, allowed_networks: Sequence[IPNetwork] = ()) -> bool:
-    """Whether an SSRF guard refuses `address`: anything not publicly routable (loopback,
-    private, link-local, multicast, reserved, unspecified, shared) and cloud metadata services,
-    also when tunnelled inside an IPv6 address. `allowed_networks` lets an operator's own
-    networks through, but never a metadata address."""
-    embedded = _embedded_ipv4(address)
-    if embedded is not None:
-        return is_refused_address(embedded, allowed_networks)
-    if address in CLOUD_METADATA_ADDRESSES:
-        return True
-    if any(address in network for network in allowed_networks):
-        return False
-    return (
-        address.is_loopback
-        or address.is_private
-        or address.is_link_local
-        or address.is_multicast
-        or address.is_reserved
-        or address.is_unspecified
-        or not address.is_global
-    )
-
-
-def _embedded_ipv4(address: IPAddress) -> IPv4Address | None:
-    """The IPv4 address inside an IPv4-mapped, 6to4, Teredo or NAT64 IPv6 address."""
-    if not isinstance(address, IPv6Address):
-        return None
-    if address.ipv4_mapped is not None:
-        return address.ipv4_mapped
-    if address.sixtofour is not None:
-        return address.sixtofour
-    if address.teredo is not None:
-        return address.teredo[1]
-    if address in _NAT64_PREFIX:
-        return IPv4Address(int(address) & 0xFFFFFFFF)
-    return None
-
-
 async def fetch_attachment(
     url: str,
     *,
@@ -216,18 +156,6 @@ async def fetch_attachment(
     raise _fetch_error(field, f"it took longer than {timeout:g} seconds")
 
 
-def parse_http_url(value: str) -> httpx.URL | None:
-    """`value` as httpx reads it when it is an http or https URL with a host, else None."""
-    try:
-        return _http_url_or_none(httpx.URL(value))
-    except (httpx.InvalidURL, ValueError):  # UnicodeEncodeError for unpaired surrogates
-        return None
-
-
-def _http_url_or_none(url: httpx.URL) -> httpx.URL | None:
-    return url if url.scheme in ("http", "https") and url.raw_host else None
-
-
 async def _fetch_following_redirects(
     client: httpx.AsyncClient,
     url: httpx.URL,
@@ -242,10 +170,17 @@ async def _fetch_following_redirects(
         port = url.port or (443 if url.scheme == "https" else 80)
         # raw_host: an IDN in its punycode form, an IPv6 address without brackets.
         host = url.raw_host.decode("ascii")
-        addresses = await _vetted_addresses(
-            host, port, allow_private, allowed_networks, resolve, field
-        )
-        response = await _send_to_first_reachable(client, url, host, addresses, field)
+        try:
+            addresses = await vetted_addresses(
+                host,
+                port,
+                allow_private=allow_private,
+                allowed_networks=allowed_networks,
+                resolve=resolve,
+            )
+            response = await send_to_first_reachable(client, "GET", url, addresses)
+        except RefusedTarget as refusal:
+            raise _fetch_error(field, str(refusal)) from None
         try:
             if response.has_redirect_location:
                 url = _redirect_target(url, response.headers["location"], field)
@@ -262,57 +197,12 @@ async def _fetch_following_redirects(
 
 def _redirect_target(url: httpx.URL, location: str, field: str) -> httpx.URL:
     try:
-        target = _http_url_or_none(url.join(location))
+        target = as_http_url(url.join(location))
     except (httpx.InvalidURL, ValueError):
         target = None
     if target is None:
         raise _fetch_error(field, "it redirects to a URL that is not http or https")
     return target
-
-
-async def _vetted_addresses(
-    host: str,
-    port: int,
-    allow_private: bool,
-    allowed_networks: Sequence[IPNetwork],
-    resolve: Resolver,
-    field: str,
-) -> list[IPAddress]:
-    try:
-        # An IPv6 zone (`fe80::1%eth0`) is dropped: such addresses are link-local anyway.
-        addresses = [
-            ipaddress.ip_address(address.partition("%")[0]) for address in await resolve(host, port)
-        ]
-    except (OSError, ValueError):
-        raise _fetch_error(field, f"the host `{host}` could not be resolved") from None
-    if not addresses:
-        raise _fetch_error(field, f"the host `{host}` could not be resolved")
-    # One refused address refuses the host: a name that also points inward is not trusted.
-    if not allow_private and any(is_refused_address(a, allowed_networks) for a in addresses):
-        raise _fetch_error(field, f"the host `{host}` is a private, loopback or reserved address")
-    return addresses
-
-
-async def _send_to_first_reachable(
-    client: httpx.AsyncClient, url: httpx.URL, host: str, addresses: list[IPAddress], field: str
-) -> httpx.Response:
-    """Send the GET to each vetted address in turn until one connects."""
-    headers = {"Host": url.netloc.decode("ascii"), "Accept-Encoding": "identity"}
-    for address in addresses:
-        # The URL names the vetted address; Host and the TLS server name keep the real host.
-        request = client.build_request(
-            "GET",
-            url.copy_with(host=str(address)),
-            headers=headers,
-            extensions={"sni_hostname": host},
-        )
-        try:
-            return await client.send(request, stream=True)
-        except httpx.ConnectError:
-            continue
-        except httpx.HTTPError:
-            break
-    raise _fetch_error(field, "the connection to its host failed")
 
 
 async def _read_limited(response: httpx.Response, max_bytes: int, field: str) -> bytes:

@@ -27,19 +27,16 @@ from typing import Literal
 
 from postwire import _core
 from postwire.api.attachments import (
-    IPNetwork,
     RemoteAttachment,
-    Resolver,
     base64_size,
     decode_attachment_content,
     fetch_attachment,
     filename_from_url,
-    parse_http_url,
     refuse_forbidden_file_type,
-    resolve_host,
 )
 from postwire.api.scheduling import parse_scheduled_at
 from postwire.errors import ApiError, MessageError, validation_error
+from postwire.outbound_http import IPNetwork, Resolver, parse_http_url, resolve_host
 
 Mailbox = tuple[str | None, str]
 """`(display name or None, address)`, as `_core.build_message` takes them."""
