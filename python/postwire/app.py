@@ -38,6 +38,7 @@ from postwire.store.spool import Spool, serve_spool
 if TYPE_CHECKING:
     from postwire.delivery.engine import DeliveryEngine
     from postwire.domains.verification import DomainVerifier
+    from postwire.webhooks.dispatcher import WebhookDispatcher
 
 log = logging.getLogger("postwire")
 
@@ -55,6 +56,7 @@ class ServiceDeps:
     stopping: trio.Event = field(default_factory=trio.Event)
     domain_verifier: DomainVerifier | None = None
     delivery: DeliveryEngine | None = None
+    webhooks: WebhookDispatcher | None = None
 
 
 HandleT = TypeVar("HandleT")
@@ -182,11 +184,13 @@ async def _start_processing(stage: Stage, config: Config, deps: ServiceDeps) -> 
     from postwire.delivery.engine import serve_delivery  # these import ServiceDeps
     from postwire.domains.verification import serve_domain_verifier
     from postwire.store.idempotency import serve_idempotency_sweeper
+    from postwire.webhooks.dispatcher import serve_webhooks
 
     verifier = await stage.start(serve_domain_verifier, config, deps)
     await stage.start(serve_idempotency_sweeper, config, deps)
     engine = await stage.start(serve_delivery, config, deps)
-    return dataclasses.replace(deps, domain_verifier=verifier, delivery=engine)
+    webhooks = await stage.start(serve_webhooks, config, deps)
+    return dataclasses.replace(deps, domain_verifier=verifier, delivery=engine, webhooks=webhooks)
 
 
 async def _start_intake(stage: Stage, config: Config, deps: ServiceDeps) -> None:

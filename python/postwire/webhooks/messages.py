@@ -3,8 +3,10 @@ every attempt, so a receiver can deduplicate by its `svix-id`), its attempts, an
 
 Tables:
     webhook_messages  `{team_id}/{webhook_id}/{event_id}` -> WebhookMessage
-    webhook_due       `{due_ms:016d}/{team_id}/{webhook_id}/{event_id}` -> DueEntry, for each
-                      message waiting for an attempt; the dispatcher scans it in key order
+    webhook_due       `{team_id}/{webhook_id}/{due_ms:016d}/{event_id}` -> DueEntry, for each
+                      message waiting for an attempt: per endpoint in due order, so the
+                      dispatcher serves each endpoint from its own queue and a slow one never
+                      holds up another
 """
 
 from __future__ import annotations
@@ -55,7 +57,16 @@ def message_key(team_id: str, webhook_id: str, event_id: str) -> str:
 
 
 def due_key(due_ms: int, entry: DueEntry) -> str:
-    return f"{due_ms:016d}/{entry.team_id}/{entry.webhook_id}/{entry.event_id}"
+    return f"{due_prefix(entry.team_id, entry.webhook_id)}{due_ms:016d}/{entry.event_id}"
+
+
+def due_prefix(team_id: str, webhook_id: str) -> str:
+    return f"{team_id}/{webhook_id}/"
+
+
+def due_at_ms(key: str) -> int:
+    """The due time in a `webhook_due` key."""
+    return int(key.rsplit("/", 2)[1])
 
 
 def put_message(batch: WriteBatch, spool: Spool, message: WebhookMessage) -> None:

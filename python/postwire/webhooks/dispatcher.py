@@ -1,0 +1,284 @@
+"""The webhook dispatcher: from the outbox to signed POSTs, with retries.
+
+Every event enters the `outbox` table in the commit that records it. The dispatcher takes
+outbox entries in order and, in one commit per pass, turns each into one message per
+subscribed endpoint (the body built once, so every attempt and replay signs the same bytes)
+and deletes the entries. Messages wait in a due index per endpoint; each endpoint gets at most
+`PER_ENDPOINT` POSTs at a time, so a slow or dead endpoint never holds up another. An attempt
+is recorded in the commit that reschedules or finishes its message: after a crash, a message
+is tried again (at least once), with the same `svix-id` for receivers to deduplicate.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Final
+
+import httpx
+import trio
+
+from postwire._core import WriteBatch
+from postwire.config import Config
+from postwire.outbound_http import (
+    RefusedTarget,
+    parse_http_url,
+    send_to_first_reachable,
+    vetted_addresses,
+)
+from postwire.store.deliveries import EVENTS, OUTBOX, event_key
+from postwire.store.emails import EMAILS, email_key
+from postwire.store.spool import Spool, wall_clock_ms
+from postwire.webhooks.messages import (
+    WEBHOOK_DUE,
+    WEBHOOK_MESSAGES,
+    DueEntry,
+    WebhookAttempt,
+    WebhookMessage,
+    due_at_ms,
+    due_prefix,
+    message_key,
+    put_message,
+)
+from postwire.webhooks.payloads import webhook_payload
+from postwire.webhooks.retry_policy import next_attempt_ms, should_disable
+from postwire.webhooks.signing import signed_headers
+from postwire.webhooks.store import WEBHOOKS, WebhookRecord
+
+if TYPE_CHECKING:
+    from postwire.app import ServiceDeps
+
+log = logging.getLogger("postwire.webhooks")
+
+PER_ENDPOINT: Final = 4  # concurrent POSTs to one endpoint
+OUTBOX_PASS: Final = 500  # outbox entries fanned out per commit
+ATTEMPT_TIMEOUT_SECONDS: Final = 15.0  # connection, request and response together
+IDLE_POLL_SECONDS: Final = 0.2  # events are written by many services; none of them wakes us
+USER_AGENT: Final = "Postwire-Webhooks/1"
+
+
+@dataclass(frozen=True, slots=True)
+class PostOutcome:
+    status_code: int | None
+    error: str | None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status_code is not None and 200 <= self.status_code < 300
+
+
+Poster = Callable[[WebhookRecord, WebhookMessage, int], Awaitable[PostOutcome]]
+
+
+class WebhookDispatcher:
+    """Owns the outbox fan-out and every POST in flight; `wake()` after writing messages."""
+
+    def __init__(
+        self,
+        config: Config,
+        spool: Spool,
+        *,
+        now_ms: Callable[[], int] = wall_clock_ms,
+        post: Poster | None = None,
+    ) -> None:
+        self.config = config
+        self.spool = spool
+        self.now_ms = now_ms
+        self.post: Poster = post if post is not None else self._post
+        self._woken = trio.Event()
+        self._in_flight: dict[str, set[str]] = {}  # webhook key -> message keys being sent
+        self._client: httpx.AsyncClient | None = None
+
+    def wake(self) -> None:
+        self._woken.set()
+
+    async def run(self, stopping: trio.Event) -> None:
+        """Fan out and send until `stopping`; then finish the POSTs in flight and return."""
+        async with httpx.AsyncClient(
+            trust_env=False,  # a proxy from the environment would connect to unvetted hosts
+            follow_redirects=False,  # a redirect would lead past the SSRF guard
+            timeout=httpx.Timeout(ATTEMPT_TIMEOUT_SECONDS),
+        ) as client:
+            self._client = client
+            async with trio.open_nursery() as nursery:
+                while not stopping.is_set():
+                    more = await self.fan_out()
+                    self.start_due(nursery)
+                    if more:
+                        continue
+                    with trio.move_on_after(IDLE_POLL_SECONDS):
+                        await self._woken.wait()
+                    self._woken = trio.Event()
+
+    async def fan_out(self) -> bool:
+        """Turn one pass of outbox entries into messages; True if more are waiting."""
+        rows = OUTBOX.scan(self.spool, limit=OUTBOX_PASS)
+        if not rows:
+            return False
+        batch = WriteBatch()
+        now = self.now_ms()
+        subscribers: dict[tuple[str, str], list[WebhookRecord]] = {}
+        for event_id, entry in rows:
+            OUTBOX.delete(batch, event_id)
+            event = EVENTS.get(self.spool, event_key(entry.team_id, event_id))
+            if event is None:
+                continue
+            wanted = (event.team_id, event.type)
+            if wanted not in subscribers:
+                subscribers[wanted] = [
+                    hook
+                    for _, hook in WEBHOOKS.scan(self.spool, prefix=f"{event.team_id}/")
+                    if hook.status == "enabled" and event.type in hook.events
+                ]
+            if not subscribers[wanted]:
+                continue
+            email = EMAILS.get(self.spool, email_key(event.team_id, event.email_id))
+            payload = webhook_payload(event, email).decode()
+            for hook in subscribers[wanted]:
+                message = WebhookMessage(
+                    id="msg_" + event.id.replace("-", ""),
+                    team_id=event.team_id,
+                    webhook_id=hook.id,
+                    event_id=event.id,
+                    event_type=event.type,
+                    payload=payload,
+                    created_at_ms=event.created_at_ms,
+                    status="pending",
+                    next_attempt_ms=now,
+                )
+                put_message(batch, self.spool, message)
+        await self.spool.commit(batch)
+        return len(rows) == OUTBOX_PASS
+
+    def start_due(self, nursery: trio.Nursery) -> None:
+        """Start the due messages of every enabled endpoint, up to its free slots."""
+        now = self.now_ms()
+        for key, hook in WEBHOOKS.scan(self.spool, limit=1_000_000):
+            if hook.status != "enabled":
+                continue
+            sending = self._in_flight.setdefault(key, set())
+            free = PER_ENDPOINT - len(sending)
+            if free <= 0:
+                continue
+            prefix = due_prefix(hook.team_id, hook.id)
+            # Due entries of messages in flight are still there: look past them.
+            rows = WEBHOOK_DUE.scan(self.spool, prefix=prefix, limit=free + len(sending))
+            for due_key, entry in rows:
+                if due_at_ms(due_key) > now or free <= 0:
+                    break
+                mkey = message_key(entry.team_id, entry.webhook_id, entry.event_id)
+                if mkey in sending:
+                    continue
+                sending.add(mkey)
+                free -= 1
+                nursery.start_soon(self._attempt, key, mkey, entry)
+
+    async def _attempt(self, hook_key: str, mkey: str, entry: DueEntry) -> None:
+        try:
+            hook = WEBHOOKS.get(self.spool, hook_key)
+            message = WEBHOOK_MESSAGES.get(self.spool, mkey)
+            if hook is None or message is None or message.status != "pending":
+                return
+            started = self.now_ms()
+            clock = time.monotonic()
+            outcome = await self.post(hook, message, started // 1000)
+            duration_ms = int((time.monotonic() - clock) * 1000)
+            await self._record(hook_key, mkey, outcome, started, duration_ms)
+        finally:
+            self._in_flight[hook_key].discard(mkey)
+            self.wake()  # a slot is free
+
+    async def _record(
+        self, hook_key: str, mkey: str, outcome: PostOutcome, at_ms: int, duration_ms: int
+    ) -> None:
+        """Commit the attempt with the message's next state, and the endpoint's health."""
+        attempt = WebhookAttempt(at_ms, duration_ms, outcome.status_code, outcome.error)
+        now = self.now_ms()
+        async with self.spool.record_lock(hook_key):
+            message = WEBHOOK_MESSAGES.get(self.spool, mkey)
+            hook = WEBHOOKS.get(self.spool, hook_key)
+            if message is None:
+                return
+            attempts = [*message.attempts, asdict(attempt)]
+            batch = WriteBatch()
+            if outcome.succeeded:
+                updated = replace(message, attempts=attempts, status="succeeded")
+            else:
+                retry_at = next_attempt_ms(len(attempts), now)
+                status = "pending" if retry_at is not None else "failed"
+                updated = replace(
+                    message, attempts=attempts, status=status, next_attempt_ms=retry_at
+                )
+            put_message(batch, self.spool, updated)
+            if hook is not None:
+                health = _endpoint_health(hook, outcome.succeeded, now)
+                if health != hook:
+                    WEBHOOKS.put(batch, hook_key, health)
+                    if health.status == "disabled":
+                        log.warning("webhook %s disabled: failing since %s", hook.id, hook.endpoint)
+            await self.spool.commit(batch)
+
+    async def _post(
+        self, hook: WebhookRecord, message: WebhookMessage, timestamp: int
+    ) -> PostOutcome:
+        """POST the message to the endpoint through the SSRF guard, signed for `timestamp`."""
+        assert self._client is not None
+        url = parse_http_url(hook.endpoint)
+        if url is None:
+            return PostOutcome(None, "the endpoint is not an http or https URL")
+        body = message.payload.encode()
+        headers = signed_headers(hook.signing_secret, message.id, timestamp, body)
+        headers |= {"Content-Type": "application/json", "User-Agent": USER_AGENT}
+        with trio.move_on_after(ATTEMPT_TIMEOUT_SECONDS):
+            try:
+                addresses = await vetted_addresses(
+                    url.raw_host.decode("ascii"),
+                    url.port or (443 if url.scheme == "https" else 80),
+                    allow_private=self.config.webhooks.allow_private_targets,
+                )
+                response = await send_to_first_reachable(
+                    self._client, "POST", url, addresses, headers=headers, content=body
+                )
+                await response.aclose()  # the body says nothing we act on
+                if 200 <= response.status_code < 300:
+                    return PostOutcome(response.status_code, None)
+                return PostOutcome(
+                    response.status_code, f"the endpoint answered {response.status_code}"
+                )
+            except RefusedTarget as refusal:
+                return PostOutcome(None, str(refusal))
+            except httpx.HTTPError as error:
+                return PostOutcome(None, f"the request failed ({type(error).__name__})")
+        return PostOutcome(None, f"no answer within {ATTEMPT_TIMEOUT_SECONDS:g} seconds")
+
+
+def _endpoint_health(hook: WebhookRecord, succeeded: bool, now_ms: int) -> WebhookRecord:
+    """The endpoint after an attempt: a success clears its failing streak; a failure starts
+    one, and one that lasted days disables it."""
+    if succeeded:
+        return replace(hook, failing_since_ms=None)
+    failing_since = hook.failing_since_ms if hook.failing_since_ms is not None else now_ms
+    if hook.status == "enabled" and should_disable(failing_since, now_ms):
+        return replace(
+            hook, failing_since_ms=failing_since, status="disabled", disabled_reason="failing"
+        )
+    return replace(hook, failing_since_ms=failing_since)
+
+
+async def serve_webhooks(
+    config: Config,
+    deps: ServiceDeps,
+    *,
+    task_status: trio.TaskStatus[WebhookDispatcher] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Dispatch webhook events until the stage stops.
+
+    Owns the outbox fan-out and the POSTs in flight. When `deps.stopping` is set it starts no
+    more POSTs and lets those in flight finish; cancelled, it drops them, and their messages,
+    still due, are tried again at the next start.
+    """
+    dispatcher = WebhookDispatcher(config, deps.spool)
+    task_status.started(dispatcher)
+    await dispatcher.run(deps.stopping)

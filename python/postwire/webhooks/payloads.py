@@ -1,0 +1,49 @@
+"""The JSON body of each webhook POST (contract section 8.2): the event's envelope and the data
+of the email it is about."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from postwire.store.deliveries import EventRecord
+from postwire.store.emails import EmailRecord
+
+# Data an event carries that goes into the payload as it is, by event type.
+_EXTRA_KEY = {"email.bounced": "bounce", "email.clicked": "click"}
+
+
+def iso_from_ms(at_ms: int) -> str:
+    """`2026-11-23T10:00:00.000Z`, the contract's webhook timestamps."""
+    moment = datetime.fromtimestamp(at_ms / 1000, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def iso_from_contract_timestamp(text: str) -> str:
+    """The REST API's `2026-11-23 10:00:00.123000+00` as a webhook timestamp."""
+    moment = datetime.strptime(text.removesuffix("+00"), "%Y-%m-%d %H:%M:%S.%f")
+    return iso_from_ms(int(moment.replace(tzinfo=UTC).timestamp() * 1000))
+
+
+def webhook_payload(event: EventRecord, email: EmailRecord | None) -> bytes:
+    """The body POSTed for `event`; `email` is None when it is gone (its id still says which)."""
+    data: dict[str, Any] = {"email_id": event.email_id}
+    concerned = event.data.get("to")
+    if email is not None:
+        data |= {
+            "created_at": iso_from_contract_timestamp(email.created_at),
+            "from": email.sender,
+            "to": [concerned] if isinstance(concerned, str) else list(email.to),
+            "subject": email.subject,
+            "message_id": email.message_id,
+            "tags": {tag["name"]: tag["value"] for tag in email.tags},
+        }
+    elif isinstance(concerned, str):
+        data["to"] = [concerned]
+    extra = _EXTRA_KEY.get(event.type)
+    if extra is not None and extra in event.data:
+        data[extra] = event.data[extra]
+    envelope = {"type": event.type, "created_at": iso_from_ms(event.created_at_ms), "data": data}
+    return orjson.dumps(envelope)
