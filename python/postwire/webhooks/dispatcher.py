@@ -183,7 +183,9 @@ class WebhookDispatcher:
                 return
             started = self.now_ms()
             clock = time.monotonic()
-            outcome = await self.post(hook, message, started // 1000)
+            # Signed with the wall clock, whatever clock schedules: receivers check it against
+            # theirs (5 minutes either way).
+            outcome = await self.post(hook, message, int(time.time()))
             duration_ms = int((time.monotonic() - clock) * 1000)
             await self._record(hook_key, mkey, outcome, started, duration_ms)
         finally:
