@@ -16,7 +16,7 @@ from hypercorn.config import Config as HypercornConfig
 from quart import Response, g, request
 from quart_trio import QuartTrio
 
-from postwire.api import api_keys, domains, emails, suppressions
+from postwire.api import api_keys, domains, emails, suppressions, webhooks
 from postwire.api.auth import authenticate_caller
 from postwire.api.context import ApiContext
 from postwire.api.errors import install_error_handlers
@@ -83,6 +83,7 @@ def create_app(ctx: ApiContext) -> QuartTrio:
     app.register_blueprint(emails.routes(ctx))
     app.register_blueprint(domains.routes(ctx))
     app.register_blueprint(suppressions.routes(ctx))
+    app.register_blueprint(webhooks.routes(ctx))
     return app
 
 
@@ -113,6 +114,7 @@ async def serve_api(
             spool=deps.spool,
             domain_verifier=deps.domain_verifier,
             delivery=deps.delivery,
+            webhooks=deps.webhooks,
         )
     )
     hypercorn_config = HypercornConfig()

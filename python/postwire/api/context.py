@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Protocol
 
 import trio
 
@@ -13,6 +14,11 @@ from postwire.config import Config
 from postwire.delivery.engine import DeliveryEngine
 from postwire.domains.verification import DomainVerifier
 from postwire.store.spool import Spool
+
+
+class Wakeable(Protocol):
+    def wake(self) -> None:
+        """Work may be due: look now instead of at the next poll."""
 
 
 def utc_now() -> datetime:
@@ -31,6 +37,8 @@ class ApiContext:
     domain_verifier: DomainVerifier | None = None
     # Woken after each accepted commit, so new mail leaves at once rather than at the next poll.
     delivery: DeliveryEngine | None = None
+    # The webhook dispatcher, woken after a replay for the same reason.
+    webhooks: Wakeable | None = None
     # Key id -> when its last_used_at was last written, to write it at most once a minute.
     key_use_written: dict[str, float] = field(default_factory=dict)
     acceptor: Acceptor = field(init=False)

@@ -201,3 +201,68 @@ class SuppressionObject(TypedDict):
     origin: str
     source_id: str | None
     created_at: str
+
+
+# --- webhooks ----------------------------------------------------------------------------------
+
+
+class CreateWebhookBody(TypedDict):
+    endpoint: str
+    events: list[str]
+
+
+class UpdateWebhookBody(TypedDict):
+    endpoint: NotRequired[str]
+    events: NotRequired[list[str]]
+    status: NotRequired[Literal["enabled", "disabled"]]
+
+
+class CreatedWebhook(TypedDict):
+    object: Literal["webhook"]
+    id: str
+    signing_secret: str
+
+
+class WebhookObject(TypedDict):
+    object: Literal["webhook"]
+    id: str
+    endpoint: str
+    events: list[str]
+    status: str
+    created_at: str
+    signing_secret: str
+    disabled_reason: NotRequired[str]  # only when Postwire disabled it (failing for days)
+
+
+class WebhookEventSummary(TypedDict):
+    object: Literal["webhook_event"]
+    id: str
+    type: str
+    status: str  # pending | success | failed
+    created_at: str
+    attempts: int
+    next_attempt_at: str | None
+
+
+class WebhookAttemptObject(TypedDict):
+    attempted_at: str
+    status_code: int | None  # None: no HTTP response
+    error: str | None
+    duration_ms: int
+
+
+class WebhookEventObject(TypedDict):
+    object: Literal["webhook_event"]
+    id: str
+    type: str
+    status: str
+    created_at: str
+    attempts: list[WebhookAttemptObject]
+    next_attempt_at: str | None
+    payload: dict[str, Any]
+
+
+class ReplayedWebhookEvent(TypedDict):
+    object: Literal["webhook_event"]
+    id: str
+    status: Literal["pending"]
