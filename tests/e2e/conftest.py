@@ -89,9 +89,11 @@ def write_config(
     routes: dict[str, str] | None = None,
     starttls_listen: tuple[str, ...] = (),
     tls_listen: tuple[str, ...] = (),
+    allow_private_webhooks: bool = False,
 ) -> None:
     """`routes` (domain pattern -> "host:port") becomes the `[delivery.routes]` table;
-    `starttls_listen` and `tls_listen` ("host:port" each) the SMTP listeners, none by default."""
+    `starttls_listen` and `tls_listen` ("host:port" each) the SMTP listeners, none by default;
+    `allow_private_webhooks` lets webhooks reach receivers on loopback."""
     servers = ", ".join(f'"{server}"' for server in nameservers)
     listeners = ", ".join(f'"{listener}"' for listener in starttls_listen)
     tls_listeners = ", ".join(f'"{listener}"' for listener in tls_listen)
@@ -113,6 +115,9 @@ rate_limit = {rate_limit}
 [smtp]
 starttls_listen = [{listeners}]
 tls_listen = [{tls_listeners}]
+
+[webhooks]
+allow_private_targets = {"true" if allow_private_webhooks else "false"}
 {routes_table}"""
     )
 
