@@ -70,7 +70,8 @@ def endpoint_url(value: object, *, allow_private: bool) -> str:
             f"The `endpoint` field must be at most {MAX_ENDPOINT_LENGTH} characters."
         )
     url = None if any(c.isspace() or not c.isprintable() for c in value) else parse_http_url(value)
-    if url is None:
+    # httpx takes any number as a port; a POST could never reach one outside 1-65535.
+    if url is None or (url.port is not None and not 0 < url.port < 65536):
         raise validation_error("The `endpoint` field must be an absolute http or https URL.")
     if url.userinfo:
         raise validation_error("The `endpoint` URL must not contain credentials.")
