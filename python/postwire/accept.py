@@ -1,15 +1,16 @@
 """The one accept path of outgoing mail, for the REST API and SMTP submission alike.
 
-`prepare` checks that the team may send from the sender's domain, builds the MIME message and
-DKIM-signs it (off the Trio thread: signing releases the GIL). `prepare_submitted` does the same
-for a message that arrived already built (SMTP DATA): it checks its From, strips Bcc and the
-idempotency headers, and signs it. `commit` writes the prepared
-emails, their records and an optional idempotency record in one group-committed batch; only
-when it returns is any email accepted.
+`prepare` checks that the team may send from the sender's domain, builds the MIME message (its
+HTML with the domain's open and click tracking) and DKIM-signs it (off the Trio thread: signing
+releases the GIL). `prepare_submitted` does the same for a message that arrived already built
+(SMTP DATA, never tracked): it checks its From, strips Bcc and the idempotency headers, and
+signs it. `commit` writes the prepared emails, their records and an optional idempotency
+record in one group-committed batch; only when it returns is any email accepted.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from postwire.store.deliveries import DELIVERIES, DeliveryRecord
 from postwire.store.emails import EmailRecord, add_email
 from postwire.store.idempotency import IdempotencyKeys, IdempotencyScope
 from postwire.store.spool import Spool
+from postwire.webhooks.tracking import Tracking
 
 # Above this size the MIME build also leaves the Trio thread.
 _BUILD_IN_THREAD_BYTES = 256 * 1024
@@ -156,8 +158,9 @@ def verp_return_path(email_id: str, domain: DomainRecord) -> str:
 class Acceptor:
     """Turns validated send requests into durable, signed emails."""
 
-    def __init__(self, spool: Spool) -> None:
+    def __init__(self, spool: Spool, *, tracking: Tracking | None = None) -> None:
         self.spool = spool
+        self.tracking = tracking  # None: no tracking (mail submitted over SMTP)
         self.idempotency = IdempotencyKeys(spool)
         # Parsing a PEM key costs more than a signature: keep one signer per domain key.
         self._signers: dict[tuple[str, str], _core.DkimSigner] = {}
@@ -285,12 +288,24 @@ class Acceptor:
     ) -> _Draft:
         email_id = _core.new_id()
         message_id = f"<{email_id}@{domain.name}>"
-        if request.size > _BUILD_IN_THREAD_BYTES:
-            message = await trio.to_thread.run_sync(
-                lambda: build_mime_message(request, message_id=message_id)
+        tracking = None
+        if self.tracking is not None and request.html is not None:
+            tracking = await self.tracking.for_email(
+                team_id, email_id, opens=domain.open_tracking, clicks=domain.click_tracking
             )
+
+        def build() -> bytes:
+            # Before signing, so the signature covers the tracked HTML; the record keeps the
+            # HTML as sent.
+            sent = request
+            if tracking is not None and request.html is not None:
+                sent = dataclasses.replace(request, html=tracking.apply(request.html))
+            return build_mime_message(sent, message_id=message_id)
+
+        if request.size > _BUILD_IN_THREAD_BYTES:
+            message = await trio.to_thread.run_sync(build)
         else:
-            message = build_mime_message(request, message_id=message_id)
+            message = build()
         scheduled = request.scheduled_at
         fields: dict[str, Any] = dict(
             id=email_id,

@@ -16,7 +16,7 @@ from hypercorn.config import Config as HypercornConfig
 from quart import Response, g, request
 from quart_trio import QuartTrio
 
-from postwire.api import api_keys, domains, emails, suppressions, webhooks
+from postwire.api import api_keys, domains, emails, suppressions, tracking, webhooks
 from postwire.api.auth import authenticate_caller
 from postwire.api.context import ApiContext
 from postwire.api.errors import install_error_handlers
@@ -48,7 +48,7 @@ def create_app(ctx: ApiContext) -> QuartTrio:
     @app.before_request
     async def identify_caller() -> None:
         g.rate = None
-        if request.path in PUBLIC_PATHS:
+        if request.path in PUBLIC_PATHS or request.path.startswith(tracking.PUBLIC_PREFIX):
             return
         caller = authenticate_caller(
             ctx.spool, request.headers.get("Authorization"), request.method, request.path
@@ -84,6 +84,7 @@ def create_app(ctx: ApiContext) -> QuartTrio:
     app.register_blueprint(domains.routes(ctx))
     app.register_blueprint(suppressions.routes(ctx))
     app.register_blueprint(webhooks.routes(ctx))
+    app.register_blueprint(tracking.routes(ctx))
     return app
 
 

@@ -14,6 +14,7 @@ from postwire.config import Config
 from postwire.delivery.engine import DeliveryEngine
 from postwire.domains.verification import DomainVerifier
 from postwire.store.spool import Spool
+from postwire.webhooks.tracking import Tracking
 
 
 class Wakeable(Protocol):
@@ -41,10 +42,12 @@ class ApiContext:
     webhooks: Wakeable | None = None
     # Key id -> when its last_used_at was last written, to write it at most once a minute.
     key_use_written: dict[str, float] = field(default_factory=dict)
+    tracking: Tracking = field(init=False)
     acceptor: Acceptor = field(init=False)
 
     def __post_init__(self) -> None:
-        self.acceptor = Acceptor(self.spool)
+        self.tracking = Tracking(self.spool, self.config.api.public_url)
+        self.acceptor = Acceptor(self.spool, tracking=self.tracking)
 
     def now_ms(self) -> int:
         return int(self.now().timestamp() * 1000)
