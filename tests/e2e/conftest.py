@@ -90,10 +90,13 @@ def write_config(
     starttls_listen: tuple[str, ...] = (),
     tls_listen: tuple[str, ...] = (),
     allow_private_webhooks: bool = False,
+    api_listen: str = "127.0.0.1:0",
+    public_url: str = "http://127.0.0.1:3000",
 ) -> None:
     """`routes` (domain pattern -> "host:port") becomes the `[delivery.routes]` table;
     `starttls_listen` and `tls_listen` ("host:port" each) the SMTP listeners, none by default;
-    `allow_private_webhooks` lets webhooks reach receivers on loopback."""
+    `allow_private_webhooks` lets webhooks reach receivers on loopback; `api_listen` and
+    `public_url` where the API listens and the base of the links it puts in mail."""
     servers = ", ".join(f'"{server}"' for server in nameservers)
     listeners = ", ".join(f'"{listener}"' for listener in starttls_listen)
     tls_listeners = ", ".join(f'"{listener}"' for listener in tls_listen)
@@ -108,8 +111,8 @@ def write_config(
 nameservers = [{servers}]
 
 [api]
-listen = "127.0.0.1:0"
-public_url = "http://127.0.0.1:3000"
+listen = "{api_listen}"
+public_url = "{public_url}"
 rate_limit = {rate_limit}
 
 [smtp]

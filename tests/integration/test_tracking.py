@@ -18,6 +18,8 @@ import trio
 
 from postwire import _core
 from postwire.accept import Acceptor
+from postwire.api.app import create_app
+from postwire.api.context import ApiContext
 from postwire.api.send_request import parse_send_request
 from postwire.config import load_config
 from postwire.domains import store as domain_store
@@ -200,3 +202,30 @@ async def test_an_email_no_longer_kept_records_nothing(tmp_path: Path) -> None:
         gone = _core.new_id()
         await record_open(spool, TrackedEmail(TEAM, gone), datetime.now(UTC))
         assert email_events(spool, TEAM, gone) == []
+
+
+async def test_tracking_routes_are_public_and_never_rate_limited(tmp_path: Path) -> None:
+    environ = {"POSTWIRE_DATA_DIR": str(tmp_path), "POSTWIRE_API_RATE_LIMIT": "1"}
+    config = load_config(None, environ)
+    async with open_spool(tmp_path / "spool") as spool:
+        await verified_domain(spool, tmp_path, opens=True, clicks=True)
+        ctx = ApiContext(config=config, spool=spool)
+        email_id, message = await accept(spool, ctx.acceptor)
+        html = parts(message)[0]
+        base = re.escape(config.api.public_url)
+        (pixel,) = re.findall(rf'<img src="{base}(/t/o/[\w-]+)"', html)
+        (click,) = re.findall(rf'href="{base}(/t/c/[\w-]+)"', html)
+        client = create_app(ctx).test_client()
+
+        for _ in range(5):  # a team's limit is 1 a second; recipients are not its callers
+            response = await client.get(pixel)
+            assert response.status_code == 200
+            assert "ratelimit-limit" not in response.headers
+        scanned = await client.head(click)  # a link scanner's HEAD counts for nothing
+        assert (scanned.status_code, scanned.headers["location"]) == (
+            302,
+            "https://shop.example/a?x=1&y=2",
+        )
+        assert [e.type for e in email_events(spool, TEAM, email_id)] == ["email.opened"] * 5
+        assert (await client.get("/t/o/" + "A" * 64)).status_code == 404
+        assert (await client.get("/t/c/")).status_code == 404
