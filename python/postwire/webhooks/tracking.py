@@ -166,6 +166,7 @@ _ATTRIBUTE = re.compile(
 _TAG_END = re.compile(rf"(?:{_WS}|/)*+>")
 _CHARACTER_REFERENCE = re.compile(r"&(?:#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[A-Za-z][A-Za-z0-9]*+;?)")
 _URL_TAB_OR_NEWLINE = re.compile(r"[\t\n\r]")
+_C0_OR_SPACE = "".join(map(chr, range(0x21)))
 
 
 def is_trackable_link(link: str) -> bool:
@@ -196,7 +197,7 @@ def attribute_value_text(value: str) -> str:
 def link_of_href(value: str) -> str:
     """The URL a browser follows for an `href` value (already decoded): tabs and newlines
     dropped, leading and trailing controls and spaces stripped (WHATWG URL parsing)."""
-    return _URL_TAB_OR_NEWLINE.sub("", value).strip("".join(map(chr, range(0x21))))
+    return _URL_TAB_OR_NEWLINE.sub("", value).strip(_C0_OR_SPACE)
 
 
 def rewrite_links(document: str, tracked_url: Callable[[str], str | None]) -> str:
@@ -230,8 +231,8 @@ def rewrite_links(document: str, tracked_url: Callable[[str], str | None]) -> st
         replacement = tracked_url(link)
         if replacement is None:
             continue
-        quoted = group != "uq"
-        start, stop = href.start(group) - quoted, href.end(group) + quoted
+        quotes = 0 if group == "uq" else 1
+        start, stop = href.start(group) - quotes, href.end(group) + quotes
         parts += [document[copied:start], '"', html.escape(replacement), '"']
         copied = stop
     return "".join(parts) + document[copied:]
