@@ -31,7 +31,10 @@ def wire(response: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def api(server: LiveServer, token: str | None = None) -> httpx.Client:
-    headers = {"Authorization": f"Bearer {token or resend.api_key}"}
+    # One request per connection, as the SDK makes them: Hypercorn stalls a kept-alive
+    # connection when its response left before the request's body arrived (a refusal made
+    # from the headers alone), and these requests carry bodies the server never reads.
+    headers = {"Authorization": f"Bearer {token or resend.api_key}", "Connection": "close"}
     return httpx.Client(base_url=server.base_url, headers=headers)
 
 
