@@ -15,6 +15,7 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 from quart import Response, g, request
 from quart_trio import QuartTrio
+from werkzeug.exceptions import RequestEntityTooLarge
 
 from postwire.api import api_keys, domains, emails, suppressions, tracking, webhooks
 from postwire.api.auth import authenticate_caller
@@ -68,6 +69,8 @@ def create_app(ctx: ApiContext) -> QuartTrio:
         rate = g.get("rate")
         if rate is not None:
             response.headers.update(rate.headers())
+        if response.status_code >= 400:
+            await _drain_body(response)
         return response
 
     @app.get("/health")
@@ -86,6 +89,18 @@ def create_app(ctx: ApiContext) -> QuartTrio:
     app.register_blueprint(webhooks.routes(ctx))
     app.register_blueprint(tracking.routes(ctx))
     return app
+
+
+async def _drain_body(response: Response) -> None:
+    """Read what is left of the request's body before a refusal goes out. Hypercorn 0.18
+    stalls a kept-alive connection whose response went out before its request's body came in
+    (a 401 or 404 decided from the headers): nothing would answer its next request. A body
+    too large to read is left, and the connection closed."""
+    try:
+        async for _ in request.body:
+            pass
+    except RequestEntityTooLarge:
+        response.headers["Connection"] = "close"
 
 
 async def _note_key_use(ctx: ApiContext, app: QuartTrio, key: accounts.ApiKeyRecord) -> None:
