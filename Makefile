@@ -5,7 +5,7 @@ BIN       := $(VENV)/bin
 INSTALLED := $(VENV)/.postwire-installed
 RUST_SRC  := $(shell find rust -name '*.rs' -o -name Cargo.toml) Cargo.toml Cargo.lock
 
-.PHONY: help setup serve test test-rust test-python lint bench-core bench-api bench-delivery bench-smtp clean
+.PHONY: help setup serve test test-rust test-python lint bench-core bench-api bench-delivery bench-smtp bench-webhooks clean
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -67,6 +67,18 @@ bench-smtp: setup  ## SMTP submission over implicit TLS, 50 sessions: accepted a
 		{ apt-get update -qq && apt-get install -y -qq stunnel4; }
 	@test -x $(BIN)/py-spy || $(BIN)/pip install --quiet "py-spy==0.4.3"
 	$(BIN)/python -m benchmarks.smtp --profile
+
+# nginx receives the webhooks; smtp-sink the mail; Knot DNS verifies the sending domain; wrk
+# measures nginx alone; py-spy profiles the dispatcher.
+bench-webhooks: setup  ## webhook events/s (dispatcher, end to end) vs the mail rate, target 3x
+	@PATH="$$PATH:/usr/sbin:/sbin" command -v knotd >/dev/null || \
+		{ apt-get update -qq && apt-get install -y -qq knot; }
+	@test -x /usr/sbin/smtp-sink || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postfix; }
+	@test -x /usr/sbin/nginx || { apt-get update -qq && apt-get install -y -qq nginx-light; }
+	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
+	@test -x $(BIN)/py-spy || $(BIN)/pip install --quiet "py-spy==0.4.3"
+	$(BIN)/python -m benchmarks.webhooks --profile
 
 clean:
 	rm -rf $(VENV) target
