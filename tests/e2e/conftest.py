@@ -8,7 +8,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,17 +139,36 @@ def live_server(tmp_path: Path) -> Iterator[LiveServer]:
 DOMAIN = "mail-example.test"
 
 
-@pytest.fixture
-def server(tmp_path: Path, dns_server: AuthoritativeDnsServer) -> Iterator[LiveServer]:
+@contextmanager
+def serving(
+    tmp_path: Path, dns_server: AuthoritativeDnsServer, **config: Any
+) -> Iterator[LiveServer]:
+    """A live server resolving through `dns_server`, its config `write_config`'s keywords, and
+    the `resend` SDK pointed at it with an admin key."""
     live = LiveServer(config_path=tmp_path / "postwire.toml", data_dir=tmp_path / "data")
-    write_config(live.config_path, live.data_dir, nameservers=(dns_server.nameserver,))
+    write_config(live.config_path, live.data_dir, nameservers=(dns_server.nameserver,), **config)
     live.start()
     resend.api_url = live.base_url
     resend.api_key = live.create_key("admin")
-    yield live
-    resend.api_key = None
-    if live.process is not None:
-        live.stop()
+    try:
+        yield live
+    finally:
+        resend.api_key = None
+        if live.process is not None:
+            live.stop()
+
+
+@pytest.fixture
+def server(tmp_path: Path, dns_server: AuthoritativeDnsServer) -> Iterator[LiveServer]:
+    with serving(tmp_path, dns_server) as live:
+        yield live
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.05)
 
 
 def fqdn(record_name: str, domain: str) -> str:

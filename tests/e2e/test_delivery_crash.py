@@ -5,15 +5,20 @@ DATA when the process died may arrive twice) and ends `delivered` in the API."""
 from __future__ import annotations
 
 import signal
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import resend
 
 from tests.dns_server import AuthoritativeDnsServer
-from tests.e2e.conftest import DOMAIN, LiveServer, verified_domain, write_config
+from tests.e2e.conftest import (
+    DOMAIN,
+    LiveServer,
+    serving,
+    verified_domain,
+    wait_until,
+)
 from tests.smtp_receiver import ReceiverScript, ScriptedSmtpReceiver
 
 EMAILS = 5
@@ -32,27 +37,12 @@ def slow_receiver() -> Iterator[ScriptedSmtpReceiver]:
 def routed_server(
     tmp_path: Path, dns_server: AuthoritativeDnsServer, slow_receiver: ScriptedSmtpReceiver
 ) -> Iterator[LiveServer]:
-    live = LiveServer(config_path=tmp_path / "postwire.toml", data_dir=tmp_path / "data")
-    write_config(
-        live.config_path,
-        live.data_dir,
-        nameservers=(dns_server.nameserver,),
+    with serving(
+        tmp_path,
+        dns_server,
         routes={"example.org": f"{slow_receiver.host}:{slow_receiver.port}"},
-    )
-    live.start()
-    resend.api_url = live.base_url
-    resend.api_key = live.create_key("admin")
-    yield live
-    resend.api_key = None
-    if live.process is not None:
-        live.stop()
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting until {what}"
-        time.sleep(0.05)
+    ) as live:
+        yield live
 
 
 def test_kill_mid_delivery_then_restart_delivers_everything(

@@ -16,7 +16,7 @@ import pytest
 import resend
 
 from tests.dns_server import AuthoritativeDnsServer
-from tests.e2e.conftest import DOMAIN, LiveServer, verified_domain, write_config
+from tests.e2e.conftest import DOMAIN, LiveServer, serving, verified_domain
 from tests.postfix_mta import PostfixMta, postfix_unavailable, running_postfix
 from tests.smtp_receiver import ReceiverScript, ScriptedSmtpReceiver
 
@@ -57,21 +57,13 @@ def postfix(remote_site: ScriptedSmtpReceiver, postwire_smtp: str) -> Iterator[P
 def routed_server(
     tmp_path: Path, dns_server: AuthoritativeDnsServer, postfix: PostfixMta, postwire_smtp: str
 ) -> Iterator[LiveServer]:
-    live = LiveServer(config_path=tmp_path / "postwire.toml", data_dir=tmp_path / "data")
-    write_config(
-        live.config_path,
-        live.data_dir,
-        nameservers=(dns_server.nameserver,),
+    with serving(
+        tmp_path,
+        dns_server,
         routes={"example.org": postfix.address},
         starttls_listen=(postwire_smtp,),
-    )
-    live.start()
-    resend.api_url = live.base_url
-    resend.api_key = live.create_key("admin")
-    yield live
-    resend.api_key = None
-    if live.process is not None:
-        live.stop()
+    ) as live:
+        yield live
 
 
 def wait_until(condition: Callable[[], bool], what: str, postfix: PostfixMta) -> None:

@@ -24,7 +24,7 @@ import pytest
 import resend
 
 from tests.dns_server import AuthoritativeDnsServer
-from tests.e2e.conftest import DOMAIN, LiveServer, verified_domain, write_config
+from tests.e2e.conftest import DOMAIN, LiveServer, serving, verified_domain
 from tests.smtp_sink import SunkMessage, running_smtp_sink, smtp_sink_binary, sunk_messages
 
 SWAKS = shutil.which("swaks")
@@ -51,23 +51,17 @@ def sink_dump() -> Iterator[Path]:
 def smtp_server(
     tmp_path: Path, dns_server: AuthoritativeDnsServer, sink_dump: Path
 ) -> Iterator[LiveServer]:
-    with running_smtp_sink(sink_dump) as (host, port):
-        live = LiveServer(config_path=tmp_path / "postwire.toml", data_dir=tmp_path / "data")
-        write_config(
-            live.config_path,
-            live.data_dir,
-            nameservers=(dns_server.nameserver,),
+    with (
+        running_smtp_sink(sink_dump) as (host, port),
+        serving(
+            tmp_path,
+            dns_server,
             routes={"*": f"{host}:{port}"},
             starttls_listen=(free_address(),),
             tls_listen=(free_address(),),
-        )
-        live.start()
-        resend.api_url = live.base_url
-        resend.api_key = live.create_key("admin")
+        ) as live,
+    ):
         yield live
-        resend.api_key = None
-        if live.process is not None:
-            live.stop()
 
 
 def listener(live: LiveServer, key: str) -> tuple[str, int]:

@@ -12,8 +12,7 @@ import email.policy
 import json
 import re
 import socket
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,13 @@ import pytest
 import resend
 
 from tests.dns_server import AuthoritativeDnsServer
-from tests.e2e.conftest import DOMAIN, LiveServer, verified_domain, write_config
+from tests.e2e.conftest import (
+    DOMAIN,
+    LiveServer,
+    serving,
+    verified_domain,
+    wait_until,
+)
 from tests.smtp_receiver import ScriptedSmtpReceiver
 
 SHOP_LINK = "https://shop.example/orders/42?ref=mail&lang=en"
@@ -57,29 +62,14 @@ def tracking_server(
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         listen = f"127.0.0.1:{sock.getsockname()[1]}"
-    live = LiveServer(config_path=tmp_path / "postwire.toml", data_dir=tmp_path / "data")
-    write_config(
-        live.config_path,
-        live.data_dir,
-        nameservers=(dns_server.nameserver,),
+    with serving(
+        tmp_path,
+        dns_server,
         routes={"example.org": f"{receiver.host}:{receiver.port}"},
         api_listen=listen,
         public_url=f"http://{listen}",
-    )
-    live.start()
-    resend.api_url = live.base_url
-    resend.api_key = live.create_key("admin")
-    yield live
-    resend.api_key = None
-    if live.process is not None:
-        live.stop()
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting until {what}"
-        time.sleep(0.05)
+    ) as live:
+        yield live
 
 
 def dkim_verifies(message: bytes, dns_server: AuthoritativeDnsServer) -> bool:

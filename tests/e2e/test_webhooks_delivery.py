@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import json
 import signal
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,13 @@ import resend
 from svix.webhooks import Webhook
 
 from tests.dns_server import AuthoritativeDnsServer
-from tests.e2e.conftest import DOMAIN, LiveServer, verified_domain, write_config
+from tests.e2e.conftest import (
+    DOMAIN,
+    LiveServer,
+    serving,
+    verified_domain,
+    wait_until,
+)
 from tests.smtp_sink import running_smtp_sink, smtp_sink_binary
 from tests.webhook_receiver import Answer, ReceivedPost, WebhookReceiver
 
@@ -52,28 +57,13 @@ def receiver() -> Iterator[WebhookReceiver]:
 
 @pytest.fixture
 def server(tmp_path: Path, dns_server: AuthoritativeDnsServer, sink: str) -> Iterator[LiveServer]:
-    live = LiveServer(config_path=tmp_path / "postwire.toml", data_dir=tmp_path / "data")
-    write_config(
-        live.config_path,
-        live.data_dir,
-        nameservers=(dns_server.nameserver,),
+    with serving(
+        tmp_path,
+        dns_server,
         routes={"*": sink},
         allow_private_webhooks=True,
-    )
-    live.start()
-    resend.api_url = live.base_url
-    resend.api_key = live.create_key("admin")
-    yield live
-    resend.api_key = None
-    if live.process is not None:
-        live.stop()
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting until {what}"
-        time.sleep(0.05)
+    ) as live:
+        yield live
 
 
 def accepted(posts: list[ReceivedPost]) -> dict[str, dict[str, Any]]:
