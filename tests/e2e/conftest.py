@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import dkim
+import dns.resolver
 import pytest
 import resend
 
@@ -199,3 +201,16 @@ def verified_domain(dns: AuthoritativeDnsServer, name: str = DOMAIN) -> dict[str
     publish_records(dns, created)
     resend.Domains.verify(created["id"])
     return wait_for_status(created["id"], "verified")
+
+
+def dkim_verifies(message: bytes, dns_server: AuthoritativeDnsServer) -> bool:
+    """dkimpy, asking Knot for the public key like any receiver would."""
+    resolver = dns.resolver.Resolver(configure=False)
+    host, port = dns_server.nameserver.rsplit(":", 1)
+    resolver.nameservers, resolver.port = [host], int(port)
+
+    def txt(name: bytes, timeout: int = 5) -> bytes:
+        answer = resolver.resolve(name.decode().rstrip("."), "TXT", lifetime=timeout)
+        return b"".join(b"".join(record.strings) for record in answer)
+
+    return bool(dkim.verify(message, dnsfunc=txt))

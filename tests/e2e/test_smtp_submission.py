@@ -18,14 +18,12 @@ from collections.abc import Iterator
 from email.message import EmailMessage
 from pathlib import Path
 
-import dkim
-import dns.resolver
 import pytest
 import resend
 
 from tests.dns_server import AuthoritativeDnsServer
-from tests.e2e.conftest import DOMAIN, LiveServer, serving, verified_domain
-from tests.smtp_sink import SunkMessage, running_smtp_sink, smtp_sink_binary, sunk_messages
+from tests.e2e.conftest import DOMAIN, LiveServer, dkim_verifies, serving, verified_domain
+from tests.smtp_sink import running_smtp_sink, smtp_sink_binary, sunk_messages
 
 SWAKS = shutil.which("swaks")
 
@@ -116,19 +114,6 @@ def with_smtplib(address: tuple[str, int], token: str, cert: Path, subject: str)
     return str(email["id"])
 
 
-def dkim_verifies(message: SunkMessage, dns_server: AuthoritativeDnsServer) -> bool:
-    """dkimpy, asking Knot for the public key like any receiver would."""
-    resolver = dns.resolver.Resolver(configure=False)
-    host, port = dns_server.nameserver.rsplit(":", 1)
-    resolver.nameservers, resolver.port = [host], int(port)
-
-    def txt(name: bytes, timeout: int = 5) -> bytes:
-        answer = resolver.resolve(name.decode().rstrip("."), "TXT", lifetime=timeout)
-        return b"".join(b"".join(record.strings) for record in answer)
-
-    return bool(dkim.verify(message.content, dnsfunc=txt))
-
-
 @pytest.mark.skipif(SWAKS is None, reason="swaks is not installed: apt-get install -y swaks")
 def test_swaks_and_smtplib_mail_is_signed_delivered_and_listed(
     smtp_server: LiveServer, dns_server: AuthoritativeDnsServer, sink_dump: Path
@@ -162,7 +147,7 @@ def test_swaks_and_smtplib_mail_is_signed_delivered_and_listed(
         by_subject[subject.group(1).decode()] = message
     assert sorted(by_subject) == sorted(ids)
     for subject, message in by_subject.items():
-        assert dkim_verifies(message, dns_server), subject
+        assert dkim_verifies(message.content, dns_server), subject
         email_id = ids[subject]
         assert message.mail_from == f"bounces+{email_id}@send.{DOMAIN}"
     assert sorted(by_subject["smtplib"].rcpt_tos) == ["ann@example.org", "bob@example.org"]

@@ -17,8 +17,6 @@ from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
-import dkim
-import dns.resolver
 import httpx
 import lmdb
 import pytest
@@ -28,6 +26,7 @@ from tests.dns_server import AuthoritativeDnsServer
 from tests.e2e.conftest import (
     DOMAIN,
     LiveServer,
+    dkim_verifies,
     serving,
     verified_domain,
     wait_until,
@@ -70,19 +69,6 @@ def tracking_server(
         public_url=f"http://{listen}",
     ) as live:
         yield live
-
-
-def dkim_verifies(message: bytes, dns_server: AuthoritativeDnsServer) -> bool:
-    """dkimpy, asking Knot for the public key like any receiver would."""
-    resolver = dns.resolver.Resolver(configure=False)
-    host, port = dns_server.nameserver.rsplit(":", 1)
-    resolver.nameservers, resolver.port = [host], int(port)
-
-    def txt(name: bytes, timeout: int = 5) -> bytes:
-        answer = resolver.resolve(name.decode().rstrip("."), "TXT", lifetime=timeout)
-        return b"".join(b"".join(record.strings) for record in answer)
-
-    return bool(dkim.verify(message, dnsfunc=txt))
 
 
 def html_and_text(message: bytes) -> tuple[str, str]:
