@@ -309,23 +309,27 @@ async def test_open_relay_tricks_are_denied(tmp_path: Path) -> None:
         assert server.spool.scan("emails", limit=10) == []
 
 
+TRUSTED_LOOPBACK = {"POSTWIRE_SMTP_TRUSTED_NETWORKS": '["127.0.0.0/8"]'}
+
+
+def trusted_relay(server: Submission, sender: str) -> tuple[int, bytes]:
+    """A bulk relay's message from `sender`, without AUTH; the reply to DATA."""
+    with smtplib.SMTP(*server.starttls, timeout=10) as client:
+        client.starttls(context=server.client_tls())
+        client.ehlo()
+        client.mail("bulk@sender.test")
+        client.rcpt("ann@example.org")
+        return client.data(message(sender=sender).as_bytes(policy=SMTP))
+
+
 async def test_trusted_network_relays_without_auth_for_the_domains_team(tmp_path: Path) -> None:
     env = {"POSTWIRE_SMTP_TRUSTED_NETWORKS": '["127.0.0.0/8"]'}
     async with submission_server(tmp_path, **env) as server:
-
-        def relay(sender: str) -> tuple[int, bytes]:
-            with smtplib.SMTP(*server.starttls, timeout=10) as client:
-                client.starttls(context=server.client_tls())
-                client.ehlo()
-                client.mail("bulk@sender.test")
-                client.rcpt("ann@example.org")
-                return client.data(message(sender=sender).as_bytes(policy=SMTP))
-
-        code, reply = await in_thread(lambda: relay("news@sender.test"))
+        code, reply = await in_thread(lambda: trusted_relay(server, "news@sender.test"))
         assert code == 250
         (record,) = server.records()
         assert record.id == email_id_of(reply) and record.team_id == server.team_id
-        code, reply = await in_thread(lambda: relay("news@elsewhere.test"))
+        code, reply = await in_thread(lambda: trusted_relay(server, "news@elsewhere.test"))
         assert (code, reply[:6]) == (550, b"5.7.1 ")
 
 
@@ -334,17 +338,8 @@ async def test_trusted_relay_mail_of_a_domain_two_teams_verified_belongs_to_neit
 ) -> None:
     env = {"POSTWIRE_SMTP_TRUSTED_NETWORKS": '["127.0.0.0/8"]'}
     async with submission_server(tmp_path, **env) as server:
-
-        def relay(sender: str) -> tuple[int, bytes]:
-            with smtplib.SMTP(*server.starttls, timeout=10) as client:
-                client.starttls(context=server.client_tls())
-                client.ehlo()
-                client.mail("bulk@sender.test")
-                client.rcpt("ann@example.org")
-                return client.data(message(sender=sender).as_bytes(policy=SMTP))
-
         # A subdomain's address is covered by the verified domain.
-        code, reply = await in_thread(lambda: relay("news@mail.sender.test"))
+        code, reply = await in_thread(lambda: trusted_relay(server, "news@mail.sender.test"))
         assert code == 250, reply
         # Another team verifies the same name (each proved it controls the DNS at some time).
         other = await create_team(server.spool, "Other", datetime.now(UTC))
@@ -355,7 +350,7 @@ async def test_trusted_relay_mail_of_a_domain_two_teams_verified_belongs_to_neit
         domain_store.DOMAINS.put(batch, f"domain/{other.id}/{twin.id}", twin)
         await server.spool.commit(batch)
         await trio.sleep(1.1)  # the relay path reads the verified domains once a second
-        code, reply = await in_thread(lambda: relay("news@sender.test"))
+        code, reply = await in_thread(lambda: trusted_relay(server, "news@sender.test"))
         assert (code, reply[:6]) == (550, b"5.7.1 ")
         assert len(server.records()) == 1
 
@@ -615,8 +610,7 @@ async def test_inbound_addresses_take_reports_only(tmp_path: Path) -> None:
 
 
 async def test_trusted_relay_keeps_reports_and_mail_to_send_apart(tmp_path: Path) -> None:
-    env = {"POSTWIRE_SMTP_TRUSTED_NETWORKS": '["127.0.0.0/8"]'}
-    async with submission_server(tmp_path, **env) as server:
+    async with submission_server(tmp_path, **TRUSTED_LOOPBACK) as server:
         email_id = await in_thread(lambda: submit(server, ["ann@example.org"]))
         verp = the_email(server, email_id).envelope_from
         replies = await in_thread(
