@@ -323,8 +323,7 @@ def trusted_relay(server: Submission, sender: str) -> tuple[int, bytes]:
 
 
 async def test_trusted_network_relays_without_auth_for_the_domains_team(tmp_path: Path) -> None:
-    env = {"POSTWIRE_SMTP_TRUSTED_NETWORKS": '["127.0.0.0/8"]'}
-    async with submission_server(tmp_path, **env) as server:
+    async with submission_server(tmp_path, **TRUSTED_LOOPBACK) as server:
         code, reply = await in_thread(lambda: trusted_relay(server, "news@sender.test"))
         assert code == 250
         (record,) = server.records()
@@ -336,8 +335,7 @@ async def test_trusted_network_relays_without_auth_for_the_domains_team(tmp_path
 async def test_trusted_relay_mail_of_a_domain_two_teams_verified_belongs_to_neither(
     tmp_path: Path,
 ) -> None:
-    env = {"POSTWIRE_SMTP_TRUSTED_NETWORKS": '["127.0.0.0/8"]'}
-    async with submission_server(tmp_path, **env) as server:
+    async with submission_server(tmp_path, **TRUSTED_LOOPBACK) as server:
         # A subdomain's address is covered by the verified domain.
         code, reply = await in_thread(lambda: trusted_relay(server, "news@mail.sender.test"))
         assert code == 250, reply
