@@ -52,11 +52,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("postwire.webhooks")
 
-PER_ENDPOINT: Final = 4  # concurrent POSTs to one endpoint
+PER_ENDPOINT: Final = 8  # concurrent POSTs to one endpoint
 OUTBOX_PASS: Final = 500  # outbox entries fanned out per commit
 ATTEMPT_TIMEOUT_SECONDS: Final = 15.0  # connection, request and response together
 IDLE_POLL_SECONDS: Final = 0.2  # events are written by many services; none of them wakes us
 USER_AGENT: Final = "Postwire-Webhooks/1"
+MAX_ANSWER_BYTES: Final = 64 * 1024  # an endpoint's answer is read to its end up to this
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,31 +196,36 @@ class WebhookDispatcher:
     async def _record(
         self, hook_key: str, mkey: str, outcome: PostOutcome, at_ms: int, duration_ms: int
     ) -> None:
-        """Commit the attempt with the message's next state, and the endpoint's health."""
+        """Commit the attempt with the message's next state, and the endpoint's health when it
+        changes. Attempts at one message never overlap (`_in_flight`), so only the endpoint's
+        record is locked, and only then: the POSTs to an endpoint commit together, not in turn."""
         attempt = WebhookAttempt(at_ms, duration_ms, outcome.status_code, outcome.error)
         now = self.now_ms()
+        message = WEBHOOK_MESSAGES.get(self.spool, mkey)
+        if message is None:  # the endpoint was deleted meanwhile
+            return
+        attempts = [*message.attempts, asdict(attempt)]
+        if outcome.succeeded:
+            updated = replace(message, attempts=attempts, status="succeeded")
+        else:
+            retry_at = next_attempt_ms(len(attempts), now)
+            status = "pending" if retry_at is not None else "failed"
+            updated = replace(message, attempts=attempts, status=status, next_attempt_ms=retry_at)
+        batch = WriteBatch()
+        put_message(batch, self.spool, updated)
+        hook = WEBHOOKS.get(self.spool, hook_key)
+        if hook is None or _endpoint_health(hook, outcome.succeeded, now) == hook:
+            await self.spool.commit(batch)
+            return
         async with self.spool.record_lock(hook_key):
-            message = WEBHOOK_MESSAGES.get(self.spool, mkey)
             hook = WEBHOOKS.get(self.spool, hook_key)
-            if message is None:
-                return
-            attempts = [*message.attempts, asdict(attempt)]
-            batch = WriteBatch()
-            if outcome.succeeded:
-                updated = replace(message, attempts=attempts, status="succeeded")
-            else:
-                retry_at = next_attempt_ms(len(attempts), now)
-                status = "pending" if retry_at is not None else "failed"
-                updated = replace(
-                    message, attempts=attempts, status=status, next_attempt_ms=retry_at
-                )
-            put_message(batch, self.spool, updated)
             if hook is not None:
                 health = _endpoint_health(hook, outcome.succeeded, now)
-                if health != hook:
-                    WEBHOOKS.put(batch, hook_key, health)
-                    if health.status == "disabled":
-                        log.warning("webhook %s disabled: failing since %s", hook.id, hook.endpoint)
+                WEBHOOKS.put(batch, hook_key, health)
+                if health.status == "disabled" and hook.status != "disabled":
+                    log.warning(
+                        "webhook %s (%s) disabled: failing for days", hook.id, hook.endpoint
+                    )
             await self.spool.commit(batch)
 
     async def _post(
@@ -243,7 +249,7 @@ class WebhookDispatcher:
                 response = await send_to_first_reachable(
                     self._client, "POST", url, addresses, headers=headers, content=body
                 )
-                await response.aclose()  # the body says nothing we act on
+                await _discard_body(response)
                 if 200 <= response.status_code < 300:
                     return PostOutcome(response.status_code, None)
                 return PostOutcome(
@@ -254,6 +260,19 @@ class WebhookDispatcher:
             except httpx.HTTPError as error:
                 return PostOutcome(None, f"the request failed ({type(error).__name__})")
         return PostOutcome(None, f"no answer within {ATTEMPT_TIMEOUT_SECONDS:g} seconds")
+
+
+async def _discard_body(response: httpx.Response) -> None:
+    """Read a small answer to its end, so that its connection serves the next POST; a large
+    one is not worth it (closing drops the connection)."""
+    try:
+        received = 0
+        async for chunk in response.aiter_raw():
+            received += len(chunk)
+            if received > MAX_ANSWER_BYTES:
+                break
+    finally:
+        await response.aclose()
 
 
 def _endpoint_health(hook: WebhookRecord, succeeded: bool, now_ms: int) -> WebhookRecord:
