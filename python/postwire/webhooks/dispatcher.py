@@ -17,20 +17,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Final
 
-import httpx
 import trio
 
 from postwire._core import WriteBatch
 from postwire.config import Config
-from postwire.outbound_http import (
-    RefusedTarget,
-    parse_http_url,
-    send_to_first_reachable,
-    vetted_addresses,
-)
+from postwire.outbound_http import RefusedTarget, parse_http_url
 from postwire.store.deliveries import EVENTS, OUTBOX, event_key
 from postwire.store.emails import EMAILS, email_key
 from postwire.store.spool import Spool, wall_clock_ms
+from postwire.webhooks.http_post import HttpPostError, WebhookPoster
 from postwire.webhooks.messages import (
     WEBHOOK_DUE,
     WEBHOOK_MESSAGES,
@@ -40,7 +35,7 @@ from postwire.webhooks.messages import (
     due_at_ms,
     due_prefix,
     message_key,
-    put_message,
+    replace_message,
 )
 from postwire.webhooks.payloads import webhook_payload
 from postwire.webhooks.retry_policy import next_attempt_ms, should_disable
@@ -57,7 +52,6 @@ OUTBOX_PASS: Final = 500  # outbox entries fanned out per commit
 ATTEMPT_TIMEOUT_SECONDS: Final = 15.0  # connection, request and response together
 IDLE_POLL_SECONDS: Final = 0.2  # events are written by many services; none of them wakes us
 USER_AGENT: Final = "Postwire-Webhooks/1"
-MAX_ANSWER_BYTES: Final = 64 * 1024  # an endpoint's answer is read to its end up to this
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,19 +84,15 @@ class WebhookDispatcher:
         self.post: Poster = post if post is not None else self._post
         self._woken = trio.Event()
         self._in_flight: dict[str, set[str]] = {}  # webhook key -> message keys being sent
-        self._client: httpx.AsyncClient | None = None
+        self._poster: WebhookPoster | None = None
 
     def wake(self) -> None:
         self._woken.set()
 
     async def run(self, stopping: trio.Event) -> None:
         """Fan out and send until `stopping`; then finish the POSTs in flight and return."""
-        async with httpx.AsyncClient(
-            trust_env=False,  # a proxy from the environment would connect to unvetted hosts
-            follow_redirects=False,  # a redirect would lead past the SSRF guard
-            timeout=httpx.Timeout(ATTEMPT_TIMEOUT_SECONDS),
-        ) as client:
-            self._client = client
+        self._poster = WebhookPoster(allow_private=self.config.webhooks.allow_private_targets)
+        try:
             async with trio.open_nursery() as nursery:
                 while not stopping.is_set():
                     more = await self.fan_out()
@@ -112,6 +102,8 @@ class WebhookDispatcher:
                     with trio.move_on_after(IDLE_POLL_SECONDS):
                         await self._woken.wait()
                     self._woken = trio.Event()
+        finally:
+            await self._poster.aclose()
 
     async def fan_out(self) -> bool:
         """Turn one pass of outbox entries into messages; True if more are waiting."""
@@ -149,7 +141,7 @@ class WebhookDispatcher:
                     status="pending",
                     next_attempt_ms=now,
                 )
-                put_message(batch, self.spool, message)
+                replace_message(batch, None, message)
         await self.spool.commit(batch)
         return len(rows) == OUTBOX_PASS
 
@@ -188,22 +180,27 @@ class WebhookDispatcher:
             # theirs (5 minutes either way).
             outcome = await self.post(hook, message, int(time.time()))
             duration_ms = int((time.monotonic() - clock) * 1000)
-            await self._record(hook_key, mkey, outcome, started, duration_ms)
+            attempt = WebhookAttempt(started, duration_ms, outcome.status_code, outcome.error)
+            await self._record(hook_key, hook, mkey, message, outcome, attempt)
         finally:
             self._in_flight[hook_key].discard(mkey)
             self.wake()  # a slot is free
 
     async def _record(
-        self, hook_key: str, mkey: str, outcome: PostOutcome, at_ms: int, duration_ms: int
+        self,
+        hook_key: str,
+        hook: WebhookRecord,
+        mkey: str,
+        message: WebhookMessage,
+        outcome: PostOutcome,
+        attempt: WebhookAttempt,
     ) -> None:
         """Commit the attempt with the message's next state, and the endpoint's health when it
         changes. Attempts at one message never overlap (`_in_flight`), so only the endpoint's
-        record is locked, and only then: the POSTs to an endpoint commit together, not in turn."""
-        attempt = WebhookAttempt(at_ms, duration_ms, outcome.status_code, outcome.error)
+        record is locked, and only then: the POSTs to an endpoint commit together, not in turn.
+        (The API's changes to a message, a replay, take its endpoint's lock: a replay made
+        during an attempt may be overwritten by the attempt's outcome.)"""
         now = self.now_ms()
-        message = WEBHOOK_MESSAGES.get(self.spool, mkey)
-        if message is None:  # the endpoint was deleted meanwhile
-            return
         attempts = [*message.attempts, asdict(attempt)]
         if outcome.succeeded:
             updated = replace(message, attempts=attempts, status="succeeded")
@@ -212,27 +209,24 @@ class WebhookDispatcher:
             status = "pending" if retry_at is not None else "failed"
             updated = replace(message, attempts=attempts, status=status, next_attempt_ms=retry_at)
         batch = WriteBatch()
-        put_message(batch, self.spool, updated)
-        hook = WEBHOOKS.get(self.spool, hook_key)
-        if hook is None or _endpoint_health(hook, outcome.succeeded, now) == hook:
+        replace_message(batch, message, updated)
+        if _endpoint_health(hook, outcome.succeeded, now) == hook:
             await self.spool.commit(batch)
             return
         async with self.spool.record_lock(hook_key):
-            hook = WEBHOOKS.get(self.spool, hook_key)
-            if hook is not None:
-                health = _endpoint_health(hook, outcome.succeeded, now)
+            current = WEBHOOKS.get(self.spool, hook_key)
+            if current is not None:
+                health = _endpoint_health(current, outcome.succeeded, now)
                 WEBHOOKS.put(batch, hook_key, health)
-                if health.status == "disabled" and hook.status != "disabled":
-                    log.warning(
-                        "webhook %s (%s) disabled: failing for days", hook.id, hook.endpoint
-                    )
+                if health.status == "disabled" and current.status != "disabled":
+                    log.warning("webhook %s disabled: failing for days", current.id)
             await self.spool.commit(batch)
 
     async def _post(
         self, hook: WebhookRecord, message: WebhookMessage, timestamp: int
     ) -> PostOutcome:
         """POST the message to the endpoint through the SSRF guard, signed for `timestamp`."""
-        assert self._client is not None
+        assert self._poster is not None
         url = parse_http_url(hook.endpoint)
         if url is None:
             return PostOutcome(None, "the endpoint is not an http or https URL")
@@ -241,38 +235,13 @@ class WebhookDispatcher:
         headers |= {"Content-Type": "application/json", "User-Agent": USER_AGENT}
         with trio.move_on_after(ATTEMPT_TIMEOUT_SECONDS):
             try:
-                addresses = await vetted_addresses(
-                    url.raw_host.decode("ascii"),
-                    url.port or (443 if url.scheme == "https" else 80),
-                    allow_private=self.config.webhooks.allow_private_targets,
-                )
-                response = await send_to_first_reachable(
-                    self._client, "POST", url, addresses, headers=headers, content=body
-                )
-                await _discard_body(response)
-                if 200 <= response.status_code < 300:
-                    return PostOutcome(response.status_code, None)
-                return PostOutcome(
-                    response.status_code, f"the endpoint answered {response.status_code}"
-                )
-            except RefusedTarget as refusal:
-                return PostOutcome(None, str(refusal))
-            except httpx.HTTPError as error:
-                return PostOutcome(None, f"the request failed ({type(error).__name__})")
+                status = await self._poster.post(url, headers, body)
+            except (RefusedTarget, HttpPostError) as failure:
+                return PostOutcome(None, str(failure))
+            if 200 <= status < 300:
+                return PostOutcome(status, None)
+            return PostOutcome(status, f"the endpoint answered {status}")
         return PostOutcome(None, f"no answer within {ATTEMPT_TIMEOUT_SECONDS:g} seconds")
-
-
-async def _discard_body(response: httpx.Response) -> None:
-    """Read a small answer to its end, so that its connection serves the next POST; a large
-    one is not worth it (closing drops the connection)."""
-    try:
-        received = 0
-        async for chunk in response.aiter_raw():
-            received += len(chunk)
-            if received > MAX_ANSWER_BYTES:
-                break
-    finally:
-        await response.aclose()
 
 
 def _endpoint_health(hook: WebhookRecord, succeeded: bool, now_ms: int) -> WebhookRecord:

@@ -72,15 +72,22 @@ def due_at_ms(key: str) -> int:
 def put_message(batch: WriteBatch, spool: Spool, message: WebhookMessage) -> None:
     """Write `message` and keep its due entry in step: the old one goes, a new one comes
     while it is pending."""
-    entry = DueEntry(message.team_id, message.webhook_id, message.event_id)
     key = message_key(message.team_id, message.webhook_id, message.event_id)
-    previous = WEBHOOK_MESSAGES.get(spool, key)
+    replace_message(batch, WEBHOOK_MESSAGES.get(spool, key), message)
+
+
+def replace_message(
+    batch: WriteBatch, previous: WebhookMessage | None, message: WebhookMessage
+) -> None:
+    """`put_message` for a caller that has just read the message (`previous`) or knows it new."""
+    entry = DueEntry(message.team_id, message.webhook_id, message.event_id)
     if previous is not None and previous.next_attempt_ms is not None:
         WEBHOOK_DUE.delete(batch, due_key(previous.next_attempt_ms, entry))
     if message.status == "pending" and message.next_attempt_ms is not None:
         WEBHOOK_DUE.put(batch, due_key(message.next_attempt_ms, entry), entry)
     else:
         message = replace(message, next_attempt_ms=None)
+    key = message_key(message.team_id, message.webhook_id, message.event_id)
     WEBHOOK_MESSAGES.put(batch, key, message)
 
 
