@@ -1,4 +1,4 @@
-"""HTTP requests to targets a user named (attachment `path` URLs, webhook endpoints), with a
+"""Connections to targets a user named (attachment `path` URLs, webhook endpoints), with a
 guard against server-side request forgery.
 
 A target's host is resolved once and every address vetted; the connection then goes to a
@@ -10,7 +10,7 @@ caller turns into its own error.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
 
 import httpx
@@ -128,26 +128,18 @@ async def vetted_addresses(
 
 
 async def send_to_first_reachable(
-    client: httpx.AsyncClient,
-    method: str,
-    url: httpx.URL,
-    addresses: list[IPAddress],
-    *,
-    headers: Mapping[str, str] | None = None,
-    content: bytes | None = None,
+    client: httpx.AsyncClient, url: httpx.URL, addresses: list[IPAddress]
 ) -> httpx.Response:
-    """Send the request to each vetted address in turn until one connects; the response is
+    """GET `url` from each vetted address in turn until one connects; the response is
     streamed (the caller reads and closes it)."""
     host = url.raw_host.decode("ascii")
-    all_headers = {"Host": url.netloc.decode("ascii"), "Accept-Encoding": "identity"}
-    all_headers.update(headers or {})
+    headers = {"Host": url.netloc.decode("ascii"), "Accept-Encoding": "identity"}
     for address in addresses:
         # The URL names the vetted address; Host and the TLS server name keep the real host.
         request = client.build_request(
-            method,
+            "GET",
             url.copy_with(host=str(address)),
-            headers=all_headers,
-            content=content,
+            headers=headers,
             extensions={"sni_hostname": host},
         )
         try:

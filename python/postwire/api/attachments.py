@@ -178,7 +178,7 @@ async def _fetch_following_redirects(
                 allowed_networks=allowed_networks,
                 resolve=resolve,
             )
-            response = await send_to_first_reachable(client, "GET", url, addresses)
+            response = await send_to_first_reachable(client, url, addresses)
         except RefusedTarget as refusal:
             raise _fetch_error(field, str(refusal)) from None
         try:
