@@ -29,7 +29,6 @@ from postwire.webhooks.http_post import HttpPostError, WebhookPoster
 from postwire.webhooks.messages import (
     WEBHOOK_DUE,
     WEBHOOK_MESSAGES,
-    DueEntry,
     WebhookAttempt,
     WebhookMessage,
     due_at_ms,
@@ -48,6 +47,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("postwire.webhooks")
 
 PER_ENDPOINT: Final = 8  # concurrent POSTs to one endpoint
+MAX_RECORDING: Final = 64  # outcomes of one endpoint being committed, before its POSTs wait
 OUTBOX_PASS: Final = 500  # outbox entries fanned out per commit
 ATTEMPT_TIMEOUT_SECONDS: Final = 15.0  # connection, request and response together
 IDLE_POLL_SECONDS: Final = 0.2  # events are written by many services; none of them wakes us
@@ -83,7 +83,10 @@ class WebhookDispatcher:
         self.now_ms = now_ms
         self.post: Poster = post if post is not None else self._post
         self._woken = trio.Event()
-        self._in_flight: dict[str, set[str]] = {}  # webhook key -> message keys being sent
+        # Webhook key -> message keys being POSTed (they take the endpoint's slots), and
+        # those whose outcome is being committed (the next POSTs need not wait for that fsync).
+        self._posting: dict[str, set[str]] = {}
+        self._recording: dict[str, set[str]] = {}
         self._poster: WebhookPoster | None = None
 
     def wake(self) -> None:
@@ -151,24 +154,26 @@ class WebhookDispatcher:
         for key, hook in WEBHOOKS.scan(self.spool, limit=1_000_000):
             if hook.status != "enabled":
                 continue
-            sending = self._in_flight.setdefault(key, set())
-            free = PER_ENDPOINT - len(sending)
-            if free <= 0:
+            posting = self._posting.setdefault(key, set())
+            recording = self._recording.setdefault(key, set())
+            free = PER_ENDPOINT - len(posting)
+            if free <= 0 or len(recording) >= MAX_RECORDING:
                 continue
             prefix = due_prefix(hook.team_id, hook.id)
-            # Due entries of messages in flight are still there: look past them.
-            rows = WEBHOOK_DUE.scan(self.spool, prefix=prefix, limit=free + len(sending))
-            for due_key, entry in rows:
+            # Due entries of messages in hand are still there: look past them.
+            limit = free + len(posting) + len(recording)
+            for due_key, entry in WEBHOOK_DUE.scan(self.spool, prefix=prefix, limit=limit):
                 if due_at_ms(due_key) > now or free <= 0:
                     break
                 mkey = message_key(entry.team_id, entry.webhook_id, entry.event_id)
-                if mkey in sending:
+                if mkey in posting or mkey in recording:
                     continue
-                sending.add(mkey)
+                posting.add(mkey)
                 free -= 1
-                nursery.start_soon(self._attempt, key, mkey, entry)
+                nursery.start_soon(self._attempt, key, mkey)
 
-    async def _attempt(self, hook_key: str, mkey: str, entry: DueEntry) -> None:
+    async def _attempt(self, hook_key: str, mkey: str) -> None:
+        posting, recording = self._posting[hook_key], self._recording[hook_key]
         try:
             hook = WEBHOOKS.get(self.spool, hook_key)
             message = WEBHOOK_MESSAGES.get(self.spool, mkey)
@@ -181,25 +186,28 @@ class WebhookDispatcher:
             outcome = await self.post(hook, message, int(time.time()))
             duration_ms = int((time.monotonic() - clock) * 1000)
             attempt = WebhookAttempt(started, duration_ms, outcome.status_code, outcome.error)
-            await self._record(hook_key, hook, mkey, message, outcome, attempt)
+            recording.add(mkey)
+            posting.discard(mkey)
+            self.wake()  # the slot is free already
+            await self._record(hook_key, hook, message, outcome, attempt)
         finally:
-            self._in_flight[hook_key].discard(mkey)
-            self.wake()  # a slot is free
+            posting.discard(mkey)
+            recording.discard(mkey)
+            self.wake()
 
     async def _record(
         self,
         hook_key: str,
         hook: WebhookRecord,
-        mkey: str,
         message: WebhookMessage,
         outcome: PostOutcome,
         attempt: WebhookAttempt,
     ) -> None:
         """Commit the attempt with the message's next state, and the endpoint's health when it
-        changes. Attempts at one message never overlap (`_in_flight`), so only the endpoint's
-        record is locked, and only then: the POSTs to an endpoint commit together, not in turn.
-        (The API's changes to a message, a replay, take its endpoint's lock: a replay made
-        during an attempt may be overwritten by the attempt's outcome.)"""
+        changes. Attempts at one message never overlap (`_posting`, `_recording`), so only the
+        endpoint's record is locked, and only then: the POSTs to an endpoint commit together,
+        not in turn. (A replay through the API takes the endpoint's lock: one made during an
+        attempt may be overwritten by the attempt's outcome.)"""
         now = self.now_ms()
         attempts = [*message.attempts, asdict(attempt)]
         if outcome.succeeded:
