@@ -11,11 +11,15 @@ record in one group-committed batch; only when it returns is any email accepted.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from email import message_from_bytes
+from email.message import EmailMessage
 from email.parser import HeaderParser
+from email.policy import SMTP as SMTP_EMAIL_POLICY
 from email.policy import default as default_email_policy
 from email.utils import format_datetime, formataddr, getaddresses, parseaddr
 from typing import Any
@@ -31,7 +35,9 @@ from postwire.store.deliveries import DELIVERIES, DeliveryRecord
 from postwire.store.emails import EmailRecord, add_email
 from postwire.store.idempotency import IdempotencyKeys, IdempotencyScope
 from postwire.store.spool import Spool
-from postwire.webhooks.tracking import Tracking
+from postwire.webhooks.tracking import EmailTracking, Tracking
+
+log = logging.getLogger("postwire.accept")
 
 # Above this size the MIME build also leaves the Trio thread.
 _BUILD_IN_THREAD_BYTES = 256 * 1024
@@ -137,6 +143,26 @@ def _decoded(value: str) -> str:
     return str(header["Subject"] or "")
 
 
+def tracked_submission(tracking: EmailTracking, message: bytes) -> bytes:
+    """A submitted message with its HTML parts tracked, before it is signed. The message is
+    parsed and written again (its other parts keep their content, not always their exact
+    octets); one the parser cannot take back whole is sent untracked."""
+    try:
+        parsed = message_from_bytes(message, policy=SMTP_EMAIL_POLICY)
+        changed = False
+        for part in parsed.walk():
+            if part.get_content_type() != "text/html" or part.is_attachment():
+                continue
+            assert isinstance(part, EmailMessage)
+            html = part.get_content()
+            part.set_content(tracking.apply(html), subtype="html", charset="utf-8")
+            changed = True
+        return parsed.as_bytes(policy=SMTP_EMAIL_POLICY) if changed else message
+    except Exception:  # a malformed part: the parser is lenient, but not total
+        log.warning("an HTML part could not be tracked; the message goes untracked")
+        return message
+
+
 @dataclass(frozen=True, slots=True)
 class IdempotentRequest:
     """A request made under an idempotency key: the key's scope and the request's fingerprint."""
@@ -160,7 +186,7 @@ class Acceptor:
 
     def __init__(self, spool: Spool, *, tracking: Tracking | None = None) -> None:
         self.spool = spool
-        self.tracking = tracking  # None: no tracking (mail submitted over SMTP)
+        self.tracking = tracking  # None: no tracking
         self.idempotency = IdempotencyKeys(spool)
         # Parsing a PEM key costs more than a signature: keep one signer per domain key.
         self._signers: dict[tuple[str, str], _core.DkimSigner] = {}
@@ -279,6 +305,15 @@ class Acceptor:
             reply_to=_addresses(message.values(b"reply-to")),
         )
         body = message.to_bytes()  # signed below, with the other drafts' signer
+        if self.tracking is not None:
+            tracking = await self.tracking.for_email(
+                team_id, email_id, opens=domain.open_tracking, clicks=domain.click_tracking
+            )
+            if tracking is not None:
+                if len(body) > _BUILD_IN_THREAD_BYTES:
+                    body = await trio.to_thread.run_sync(tracked_submission, tracking, body)
+                else:
+                    body = tracked_submission(tracking, body)
         draft = _Draft(fields, body, _millis(now), self.signer_for(domain), domain.tls)
         await self._sign([draft])
         return draft.prepared()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import email
+import email.policy
 import json
 import re
 import shutil
@@ -647,3 +649,34 @@ async def test_dotted_lines_and_large_bodies_arrive_exactly(tmp_path: Path) -> N
         assert spooled is not None
         assert spooled.split(b"\r\n\r\n", 1)[1] == body
         assert verifies_with_dkimpy(spooled, server.domain)
+
+
+async def test_html_parts_are_tracked_before_signing(tmp_path: Path) -> None:
+    env = {"POSTWIRE_API_PUBLIC_URL": "https://mail.sender.test"}
+    async with submission_server(tmp_path, **env) as server:
+        tracked = dataclasses.replace(server.domain, open_tracking=True, click_tracking=True)
+        batch = _core.WriteBatch()
+        domain_store.DOMAINS.put(batch, f"domain/{server.team_id}/{tracked.id}", tracked)
+        await server.spool.commit(batch)
+        mail = message()
+        mail.add_alternative(
+            '<p>Your order: <a href="https://shop.example/o/1?a=1&amp;b=2">see it</a></p>',
+            subtype="html",
+        )
+        raw = mail.as_bytes(policy=SMTP)
+
+        code, reply = await in_thread(lambda: send_raw(server, raw, ["ann@example.org"]))
+        assert code == 250, reply
+        email_id = email_id_of(reply)
+        spooled = server.spool.message_body(email_id)
+        assert spooled is not None and verifies_with_dkimpy(spooled, server.domain)
+        parsed = email.message_from_bytes(spooled, policy=email.policy.default)
+        assert isinstance(parsed, EmailMessage)
+        html_part, text_part = parsed.get_body(("html",)), parsed.get_body(("plain",))
+        assert html_part is not None and text_part is not None
+        html = str(html_part.get_content())
+        assert "https://mail.sender.test/t/o/" in html, "the open pixel"
+        assert 'href="https://mail.sender.test/t/c/' in html, "the link, rewritten"
+        assert "shop.example" not in html
+        text = str(text_part.get_content()).replace("\r\n", "\n")
+        assert text == "Thanks for your order.\n", "text is left alone"

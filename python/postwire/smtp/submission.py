@@ -46,6 +46,7 @@ from postwire.smtp.submission_policy import Reply, SessionFacts
 from postwire.smtp.tls_material import ensure_tls_material, server_tls_context
 from postwire.store.accounts import ApiKeyRecord, authenticate
 from postwire.store.idempotency import IdempotencyScope, validate_key
+from postwire.webhooks.tracking import Tracking
 
 if TYPE_CHECKING:
     from postwire.app import ServiceDeps
@@ -182,7 +183,8 @@ class SubmissionHandler:
     def __init__(self, config: Config, deps: ServiceDeps) -> None:
         self.config = config
         self.deps = deps
-        self.acceptor = Acceptor(deps.spool)
+        # Tracking as for API mail: URLs at `api.public_url`, the spool's secret.
+        self.acceptor = Acceptor(deps.spool, tracking=Tracking(deps.spool, config.api.public_url))
         self.auth_failures = RateLimiter(config.smtp.max_auth_failures, window_seconds=60)
         self._verified_snapshot: tuple[float, list[DomainRecord]] | None = None
         self.in_flight = _InFlight()
