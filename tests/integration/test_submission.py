@@ -680,3 +680,31 @@ async def test_html_parts_are_tracked_before_signing(tmp_path: Path) -> None:
         assert "shop.example" not in html
         text = str(text_part.get_content()).replace("\r\n", "\n")
         assert text == "Thanks for your order.\n", "text is left alone"
+
+
+async def test_a_domain_locked_key_sends_only_from_its_domain(tmp_path: Path) -> None:
+    async with submission_server(tmp_path) as server:
+        config = load_config(None, {"POSTWIRE_DATA_DIR": str(tmp_path)})
+        other = await domain_store.create_domain(server.spool, config, server.team_id, "other.test")
+        batch = _core.WriteBatch()
+        other = dataclasses.replace(other, status="verified")
+        domain_store.DOMAINS.put(batch, f"domain/{server.team_id}/{other.id}", other)
+        await server.spool.commit(batch)
+        _, locked = await create_api_key(
+            server.spool, server.team_id, "locked", "sending_access", server.domain.id,
+            datetime.now(UTC),
+        )  # fmt: skip
+
+        def send_as(sender: str) -> tuple[int, bytes]:
+            with smtplib.SMTP_SSL(
+                *server.implicit_tls, context=server.client_tls(), timeout=10
+            ) as client:
+                client.login("postwire", locked)
+                client.mail("shop@sender.test")
+                client.rcpt("ann@example.org")
+                return client.data(message(sender=sender).as_bytes(policy=SMTP))
+
+        assert (await in_thread(lambda: send_as("shop@sender.test")))[0] == 250
+        code, reply = await in_thread(lambda: send_as("shop@other.test"))
+        assert (code, reply[:6]) == (550, b"5.7.1 ")
+        assert len(server.records()) == 1
