@@ -33,9 +33,12 @@ def sink_path() -> str | None:
 
 
 class SmtpSink:
-    """`smtp-sink -c 127.0.0.1:PORT 1000` in a subprocess (as `nobody` when run as root)."""
+    """`smtp-sink -c 127.0.0.1:PORT 1000` in a subprocess (as `nobody` when run as root). With
+    `dump_dir` (writable by `nobody`) it keeps each message there in a file of its own (`-d`),
+    after lines of its own: the envelope as `X-...:` headers, and a Received header."""
 
-    def __init__(self) -> None:
+    def __init__(self, dump_dir: Path | None = None) -> None:
+        self.dump_dir = dump_dir
         self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
         self._times: list[float] = []  # monotonic time at which the message count reached i + 1
@@ -60,6 +63,8 @@ class SmtpSink:
         command = [path, "-c"]
         if os.geteuid() == 0:  # smtp-sink refuses to run as root without -u
             command += ["-u", "nobody"]
+        if self.dump_dir is not None:
+            command += ["-d", f"{self.dump_dir}/%M."]
         command += [f"127.0.0.1:{self.port}", str(BACKLOG)]
         self.process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -114,6 +119,11 @@ class SmtpSink:
         """Messages that landed after monotonic time `since`."""
         with self._lock:
             return len(self._times) - bisect.bisect_right(self._times, since)
+
+    def dumped(self) -> list[bytes]:
+        """The messages kept in `dump_dir` so far, as smtp-sink wrote them."""
+        assert self.dump_dir is not None
+        return [path.read_bytes() for path in sorted(self.dump_dir.iterdir())]
 
     def connections(self) -> int:
         """Established connections to the sink right now (its side of them, /proc/net/tcp)."""

@@ -1,6 +1,7 @@
 """`make bench-smtp`: messages/s that SMTP submission over implicit TLS accepts from 50
 concurrent sessions, and delivers to Postfix's `smtp-sink`, with 4 KiB and 100 KiB messages;
-Postfix itself, fed and drained the same way, as the baseline, side by side in one run.
+two baselines fed and drained the same way, side by side in one run: Postfix with an OpenDKIM
+milter signing every message (RSA-2048), the usual self-hosted stack, and Postfix alone.
 
 The path of every message: `smtp-source -d -s 50` (Postfix's load generator: 50 sessions, each
 sending message after message over one connection) -> `stunnel` client (plain on loopback, TLS
@@ -12,14 +13,21 @@ smtp-source cannot AUTH, so 127.0.0.1 is in `smtp.trusted_networks` and the mail
 team of the verified domain of its From header (smtp-source writes `From:` from its `-f`).
 `delivery.routes` sends everything to the sink over at most 50 connections. Postfix (a private
 instance on loopback, see `postfix_relay.py`) gets the same certificate, TLS from the first
-byte on its smtpd, and relays to the same sink over at most 50 connections.
+byte on its smtpd, and relays to the same sink over at most 50 connections. For the signing
+baseline a second instance hands every message to OpenDKIM (`opendkim.py`: a key made by
+`opendkim-genkey -b 2048` for the sending domain, relaxed/relaxed as Postwire signs) and refuses
+it with a 4xx when the milter fails (`milter_default_action = tempfail`). `--baselines` picks
+which of the two run.
 
 Before anything is timed, one message must go end to end through each server, then a short
-warm-up runs. Each round, for each size in a rotating order, each server in an alternating
-order gets N messages: accepted/s is N over smtp-source's run (it exits 0 only when every
-message got a 2xx reply); delivered/s is N over the time from smtp-source's start to smtp-sink's
+warm-up runs. Through Postfix + OpenDKIM, one more message goes first to a second smtp-sink
+that keeps it: it must carry a DKIM-Signature of the sending domain at OpenDKIM's selector
+that dkimpy verifies against the public key `opendkim-genkey` wrote. Each round, for each size
+in a rotating order, each server in turn (a different one first each time) gets N messages:
+accepted/s is N over smtp-source's run (it exits 0 only when every message got a 2xx reply);
+delivered/s is N over the time from smtp-source's start to smtp-sink's
 count of the Nth message. Then, untimed: the API must report `last_event` "delivered" for all N
-of Postwire's (found by the round's subject), Postfix's queue must be empty, and the sink must
+of Postwire's (found by the round's subject), Postfix's queues must be empty, and the sink must
 hold exactly N new messages, or the run fails. Medians of the rounds are reported.
 
 Progress goes to stderr, the Markdown report to stdout and to `--output`. With `--profile`, an
@@ -31,6 +39,7 @@ from __future__ import annotations
 import argparse
 import collections
 import datetime
+import email
 import re
 import statistics
 import time
@@ -39,6 +48,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
+import dkim
 import httpx
 from tests.dns_server import AuthoritativeDnsServer
 from tests.postfix_mta import postfix_unavailable
@@ -57,6 +67,7 @@ from benchmarks.report import (
     progress,
     server_source,
 )
+from benchmarks.smtp.opendkim import OpenDkim, opendkim_unavailable, opendkim_version
 from benchmarks.smtp.postfix_relay import PostfixRelay, postfix_version
 from benchmarks.smtp.source import Load, send, source_path
 from benchmarks.smtp.tunnel import StunnelClient, stunnel_path, stunnel_version
@@ -71,7 +82,12 @@ CHECK_TIMEOUT = 30.0
 CONFIRM_TIMEOUT = 60.0
 PROGRESS_SECONDS = 5.0
 TLS_LISTENING = re.compile(r"SMTP submission \(implicit TLS\) on 127\.0\.0\.1:(\d+)")
-POSTWIRE, POSTFIX = "Postwire", "Postfix"
+POSTWIRE, POSTFIX, POSTFIX_DKIM = "Postwire", "Postfix", "Postfix + OpenDKIM"
+# `--baselines` names, in the order the servers are set up and reported.
+BASELINES = {"postfix-opendkim": POSTFIX_DKIM, "postfix": POSTFIX}
+SELECTOR = "opendkim"
+# Routed by the signing Postfix to a second smtp-sink that keeps what it gets: the DKIM check.
+CHECK_DOMAIN = "dkim-check.example.org"
 # Where the event loop's time goes, in the terms of this path: modules and packages as py-spy
 # names their frames, so that the parts outlive renames inside them.
 PROFILE_PARTS = {
@@ -208,9 +224,11 @@ class PostfixUnderTest:
     relay: PostfixRelay
     tunnel: StunnelClient
     name: str = POSTFIX
+    milter: OpenDkim | None = None  # its CPU counts as the server's
 
     def cpu_seconds(self) -> float:
-        return self.relay.cpu_seconds()
+        milter = self.milter.cpu_seconds() if self.milter is not None else 0.0
+        return self.relay.cpu_seconds() + milter
 
     def confirm_delivered(self, subject: str, messages: int, timeout: float) -> None:
         """The queue is empty: every message left (the sink's count says where to)."""
@@ -220,6 +238,49 @@ class PostfixUnderTest:
                 f"{subject!r}: {left} messages still in Postfix's queue after {timeout:g} s:\n"
                 + self.relay.maillog()[-3000:]
             )
+
+
+def check_signed(server: PostfixUnderTest, keeper: SmtpSink, timeout: float) -> None:
+    """One message (untimed) to the check domain, kept by the sink `keeper`: it must carry a
+    DKIM-Signature of the sending domain at OpenDKIM's selector, and dkimpy must verify it
+    against the public key OpenDKIM signs with (smtp-sink's own lines above the message are
+    unsigned headers to it)."""
+    assert server.milter is not None
+    subject = f"SMTP benchmark, DKIM check, {server.name}"
+    send(
+        Load(1, 1, 4 * 1024, SENDER, f"reader@{CHECK_DOMAIN}", subject),
+        server.tunnel.port,
+        timeout=timeout,
+    )
+    deadline = time.monotonic() + timeout
+    while not (messages := keeper.dumped()) or server.relay.queued():
+        if time.monotonic() > deadline:
+            raise SystemExit(
+                f"{subject!r}: not delivered to the check sink within {timeout:g} s:\n"
+                + server.relay.maillog()[-3000:]
+            )
+        time.sleep(0.1)
+    if len(messages) != 1:
+        raise SystemExit(f"{subject!r}: the check sink got {len(messages)} messages, 1 sent")
+    content = messages[0]
+    signatures = email.message_from_bytes(content).get_all("DKIM-Signature") or []
+    tags = [dict(re.findall(r"(\w+)=([^;\s]*)", " ".join(value.split()))) for value in signatures]
+    ours = [t for t in tags if t.get("d") == DOMAIN and t.get("s") == SELECTOR]
+    if len(ours) != 1:
+        raise SystemExit(
+            f"{subject!r}: expected one DKIM-Signature d={DOMAIN} s={SELECTOR}, got {signatures}"
+        )
+    name = f"{SELECTOR}._domainkey.{DOMAIN}.".encode()
+    record = server.milter.public_record()
+
+    def txt(query: bytes, timeout: float = 5) -> bytes | None:
+        return record if query == name else None
+
+    if not dkim.verify(content, dnsfunc=txt):
+        raise SystemExit(f"{subject!r}: OpenDKIM's signature does not verify:\n{content[:3000]!r}")
+    progress(
+        f"{server.name}: the delivered message's DKIM-Signature (a={ours[0].get('a')}) verifies"
+    )
 
 
 def ok(response: httpx.Response) -> Any:
@@ -307,9 +368,11 @@ def run_benchmark(
     dns = AuthoritativeDnsServer()
     sink = SmtpSink()
     postwire: SmtpBenchServer | None = None
-    postfix: PostfixRelay | None = None
+    relays: list[PostfixRelay] = []
+    milters: list[OpenDkim] = []
     tunnels: list[StunnelClient] = []
     dns.start()
+    keepers: list[SmtpSink] = []
     try:
         sink.start()
         progress(f"smtp-sink listening on 127.0.0.1:{sink.port}")
@@ -327,15 +390,41 @@ def run_benchmark(
             tunnels.append(StunnelClient(work, "postwire", tls_port))
             tunnels[-1].start()
             servers: list[ServerUnderTest] = [PostwireUnderTest(postwire, client, tunnels[-1])]
-            if args.baseline:
-                postfix = PostfixRelay(
-                    RECIPIENT_DOMAIN, f"127.0.0.1:{sink.port}", *postwire.tls_certificate
+            signing: list[tuple[PostfixUnderTest, SmtpSink]] = []
+            for option, name in BASELINES.items():
+                if option not in args.baselines:
+                    continue
+                milter: OpenDkim | None = None
+                more_routes: dict[str, str] = {}
+                if name == POSTFIX_DKIM:
+                    progress(f"starting OpenDKIM ({SELECTOR}._domainkey.{DOMAIN}) ...")
+                    milter = OpenDkim(DOMAIN, SELECTOR)
+                    milters.append(milter)
+                    milter.start()
+                    # Written by smtp-sink as `nobody`.
+                    dump_dir = work / "dkim-check"
+                    dump_dir.mkdir(mode=0o777)
+                    dump_dir.chmod(0o777)
+                    work.chmod(0o755)
+                    keepers.append(SmtpSink(dump_dir))
+                    keepers[-1].start()
+                    more_routes[CHECK_DOMAIN] = f"127.0.0.1:{keepers[-1].port}"
+                relay = PostfixRelay(
+                    RECIPIENT_DOMAIN,
+                    f"127.0.0.1:{sink.port}",
+                    *postwire.tls_certificate,
+                    milter=milter.milter if milter is not None else None,
+                    more_routes=more_routes,
                 )
-                progress("starting Postfix ...")
-                postfix.start()
-                tunnels.append(StunnelClient(work, "postfix", postfix.tls_port))
+                relays.append(relay)
+                progress(f"starting {name} ...")
+                relay.start()
+                tunnels.append(StunnelClient(work, option, relay.tls_port))
                 tunnels[-1].start()
-                servers.append(PostfixUnderTest(postfix, tunnels[-1]))
+                baseline = PostfixUnderTest(relay, tunnels[-1], name, milter)
+                servers.append(baseline)
+                if milter is not None:
+                    signing.append((baseline, keepers[-1]))
             figures = {
                 (server.name, size.name): Figure(server.name, size)
                 for size in sizes
@@ -353,6 +442,9 @@ def run_benchmark(
                     deliver_timeout=args.deliver_timeout,
                 )
 
+            for baseline, keeper in signing:
+                progress(f"checking {baseline.name}'s DKIM signature on one message ...")
+                check_signed(baseline, keeper, CHECK_TIMEOUT)
             for server in servers:
                 progress(f"checking that one message goes end to end through {server.name} ...")
                 one(server, sizes[0], "check", messages=1)
@@ -395,27 +487,33 @@ def run_benchmark(
             progress("server log (tail):\n" + postwire.log())
         for tunnel in tunnels:
             progress(f"stunnel log ({tunnel.name}):\n" + tunnel.log())
-        if postfix is not None:
-            progress("Postfix maillog (tail):\n" + postfix.maillog()[-5000:])
+        for relay in relays:
+            progress(f"Postfix maillog ({relay.directory}, tail):\n" + relay.maillog()[-5000:])
+        for milter in milters:
+            progress("OpenDKIM's output:\n" + milter.log()[-3000:])
         raise
     finally:
         for tunnel in tunnels:
             tunnel.stop()
-        if postfix is not None:
-            postfix.stop()
+        for relay in relays:
+            relay.stop()
+        for milter in milters:
+            milter.stop()
+        for keeper in keepers:
+            keeper.stop()
         if postwire is not None:
             postwire.stop()
         sink.stop()
         dns.stop()
 
 
-def ratios(figures: list[Figure], size: Size, value: str) -> str:
-    """Postwire / Postfix for one size: the median of the rounds' ratios (rounds pair the two
+def ratios(figures: list[Figure], size: Size, value: str, baseline: str) -> str:
+    """Postwire / `baseline` for one size: the median of the rounds' ratios (rounds pair the
     runs made close together in time)."""
     by_server = {f.server: f for f in figures if f.size.name == size.name}
-    if POSTFIX not in by_server:
+    if baseline not in by_server:
         return "n/a"
-    pairs = zip(by_server[POSTWIRE].samples, by_server[POSTFIX].samples, strict=True)
+    pairs = zip(by_server[POSTWIRE].samples, by_server[baseline].samples, strict=True)
     return f"{statistics.median(getattr(a, value) / getattr(b, value) for a, b in pairs):.2f}"
 
 
@@ -425,7 +523,20 @@ def report(
     profiles: list[Profiled],
     load_average: LoadAverages,
 ) -> str:
-    baseline = f", {postfix_version()} as the baseline" if args.baseline else ""
+    baselines = [BASELINES[option] for option in BASELINES if option in args.baselines]
+    postfix = postfix_version()
+    described = {
+        POSTFIX_DKIM: f"{postfix} with {opendkim_version()} as a milter signing every message "
+        "(RSA-2048, relaxed/relaxed, `milter_default_action = tempfail`)",
+        POSTFIX: f"{postfix} alone (no DKIM)",
+    }
+    baseline = (
+        "; the baselines, "
+        + " and ".join(described[name] for name in baselines)
+        + ", get the same certificate, the same tunnel, and relay to the same sink"
+        if baselines
+        else ""
+    )
     # Seen with ps during Postfix's rounds: 15 to 30 of its processes runnable at once.
     busy_postfix = " (it counts runnable processes: Postfix's rounds run dozens at once)"
     lines = [
@@ -437,11 +548,10 @@ def report(
         f"`smtp-sink` on loopback, at most {MAX_CONNECTIONS} connections to it; one recipient "
         "per message. Postwire: SMTP submission from a trusted network (no AUTH), From a "
         "verified domain, DKIM-signed (RSA-2048), group-committed to the spool before 250, then "
-        f"delivered through `delivery.routes`{baseline}: the same certificate, the same "
-        f"tunnel, relayed to the same sink (no DKIM). Medians of {args.rounds} rounds per size "
-        "and server (sizes rotate, servers alternate). Load average before "
+        f"delivered through `delivery.routes`{baseline}. Medians of {args.rounds} rounds per "
+        "size and server (sizes rotate, servers take turns going first). Load average before "
         f"{load_average.before:.2f}, after {load_average.after:.2f}"
-        f"{busy_postfix if args.baseline else ''}. Server: {server_source()}.",
+        f"{busy_postfix if baselines else ''}. Server: {server_source()}.",
         "",
         "| message body | server | messages per round | accepted/s | delivered/s "
         "| server CPU | server CPU per message | stunnel CPU | smtp-source CPU | smtp-sink CPU "
@@ -458,17 +568,20 @@ def report(
             f"| {figure.median('sink_cpu'):.2f} | {figure.median('other_cpu'):.2f} |"
         )
     sizes = list({f.size.name: f.size for f in figures}.values())
-    if args.baseline:
+    if baselines:
+        columns = ("accepted/s", "delivered/s", "server CPU per message")
+        values = ("accepted_per_s", "delivered_per_s", "server_cpu_ms_per_message")
         lines += [
             "",
-            "| message body | Postwire / Postfix, accepted/s | Postwire / Postfix, delivered/s "
-            "| Postwire / Postfix, server CPU per message |",
-            "|---|---:|---:|---:|",
+            "| message body | "
+            + " | ".join(f"Postwire / {b}, {c}" for b in baselines for c in columns)
+            + " |",
+            "|---|" + "---:|" * (len(baselines) * len(columns)),
         ]
         lines += [
-            f"| {size.name} | {ratios(figures, size, 'accepted_per_s')} "
-            f"| {ratios(figures, size, 'delivered_per_s')} "
-            f"| {ratios(figures, size, 'server_cpu_ms_per_message')} |"
+            f"| {size.name} | "
+            + " | ".join(ratios(figures, size, v, b) for b in baselines for v in values)
+            + " |"
             for size in sizes
         ]
     lines += [
@@ -478,9 +591,13 @@ def report(
         "time from smtp-source's start to smtp-sink's count of the last one (`smtp-sink -c`). "
         'After each round, untimed: the API reported `last_event` "delivered" for every '
         "Postwire email of the round, Postfix's queue was empty, and smtp-sink had received "
-        "exactly the round's messages. CPU columns are cores busy on average over the same "
+        "exactly the round's messages. Before the rounds, one message through Postfix + "
+        "OpenDKIM reached a second smtp-sink that kept it, with OpenDKIM's DKIM-Signature "
+        "(the sending domain, its selector), which dkimpy verified against the public key "
+        "`opendkim-genkey` wrote. CPU columns are cores busy on average over the same "
         "time (2 = the whole machine): the server (Postwire's process; Postfix's master and "
-        "every daemon it ran), the stunnel client, smtp-source, smtp-sink, and everything else "
+        "every daemon it ran, plus OpenDKIM's process when it signs), the stunnel client, "
+        "smtp-source, smtp-sink, and everything else "
         "(this benchmark's process, Knot DNS, the rest of the machine). Server CPU per message: "
         "CPU seconds of the server over the round's messages. Ratios are medians of the "
         "rounds' ratios.",
@@ -520,10 +637,11 @@ def main() -> None:
         "--deliver-timeout", type=float, default=300.0, help="seconds a round may take"
     )
     parser.add_argument(
-        "--no-baseline",
-        dest="baseline",
-        action="store_false",
-        help="measure Postwire alone, without Postfix",
+        "--baselines",
+        nargs="*",
+        choices=list(BASELINES),
+        default=list(BASELINES),
+        help="the rivals measured beside Postwire (default: all; none: Postwire alone)",
     )
     add_report_options(
         parser, report_name="smtp", profile_help="profile an extra 4 KiB round (py-spy)"
@@ -550,8 +668,10 @@ def main() -> None:
             f"{' and '.join(missing)} not installed (Debian: apt-get install postfix stunnel4; "
             "`make bench-smtp` does)"
         )
-    if args.baseline and (why := postfix_unavailable()) is not None:
-        parser.error(f"the Postfix baseline cannot run: {why} (or pass --no-baseline)")
+    if args.baselines and (why := postfix_unavailable()) is not None:
+        parser.error(f"the Postfix baselines cannot run: {why} (or pass --baselines)")
+    if "postfix-opendkim" in args.baselines and (why := opendkim_unavailable()) is not None:
+        parser.error(f"the Postfix + OpenDKIM baseline cannot run: {why}")
 
     measure_and_report(
         args,

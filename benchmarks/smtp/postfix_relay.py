@@ -4,14 +4,16 @@ The tests' private Postfix instance (`tests.postfix_mta.PostfixMta`: its own con
 queue and data directories, `master` in the foreground leading its own process group) gets a
 second smtpd listener with implicit TLS (`smtpd_tls_wrappermode`) and the certificate Postwire
 serves, and relays the recipient domain to the same smtp-sink over up to 50 connections, as
-Postwire does with `delivery.max_connections_per_site` = 50. Postfix signs nothing: Postwire's
-figures include a DKIM signature (RSA-2048) per message that Postfix's do not.
+Postwire does with `delivery.max_connections_per_site` = 50. Alone, Postfix signs nothing; given
+a milter (OpenDKIM, see `opendkim.py`), every message passes through it, and a message the
+milter cannot handle is refused with a temporary error rather than relayed unsigned.
 """
 
 from __future__ import annotations
 
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from tests.postfix_mta import POSTFIX_SEARCH_PATH, PostfixMta
@@ -27,11 +29,22 @@ _QUEUES = ("maildrop", "incoming", "active", "deferred", "hold")
 class PostfixRelay(PostfixMta):
     """A private Postfix relaying `domain` to `sink`, with smtpd on 127.0.0.1:`tls_port`
     speaking TLS from the first byte. The plain listener of `PostfixMta` stays: it is how the
-    start-up waits for smtpd's greeting."""
+    start-up waits for smtpd's greeting. `milter` ("inet:host:port") sees every message, from
+    smtpd and from elsewhere; `more_routes` relays other domains elsewhere (a check's sink)."""
 
-    def __init__(self, domain: str, sink: str, cert: Path, key: Path) -> None:
-        super().__init__({domain: sink})
+    def __init__(
+        self,
+        domain: str,
+        sink: str,
+        cert: Path,
+        key: Path,
+        *,
+        milter: str | None = None,
+        more_routes: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__({domain: sink, **(more_routes or {})})
         self.cert, self.key = cert, key
+        self.milter = milter
         self.tls_port = 0
 
     def _write_config(self) -> None:
@@ -47,6 +60,15 @@ smtp_destination_concurrency_limit = {CONCURRENCY}
 default_process_limit = {4 * CONCURRENCY}
 """
             )
+            if self.milter is not None:
+                main_cf.write(
+                    f"""
+# Every message through the milter; none relayed without it (4xx while it is unreachable).
+smtpd_milters = {self.milter}
+non_smtpd_milters = {self.milter}
+milter_default_action = tempfail
+"""
+                )
         with (self.config_directory / "master.cf").open("a") as master_cf:
             master_cf.write(
                 f"""{self.host}:{self.tls_port} inet n - n - - smtpd

@@ -1,0 +1,175 @@
+"""The signing baseline's milter: OpenDKIM in the foreground, signing every message that Postfix
+hands it with an RSA-2048 key made for the benchmark by `opendkim-genkey`.
+
+It signs only (`Mode s`) for one domain and selector, relaxed/relaxed as Postwire does, and
+listens for Postfix on `inet:PORT@127.0.0.1`. Started as root, it reads its key and then runs as
+Debian's `opendkim` user (`UserID`), so its directory is a world-readable one of its own and
+the key belongs to that user. It is a child of the benchmark, so its CPU is measured apart and
+added to Postfix's. Debian packages: `opendkim opendkim-tools`.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from tests.postfix_mta import POSTFIX_SEARCH_PATH
+
+from benchmarks.cpu_time import process_cpu
+from benchmarks.smtp.tunnel import free_port
+
+USER = "opendkim"
+START_TIMEOUT = 10.0
+STOP_TIMEOUT = 10.0
+_TXT_STRINGS = re.compile(r'"([^"]*)"')
+
+
+class OpenDkimError(RuntimeError):
+    """OpenDKIM is missing, or did not start."""
+
+
+def opendkim_path() -> str | None:
+    return shutil.which("opendkim", path=POSTFIX_SEARCH_PATH)
+
+
+def genkey_path() -> str | None:
+    return shutil.which("opendkim-genkey", path=POSTFIX_SEARCH_PATH)
+
+
+def opendkim_unavailable() -> str | None:
+    """Why the OpenDKIM milter cannot run here, or None when it can."""
+    if opendkim_path() is None or genkey_path() is None:
+        return "OpenDKIM is not installed: apt-get install -y opendkim opendkim-tools"
+    try:
+        pwd.getpwnam(USER)
+    except KeyError:
+        return f"no {USER!r} user (Debian's opendkim package creates it)"
+    if os.geteuid() != 0:
+        return "OpenDKIM must be started as root (it then runs as its own user)"
+    return None
+
+
+def opendkim_version() -> str:
+    """ "OpenDKIM 2.11.0"."""
+    path = opendkim_path()
+    if path is None:
+        return "OpenDKIM"
+    output = subprocess.run([path, "-V"], capture_output=True, text=True, timeout=10).stdout
+    match = re.search(r"OpenDKIM Filter v(\S+)", output)
+    return f"OpenDKIM {match[1]}" if match else "OpenDKIM"
+
+
+class OpenDkim:
+    """`opendkim -f -x CONF` signing for `domain` with a new 2048-bit key at `selector`."""
+
+    def __init__(self, domain: str, selector: str) -> None:
+        self.domain, self.selector = domain, selector
+        self.directory = Path(tempfile.mkdtemp(prefix="opendkim-"))
+        self.directory.chmod(0o755)
+        self.config_path = self.directory / "opendkim.conf"
+        self.log_path = self.directory / "opendkim.log"
+        self.port = 0
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def milter(self) -> str:
+        """Where Postfix finds it: `smtpd_milters` and `non_smtpd_milters`."""
+        return f"inet:127.0.0.1:{self.port}"
+
+    @property
+    def key_path(self) -> Path:
+        return self.directory / f"{self.selector}.private"
+
+    def public_record(self) -> bytes:
+        """The DNS TXT record of the public key, as `opendkim-genkey` wrote it to
+        `SELECTOR.txt` (its strings joined): "v=DKIM1; h=sha256; k=rsa; p=..."."""
+        text = (self.directory / f"{self.selector}.txt").read_text()
+        return "".join(_TXT_STRINGS.findall(text)).encode()
+
+    def start(self) -> None:
+        opendkim, genkey = opendkim_path(), genkey_path()
+        if opendkim is None or genkey is None:
+            raise OpenDkimError("OpenDKIM is not installed (apt-get install opendkim-tools)")
+        subprocess.run(
+            [genkey, "-b", "2048", "-d", self.domain, "-s", self.selector, "-D", self.directory],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+        shutil.chown(self.key_path, user=USER, group=USER)
+        self.key_path.chmod(0o600)
+        self.port = free_port()
+        self.config_path.write_text(
+            f"""\
+Mode                    s
+Domain                  {self.domain}
+Selector                {self.selector}
+KeyFile                 {self.key_path}
+Canonicalization        relaxed/relaxed
+Socket                  inet:{self.port}@127.0.0.1
+UserID                  {USER}
+PidFile                 {self.directory / "opendkim.pid"}
+Syslog                  no
+UMask                   007
+# The key is a throw-away one under /tmp, which other users may write to.
+RequireSafeKeys         no
+"""
+        )
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                [opendkim, "-f", "-x", str(self.config_path)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        self._wait_until_listening()
+
+    def _wait_until_listening(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT
+        error = "timed out"
+        while time.monotonic() < deadline:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                status = self.process.returncode
+                self.process = None
+                raise OpenDkimError(f"opendkim exited with status {status}:\n{self.log()}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError as exc:
+                error = str(exc) or type(exc).__name__
+            time.sleep(0.05)
+        self.stop()
+        raise OpenDkimError(f"opendkim does not listen on {self.port} ({error}):\n{self.log()}")
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def cpu_seconds(self) -> float:
+        """CPU used so far by every thread of opendkim."""
+        return process_cpu(self.pid)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self) -> None:
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.send_signal(signal.SIGTERM)
+                try:
+                    self.process.wait(timeout=STOP_TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                    self.process.wait()
+            self.process = None
+        shutil.rmtree(self.directory, ignore_errors=True)
