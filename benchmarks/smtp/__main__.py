@@ -57,6 +57,7 @@ from benchmarks.api import profile
 from benchmarks.api.profile import Profiled, profile_section
 from benchmarks.api.server import BenchServer, verify_domain
 from benchmarks.cpu_time import children_cpu, machine_busy, process_cpu
+from benchmarks.delivery.rounds import Size
 from benchmarks.delivery.sink import SmtpSink, sink_path
 from benchmarks.report import (
     LoadAverages,
@@ -105,13 +106,6 @@ PROFILE_PARTS = {
     "Python's `email` package": ("(email/",),
     "logging": ("(logging/",),
 }
-
-
-@dataclass(frozen=True)
-class Size:
-    name: str
-    body_bytes: int
-    messages: int
 
 
 @dataclass(frozen=True)
