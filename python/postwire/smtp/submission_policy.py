@@ -157,9 +157,9 @@ def on_rcpt(
 
 
 def on_data(message: bytes, max_message_size: int) -> Reply | None:
-    """Checks of the received content before it goes to the accept path. aiosmtpd already
-    refuses too long lines and too much data while reading; this repeats the size rule for
-    content it let through (its count excludes the dot-stuffing it removes)."""
+    """Checks of the received content before it goes to the accept path. The DATA reader
+    (`submission.read_data`) already refuses too long lines and too much data as sent; the
+    size rule stands here too, so that the rules of a message are all in one place."""
     if len(message) > max_message_size:
         return MESSAGE_TOO_BIG
     if b"\x00" in message:
