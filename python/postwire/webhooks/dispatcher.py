@@ -39,7 +39,7 @@ from postwire.webhooks.messages import (
 from postwire.webhooks.payloads import webhook_payload
 from postwire.webhooks.retry_policy import next_attempt_ms, should_disable
 from postwire.webhooks.signing import signed_headers
-from postwire.webhooks.store import WEBHOOKS, WebhookRecord
+from postwire.webhooks.store import WEBHOOKS, WebhookRecord, subscribers
 
 if TYPE_CHECKING:
     from postwire.app import ServiceDeps
@@ -115,24 +115,20 @@ class WebhookDispatcher:
             return False
         batch = WriteBatch()
         now = self.now_ms()
-        subscribers: dict[tuple[str, str], list[WebhookRecord]] = {}
+        by_kind: dict[tuple[str, str], list[WebhookRecord]] = {}
         for event_id, entry in rows:
             OUTBOX.delete(batch, event_id)
             event = EVENTS.get(self.spool, event_key(entry.team_id, event_id))
             if event is None:
                 continue
             wanted = (event.team_id, event.type)
-            if wanted not in subscribers:
-                subscribers[wanted] = [
-                    hook
-                    for _, hook in WEBHOOKS.scan(self.spool, prefix=f"{event.team_id}/")
-                    if hook.status == "enabled" and event.type in hook.events
-                ]
-            if not subscribers[wanted]:
+            if wanted not in by_kind:
+                by_kind[wanted] = subscribers(self.spool, event.team_id, event.type)
+            if not by_kind[wanted]:
                 continue
             email = EMAILS.get(self.spool, email_key(event.team_id, event.email_id))
             payload = webhook_payload(event, email).decode()
-            for hook in subscribers[wanted]:
+            for hook in by_kind[wanted]:
                 message = WebhookMessage(
                     id="msg_" + event.id.replace("-", ""),
                     team_id=event.team_id,
