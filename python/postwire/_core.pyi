@@ -219,6 +219,9 @@ class WriteBatch:
         """
     def ack(self, id: str, lease: int) -> None:
         """Finish a leased message: body, state and index entry are removed."""
+    def renew(self, id: str, lease: int, until_ms: int) -> None:
+        """Extend a lease still held (not taken by anyone since, even if past its expiry) to
+        `until_ms`, keeping its token; fails the batch with `LeaseLostError` otherwise."""
     def remove(self, id: str, now_ms: int) -> None:
         """Remove a message that is not leased now (a cancelled scheduled email)."""
     def lease_due(self, now_ms: int, limit: int, lease_ms: int) -> None:

@@ -183,6 +183,13 @@ pub enum Op {
     },
     /// Finish a leased message: its body, state and index entry go.
     Ack { id: String, lease: u64 },
+    /// Extend a lease still held (even if past its expiry, so long as nobody took it since) to
+    /// `until_ms`, keeping its token: a message long in hand is not handed to another process.
+    Renew {
+        id: String,
+        lease: u64,
+        until_ms: u64,
+    },
     /// Remove a message that is not leased right now (a cancelled scheduled email).
     Remove { id: String, now_ms: u64 },
     /// Hand out up to `limit` messages due at `now_ms`, each leased for `lease_ms`.
@@ -702,7 +709,7 @@ fn check_batch(tables: &Tables, txn: &RwTxn<'_>, batch: &Batch) -> Result<()> {
                     return Err(SpoolError::LeaseLost(id.clone()));
                 }
             }
-            Op::Ack { id, lease } => {
+            Op::Ack { id, lease } | Op::Renew { id, lease, .. } => {
                 let state = load_state(tables, txn, id)?;
                 if state.lease != *lease || *lease == 0 {
                     return Err(SpoolError::LeaseLost(id.clone()));
@@ -783,6 +790,12 @@ fn apply_batch(tables: &Tables, txn: &mut RwTxn<'_>, batch: &Batch) -> Result<Ve
                 if *count_attempt {
                     state.attempts = state.attempts.saturating_add(1);
                 }
+                store_state(tables, txn, id, &state)?;
+            }
+            Op::Renew { id, until_ms, .. } => {
+                let mut state = load_state(tables, txn, id)?;
+                move_due(tables, txn, id, state.due_at_ms, *until_ms)?;
+                state.due_at_ms = *until_ms;
                 store_state(tables, txn, id, &state)?;
             }
             Op::Ack { id, .. } | Op::Remove { id, .. } => {
@@ -1036,6 +1049,44 @@ mod tests {
                 ok
             );
         }
+    }
+
+    #[test]
+    fn renew_keeps_a_held_lease_from_being_handed_out_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = open(dir.path());
+        let mut batch = Batch::new();
+        batch.push(enqueue("a", 100));
+        spool.commit(batch).unwrap();
+        let held = lease(&spool, 100, 1_000).pop().unwrap();
+
+        // Past its expiry but not taken since: the holder may still renew it.
+        let mut renew = Batch::new();
+        renew.push(Op::Renew {
+            id: "a".into(),
+            lease: held.lease,
+            until_ms: 5_000,
+        });
+        spool.commit(renew).unwrap();
+        assert!(lease(&spool, 2_000, 1_000).is_empty(), "renewed: not due");
+        assert_eq!(spool.next_due_at().unwrap(), Some(5_000));
+
+        // Once someone else holds it, the old token renews nothing.
+        let taken = lease(&spool, 5_000, 1_000).pop().unwrap();
+        assert_ne!(taken.lease, held.lease);
+        let mut stale = Batch::new();
+        stale.push(Op::Renew {
+            id: "a".into(),
+            lease: held.lease,
+            until_ms: 9_000,
+        });
+        assert!(matches!(spool.commit(stale), Err(SpoolError::LeaseLost(_))));
+        let mut ack = Batch::new();
+        ack.push(Op::Ack {
+            id: "a".into(),
+            lease: taken.lease,
+        });
+        spool.commit(ack).unwrap();
     }
 
     #[test]

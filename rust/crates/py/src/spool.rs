@@ -70,6 +70,14 @@ impl WriteBatch {
         self.batch.push(core::Op::Ack { id, lease });
     }
 
+    fn renew(&mut self, id: String, lease: u64, until_ms: u64) {
+        self.batch.push(core::Op::Renew {
+            id,
+            lease,
+            until_ms,
+        });
+    }
+
     fn remove(&mut self, id: String, now_ms: u64) {
         self.batch.push(core::Op::Remove { id, now_ms });
     }
