@@ -15,9 +15,10 @@ team of the verified domain of its From header (smtp-source writes `From:` from 
 instance on loopback, see `postfix_relay.py`) gets the same certificate, TLS from the first
 byte on its smtpd, and relays to the same sink over at most 50 connections. For the signing
 baseline a second instance hands every message to OpenDKIM (`opendkim.py`: a key made by
-`opendkim-genkey -b 2048` for the sending domain, relaxed/relaxed as Postwire signs) and refuses
-it with a 4xx when the milter fails (`milter_default_action = tempfail`). `--baselines` picks
-which of the two run.
+`opendkim-genkey -b 2048` for the sending domain, configured as Debian ships it: relaxed/simple
+where Postwire signs relaxed/relaxed, From oversigned, a Unix socket) and refuses it with a 4xx
+when the milter fails (`milter_default_action = tempfail`). `--baselines` picks which of the
+two run.
 
 Before anything is timed, one message must go end to end through each server, then a short
 warm-up runs. Through Postfix + OpenDKIM, one more message goes first to a second smtp-sink

@@ -29,8 +29,9 @@ _QUEUES = ("maildrop", "incoming", "active", "deferred", "hold")
 class PostfixRelay(PostfixMta):
     """A private Postfix relaying `domain` to `sink`, with smtpd on 127.0.0.1:`tls_port`
     speaking TLS from the first byte. The plain listener of `PostfixMta` stays: it is how the
-    start-up waits for smtpd's greeting. `milter` ("inet:host:port") sees every message, from
-    smtpd and from elsewhere; `more_routes` relays other domains elsewhere (a check's sink)."""
+    start-up waits for smtpd's greeting. `milter` ("unix:/path" or "inet:host:port") sees every
+    message, from smtpd and from elsewhere; `more_routes` relays other domains elsewhere (a
+    check's sink)."""
 
     def __init__(
         self,
