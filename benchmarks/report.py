@@ -66,24 +66,32 @@ def check_options(
         parser.error(f"--profile needs py-spy (pip install py-spy; `make {make_target}` does)")
 
 
-def measure_and_report(
-    args: argparse.Namespace,
+def measure_and_render(
     *,
     work_prefix: str,
     measure: Callable[[Path, Path | None], Measured],
     render: Callable[[Measured, LoadAverages], str],
+    profile_base: Path | None,
+) -> tuple[Measured, str]:
+    """Run `measure(work directory, profile_base)` in a temporary directory; return what it
+    measured and `render(what it measured, load averages)`."""
+    before = os.getloadavg()
+    progress(f"load average: {before[0]:.2f} {before[1]:.2f} {before[2]:.2f}")
+    with tempfile.TemporaryDirectory(prefix=work_prefix) as work:
+        measured = measure(Path(work), profile_base)
+    return measured, render(measured, LoadAverages(before[0], os.getloadavg()[0]))
+
+
+def report_to_file(
+    args: argparse.Namespace, measure: Callable[[Path | None], tuple[Measured, str]]
 ) -> Measured:
-    """Run `measure(work directory, profile base path or None)` in a temporary directory, then
-    print `render(what it measured, load averages)` and write it to `args.output`."""
+    """Run `measure(profile base path or None)`, print the report it returns and write it to
+    `args.output`; return what it measured."""
     args.output.parent.mkdir(parents=True, exist_ok=True)
     # Profiles are saved beside the report, named after it.
     profile_base = args.output.with_name(args.output.stem) if args.profile else None
-    before = os.getloadavg()
-    progress(f"load average: {before[0]:.2f} {before[1]:.2f} {before[2]:.2f}")
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix=work_prefix) as work:
-        measured = measure(Path(work), profile_base)
-    text = render(measured, LoadAverages(before[0], os.getloadavg()[0]))
+    measured, text = measure(profile_base)
     print(text)
     args.output.write_text(text)
     progress(f"wrote {args.output} in {time.monotonic() - started:.0f} s")

@@ -20,6 +20,7 @@ import datetime
 import json
 import statistics
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -37,8 +38,9 @@ from benchmarks.report import (
     add_report_options,
     check_options,
     machine_description,
-    measure_and_report,
+    measure_and_render,
     progress,
+    report_to_file,
     server_source,
 )
 
@@ -261,7 +263,8 @@ def report(
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The options, checked (a usage error exits)."""
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.api",
         description=__doc__,
@@ -284,7 +287,7 @@ def main() -> None:
         profile_help="also profile single sends and batch calls with py-spy (saved beside "
         "--output)",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     check_options(
         parser,
         args,
@@ -294,12 +297,24 @@ def main() -> None:
     if load.wrk_path() is None:
         parser.error("wrk is not installed (Debian: apt-get install wrk; `make bench-api` does)")
 
-    figures, _ = measure_and_report(
-        args,
+    return args
+
+
+def measure(
+    args: argparse.Namespace, profile_base: Path | None
+) -> tuple[tuple[list[Figure], list[Profiled]], str]:
+    """Run the benchmark: what it measured, and its Markdown report."""
+    return measure_and_render(
         work_prefix="postwire-bench-api-",
         measure=partial(run_benchmark, args),
         render=lambda measured, load_average: report(args, *measured, load_average),
+        profile_base=profile_base,
     )
+
+
+def main() -> None:
+    args = parse_args()
+    figures, _ = report_to_file(args, partial(measure, args))
     if any(s.errors for f in figures for s in f.samples):
         progress("some requests failed during the timed rounds: the figures are not valid")
         sys.exit(1)

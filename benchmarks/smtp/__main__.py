@@ -44,6 +44,7 @@ import email
 import re
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -65,8 +66,9 @@ from benchmarks.report import (
     add_report_options,
     check_options,
     machine_description,
-    measure_and_report,
+    measure_and_render,
     progress,
+    report_to_file,
     server_source,
 )
 from benchmarks.smtp.opendkim import OpenDkim, opendkim_unavailable, opendkim_version
@@ -502,14 +504,19 @@ def run_benchmark(
         dns.stop()
 
 
-def ratios(figures: list[Figure], size: Size, value: str, baseline: str) -> str:
-    """Postwire / `baseline` for one size: the median of the rounds' ratios (rounds pair the
-    runs made close together in time)."""
-    by_server = {f.server: f for f in figures if f.size.name == size.name}
+def ratio(figures: list[Figure], size: str, value: str, baseline: str) -> float | None:
+    """Postwire / `baseline` for one size (by name): the median of the rounds' ratios (rounds
+    pair the runs made close together in time); None when `baseline` did not run."""
+    by_server = {f.server: f for f in figures if f.size.name == size}
     if baseline not in by_server:
-        return "n/a"
+        return None
     pairs = zip(by_server[POSTWIRE].samples, by_server[baseline].samples, strict=True)
-    return f"{statistics.median(getattr(a, value) / getattr(b, value) for a, b in pairs):.2f}"
+    return statistics.median(float(getattr(a, value) / getattr(b, value)) for a, b in pairs)
+
+
+def ratio_cell(figures: list[Figure], size: str, value: str, baseline: str) -> str:
+    measured = ratio(figures, size, value, baseline)
+    return "n/a" if measured is None else f"{measured:.2f}"
 
 
 def report(
@@ -575,7 +582,7 @@ def report(
         ]
         lines += [
             f"| {size.name} | "
-            + " | ".join(ratios(figures, size, v, b) for b in baselines for v in values)
+            + " | ".join(ratio_cell(figures, size.name, v, b) for b in baselines for v in values)
             + " |"
             for size in sizes
         ]
@@ -617,7 +624,8 @@ def report(
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The options, checked (a usage error exits)."""
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.smtp",
         description=__doc__,
@@ -642,7 +650,7 @@ def main() -> None:
         parser, report_name="smtp", profile_help="profile an extra 4 KiB round (py-spy)"
     )
     parser.add_argument("--profile-seconds", type=int, default=5, help="shorter than a 4 KiB round")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     check_options(
         parser,
         args,
@@ -668,12 +676,24 @@ def main() -> None:
     if "postfix-opendkim" in args.baselines and (why := opendkim_unavailable()) is not None:
         parser.error(f"the Postfix + OpenDKIM baseline cannot run: {why}")
 
-    measure_and_report(
-        args,
+    return args
+
+
+def measure(
+    args: argparse.Namespace, profile_base: Path | None
+) -> tuple[tuple[list[Figure], list[Profiled]], str]:
+    """Run the benchmark: what it measured, and its Markdown report."""
+    return measure_and_render(
         work_prefix="postwire-bench-smtp-",
         measure=partial(run_benchmark, args),
         render=lambda measured, load_average: report(args, *measured, load_average),
+        profile_base=profile_base,
     )
+
+
+def main() -> None:
+    args = parse_args()
+    report_to_file(args, partial(measure, args))
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ import json
 import random
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -77,8 +77,9 @@ from benchmarks.report import (
     add_report_options,
     check_options,
     machine_description,
-    measure_and_report,
+    measure_and_render,
     progress,
+    report_to_file,
     server_source,
 )
 from benchmarks.webhooks.outbox import fill_outbox
@@ -669,7 +670,8 @@ def report(args: argparse.Namespace, results: Results, load_average: LoadAverage
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The options, checked (a usage error exits)."""
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.webhooks",
         description=__doc__,
@@ -696,7 +698,7 @@ def main() -> None:
     parser.add_argument(
         "--profile-seconds", type=int, default=10, help="shorter than a capacity round"
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     check_options(
         parser,
         args,
@@ -716,12 +718,22 @@ def main() -> None:
             "wrk; `make bench-webhooks` does)"
         )
 
-    measure_and_report(
-        args,
+    return args
+
+
+def measure(args: argparse.Namespace, profile_base: Path | None) -> tuple[Results, str]:
+    """Run the benchmark: what it measured, and its Markdown report."""
+    return measure_and_render(
         work_prefix="postwire-bench-webhooks-",
         measure=partial(run_benchmark, args),
         render=lambda measured, load_average: report(args, measured, load_average),
+        profile_base=profile_base,
     )
+
+
+def main() -> None:
+    args = parse_args()
+    report_to_file(args, partial(measure, args))
 
 
 if __name__ == "__main__":

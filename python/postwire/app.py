@@ -3,8 +3,8 @@
 Services run in three stages, each a nursery nested in the one before it:
 
     storage      the spool                                   started first, stopped last
-    processing   delivery, scheduler, webhook dispatch
-    intake       REST API, SMTP submission                   started last, stopped first
+    processing   delivery, domain checks, webhook dispatch
+    intake       REST API, SMTP submission, worker processes started last, stopped first
 
 Every service has the same shape, `async def serve_x(config, deps, *, task_status)`: it calls
 `task_status.started(handle)` once truly ready, and the handle joins the `ServiceDeps` of later
@@ -12,6 +12,9 @@ stages. Shutdown (first SIGINT or SIGTERM) stops the stages from the inside out:
 `stopping` event is set, its services stop taking work and finish what they hold, and whatever
 still runs at the stage's deadline is cancelled. The spool is cancelled last, which closes it.
 A second signal skips the remaining grace periods, but keeps the order.
+
+With `processes = N` the first process starts N-1 workers in its intake stage (`workers.py`);
+each runs the same stages with only the spool, delivery and SMTP submission (`run_worker`).
 """
 
 from __future__ import annotations
@@ -23,9 +26,10 @@ import math
 import os
 import signal
 import urllib.parse
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import dns.asyncbackend
@@ -38,6 +42,7 @@ from postwire.store.spool import Spool, serve_spool
 if TYPE_CHECKING:
     from postwire.delivery.engine import DeliveryEngine
     from postwire.domains.verification import DomainVerifier
+    from postwire.smtp.submission import ListeningSocket
     from postwire.webhooks.dispatcher import WebhookDispatcher
 
 log = logging.getLogger("postwire")
@@ -51,6 +56,8 @@ class ServiceDeps:
     """What a service receives beside the config: handles of the services started before it."""
 
     spool: Spool
+    # 0 in the first process, which alone runs the services that must run once; 1.. in workers.
+    process_index: int = 0
     # Set when the service's stage starts stopping: close listeners or stop leasing, finish what
     # is in hand, then return. Each stage gets its own event (see `Stage.start`).
     stopping: trio.Event = field(default_factory=trio.Event)
@@ -146,32 +153,62 @@ async def run(
     main thread). Reports ready through `task_status` once every service is. Cancelling it stops
     everything at once, without grace; the spool still closes.
     """
+    _create_data_dir(config)
+    await _serve(config, _Role(), task_status.started)
+
+
+async def run_worker(
+    config: Config,
+    index: int,
+    listeners: Sequence[ListeningSocket],
+    report_ready: Callable[[], None],
+) -> None:
+    """Run worker process `index`: the spool, delivery, and SMTP submission on `listeners`
+    (the first process's sockets), until SIGINT or SIGTERM; `report_ready` once serving."""
+    await _serve(config, _Role(index, listeners), report_ready)
+
+
+@dataclass(frozen=True, slots=True)
+class _Role:
+    """Which process this is: the first (index 0, binds the sockets) or a worker."""
+
+    index: int = 0
+    listeners: Sequence[ListeningSocket] = ()
+
+
+async def _serve(config: Config, role: _Role, report_ready: Callable[[], None]) -> None:
     # With trio-asyncio in the process, dnspython's auto-detection can pick asyncio.
     dns.asyncbackend.set_default_backend("trio")
-    _create_data_dir(config)
     shutdown = _Shutdown()
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(shutdown.receive_signals, signals)
-            await _run_stages(config, shutdown, task_status)
+            await _run_stages(config, role, shutdown, report_ready)
             nursery.cancel_scope.cancel()  # stop listening for signals
     log.info("stopped")
 
 
 async def _run_stages(
-    config: Config, shutdown: _Shutdown, task_status: trio.TaskStatus[None]
+    config: Config, role: _Role, shutdown: _Shutdown, report_ready: Callable[[], None]
 ) -> None:
     # The spool's stage has no grace: it has no in-flight work once everything inside it stopped.
     async with shutdown.stage("storage", grace=0.0) as storage:
         spool: Spool = await storage.nursery.start(serve_spool, config)
-        deps = ServiceDeps(spool=spool)
+        deps = ServiceDeps(spool=spool, process_index=role.index)
         async with shutdown.stage("processing", grace=SHUTDOWN_GRACE_SECONDS) as processing:
-            deps = await _start_processing(processing, config, deps)
+            if role.index == 0:
+                deps = await _start_processing(processing, config, deps)
+            else:
+                deps = await _start_worker_processing(processing, config, deps)
             async with shutdown.stage("intake", grace=SHUTDOWN_GRACE_SECONDS) as intake:
-                await _start_intake(intake, config, deps)
+                if role.index == 0:
+                    await _start_intake(intake, config, deps)
+                else:
+                    await _start_worker_intake(intake, config, deps, role.listeners)
                 shutdown.ready = True
-                _log_ready(config)
-                task_status.started()
+                if role.index == 0:
+                    _log_ready(config)
+                report_ready()
                 await shutdown.requested.wait()
 
 
@@ -193,13 +230,53 @@ async def _start_processing(stage: Stage, config: Config, deps: ServiceDeps) -> 
     return dataclasses.replace(deps, domain_verifier=verifier, delivery=engine, webhooks=webhooks)
 
 
+async def _start_worker_processing(stage: Stage, config: Config, deps: ServiceDeps) -> ServiceDeps:
+    """A worker's processing stage: delivery alone (it leaves earlier runs' leases alone)."""
+    from postwire.delivery.engine import serve_delivery
+
+    engine = await stage.start(serve_delivery, config, deps)
+    return dataclasses.replace(deps, delivery=engine)
+
+
 async def _start_intake(stage: Stage, config: Config, deps: ServiceDeps) -> None:
-    """Start the services that accept mail: the REST API and SMTP submission, the same way."""
+    """Start the services that accept mail, the REST API and SMTP submission, then the worker
+    processes, which accept from the same SMTP sockets."""
     from postwire.api.app import serve_api  # these import this module's ServiceDeps
+    from postwire.smtp.submission import bind_submission_sockets, serve_submission
+    from postwire.workers import process_count, serve_workers
+
+    listeners = bind_submission_sockets(config)
+    await stage.start(partial(_hold_sockets, listeners=listeners), config, deps)
+    await stage.start(serve_api, config, deps)
+    await stage.start(partial(serve_submission, listeners=listeners), config, deps)
+    if process_count(config) > 1:
+        await stage.start(partial(serve_workers, listeners=listeners), config, deps)
+
+
+async def _start_worker_intake(
+    stage: Stage, config: Config, deps: ServiceDeps, listeners: Sequence[ListeningSocket]
+) -> None:
     from postwire.smtp.submission import serve_submission
 
-    await stage.start(serve_api, config, deps)
-    await stage.start(serve_submission, config, deps)
+    await stage.start(partial(_hold_sockets, listeners=listeners), config, deps)
+    await stage.start(partial(serve_submission, listeners=listeners), config, deps)
+
+
+async def _hold_sockets(
+    config: Config,
+    deps: ServiceDeps,
+    *,
+    listeners: Sequence[ListeningSocket],
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Keep the listening sockets open for the intake stage's services (and workers started
+    again), closing them as it stops: each server accepts on its own duplicate."""
+    try:
+        task_status.started()
+        await deps.stopping.wait()
+    finally:
+        for listener in listeners:
+            listener.sock.close()
 
 
 def _create_data_dir(config: Config) -> None:
@@ -227,7 +304,11 @@ def _log_ready(config: Config) -> None:
             "address the API is reachable at",
             config.api.public_url,
         )
-    log.info("postwire is ready (pid %d)", os.getpid())
+    from postwire.workers import process_count
+
+    processes = process_count(config)
+    extra = f", {processes} processes" if processes > 1 else ""
+    log.info("postwire is ready (pid %d%s)", os.getpid(), extra)
     log.info("to get an API key, run: %s", key_command)
 
 

@@ -164,12 +164,13 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     return [exc]
 
 
-def configure_logging() -> None:
-    """INFO and above to stderr, one line per record."""
+def configure_logging(process: str | None = None) -> None:
+    """INFO and above to stderr, one line per record; `process` names a worker process."""
+    where = "" if process is None else f" [{process}]"
     logging.basicConfig(
         level=logging.INFO,
         stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        format=f"%(asctime)s %(levelname)s %(name)s{where}: %(message)s",
     )
 
 

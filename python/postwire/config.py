@@ -182,6 +182,9 @@ class Config:
     """The whole configuration. Build it with `load_config`; tests may construct it directly."""
 
     data_dir: Path
+    # Service processes sharing the spool: SMTP submission and delivery run in each, so they
+    # use more than one core. 0: one per CPU core available to the service.
+    processes: int = 1
     api: ApiConfig = field(default_factory=ApiConfig)
     smtp: SmtpConfig = field(default_factory=SmtpConfig)
     dns: DnsConfig = field(default_factory=DnsConfig)
@@ -201,6 +204,7 @@ EMBEDDED_DATA_DIR = Path("postwire-data")
 PRODUCTION_DEFAULTS: Mapping[str, object] = types.MappingProxyType(
     {
         "data_dir": "/var/lib/postwire",
+        "processes": 0,
         "smtp.starttls_listen": ["0.0.0.0:25", "0.0.0.0:587", "0.0.0.0:2587"],
         "smtp.tls_listen": ["0.0.0.0:465", "0.0.0.0:2465"],
     }
@@ -640,6 +644,7 @@ def _at_least(minimum: int) -> Callable[[str, int], int]:
 
 
 _VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
+    "processes": _at_least(0),
     "api.listen": _check_listen,
     "api.public_url": _check_url,
     "api.rate_limit": _at_least(0),

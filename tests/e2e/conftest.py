@@ -95,11 +95,13 @@ def write_config(
     allow_private_webhooks: bool = False,
     api_listen: str = "127.0.0.1:0",
     public_url: str = "http://127.0.0.1:3000",
+    processes: int = 1,
 ) -> None:
     """`routes` (domain pattern -> "host:port") becomes the `[delivery.routes]` table;
     `starttls_listen` and `tls_listen` ("host:port" each) the SMTP listeners, none by default;
     `allow_private_webhooks` lets webhooks reach receivers on loopback; `api_listen` and
-    `public_url` where the API listens and the base of the links it puts in mail."""
+    `public_url` where the API listens and the base of the links it puts in mail; `processes`
+    the service processes (the production default would be one per core)."""
     servers = ", ".join(f'"{server}"' for server in nameservers)
     listeners = ", ".join(f'"{listener}"' for listener in starttls_listen)
     tls_listeners = ", ".join(f'"{listener}"' for listener in tls_listen)
@@ -109,6 +111,7 @@ def write_config(
         routes_table = f"\n[delivery.routes]\n{entries}"
     path.write_text(
         f"""data_dir = "{data_dir}"
+processes = {processes}
 
 [dns]
 nameservers = [{servers}]

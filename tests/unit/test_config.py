@@ -1,6 +1,8 @@
 """Loading the configuration: defaults, TOML, env overrides, and errors that name the key."""
 
+import dataclasses
 import ipaddress
+import os
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from postwire.config import (
     split_host_port,
 )
 from postwire.errors import ConfigError
+from postwire.workers import process_count
 
 HOST = {"POSTWIRE_DELIVERY_HELO_NAME": "mx.test.example"}  # no getfqdn() in unit tests
 
@@ -44,6 +47,7 @@ def test_embedded_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert config.spool.map_size == 8 * 1024**3
     assert config.spool.commit_window_us == 1000
     assert config.spool.max_batch == 512
+    assert config.processes == 1
 
 
 def test_helo_name_defaults_to_fqdn(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -65,6 +69,9 @@ def test_production_defaults_for_keys_a_file_leaves_out(tmp_path: Path) -> None:
     assert config.smtp.starttls_listen == ("0.0.0.0:25", "0.0.0.0:587", "0.0.0.0:2587")
     assert config.smtp.tls_listen == ("0.0.0.0:465", "0.0.0.0:2465")
     assert config.spool.map_size == 8 * 1024**3
+    assert config.processes == 0  # one per core
+    assert process_count(config) == len(os.sched_getaffinity(0))
+    assert process_count(dataclasses.replace(config, processes=3)) == 3
 
 
 def test_toml_file(tmp_path: Path) -> None:
@@ -461,6 +468,7 @@ def test_invalid_cidr(tmp_path: Path, cidr: str) -> None:
         ("[delivery.routes]\n'a.com' = 'x'\n", "entry 'a.com' must be host:port"),
         ("[smtp]\nmax_message_size = 0\n", "'smtp.max_message_size' must be at least 1"),
         ("[spool]\nmax_batch = 0\n", "'spool.max_batch' must be at least 1"),
+        ("processes = -1\n", "'processes' must be at least 0"),
         ("[smtp]\ntls_cert = 'c.pem'\n", "'smtp.tls_cert' and 'smtp.tls_key' must be set together"),
     ],
 )

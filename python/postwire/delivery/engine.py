@@ -10,11 +10,14 @@ either the message's ack or its reschedule.
 
 Crash safety: a message is leased while in hand; after a crash, `release_leases` at start makes
 every unfinished message due again (at least once). Within a run, a message is never handed out
-twice: a lease that expires while the message is still in hand is renewed, not re-delivered.
+twice: the leases of messages in hand are renewed well before they expire, so no other process
+sharing the spool takes one over; should a renewal come too late, the lease loop may hand the
+message back to this engine, which keeps its task rather than deliver it twice.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
@@ -56,6 +59,8 @@ log = logging.getLogger("postwire.delivery")
 
 # A message is held this long per hand-out; renewed while still in hand.
 LEASE_MS = 5 * 60 * 1000
+# How often the leases of messages in hand are renewed (each for another LEASE_MS).
+RENEW_EVERY_SECONDS = LEASE_MS / 1000 / 4
 # The most messages in hand at once: the lease loop takes no more (backpressure).
 MAX_MESSAGES_IN_HAND = 2000
 # How often an idle lease loop looks for due messages it was not woken for.
@@ -209,7 +214,8 @@ class DeliveryEngine:
         self.wakeup.set()
 
     async def recover(self) -> None:
-        """Make every message leased by an earlier run due now (this process delivers alone)."""
+        """Make every message leased by an earlier run due now (before any other process of
+        this run delivers)."""
         batch = _core.WriteBatch()
         batch.release_leases(self.now_ms())
         await self.spool.commit(batch)
@@ -218,6 +224,7 @@ class DeliveryEngine:
         """Lease and deliver until `stopping`; then let the messages in hand finish."""
         async with trio.open_nursery() as nursery:
             self.nursery = nursery
+            nursery.start_soon(self._renew_leases)
             while not stopping.is_set():
                 handed = await self._lease(nursery)
                 if handed:
@@ -249,6 +256,22 @@ class DeliveryEngine:
                 handed += 1
                 nursery.start_soon(self._deliver_message, leased.id)
         return handed
+
+    async def _renew_leases(self) -> None:
+        """Keep the leases of messages in hand (waiting for a slow site, say) from running out."""
+        while True:
+            await trio.sleep(RENEW_EVERY_SECONDS)
+            until_ms = self.now_ms() + LEASE_MS
+            async with trio.open_nursery() as nursery:
+                for message_id, lease in list(self.in_hand.items()):
+                    nursery.start_soon(self._renew, message_id, lease, until_ms)
+
+    async def _renew(self, message_id: str, lease: int, until_ms: int) -> None:
+        # One batch per message: a message finished meanwhile must not spoil the others' renewal.
+        batch = _core.WriteBatch()
+        batch.renew(message_id, lease, until_ms)
+        with contextlib.suppress(LeaseLostError, NoSuchMessageError):  # finished meanwhile
+            await self.spool.commit(batch)
 
     async def _deliver_message(self, message_id: str) -> None:
         try:
@@ -419,11 +442,13 @@ async def serve_delivery(
 ) -> None:
     """Deliver spooled mail until the stage stops.
 
-    Owns the lease loop and every site's connections. On start it releases earlier runs'
-    leases (at least once after a crash). When `deps.stopping` is set it leases nothing more and
-    finishes the messages in hand; cancelled, it abandons them, and their leases bring them back.
+    Owns the lease loop and every site's connections. On start, in the first process, it
+    releases earlier runs' leases (at least once after a crash); workers start after it.
+    When `deps.stopping` is set it leases nothing more and finishes the messages in hand;
+    cancelled, it abandons them, and their leases bring them back.
     """
     engine = DeliveryEngine(config, deps.spool, MxResolver(config))
-    await engine.recover()
+    if deps.process_index == 0:
+        await engine.recover()
     task_status.started(engine)
     await engine.run(deps.stopping)

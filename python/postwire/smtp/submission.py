@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import socket
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -37,7 +38,7 @@ from postwire.accept import (
 from postwire.config import Config, split_host_port
 from postwire.domains.records import parse_domain_name
 from postwire.domains.store import DomainRecord, scan_all_domains
-from postwire.errors import ApiError, SpoolFullError
+from postwire.errors import ApiError, ConfigError, SpoolFullError
 from postwire.inbound.apply import apply_report, is_inbound_address
 from postwire.inbound.reports import parse_report, verp_email_id
 from postwire.rate_limit import RateLimiter
@@ -72,6 +73,74 @@ class SubmissionListeners:
 
     starttls: list[tuple[str, int]]
     tls: list[tuple[str, int]]
+
+
+# Connections waiting to be accepted, per listener: bulk senders open dozens at once.
+LISTEN_BACKLOG = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ListeningSocket:
+    """A bound, listening socket of SMTP submission; every service process accepts from it."""
+
+    sock: socket.socket
+    implicit_tls: bool
+
+
+def bind_submission_sockets(config: Config) -> list[ListeningSocket]:
+    """Bind and listen on every address of `smtp.starttls_listen` and `smtp.tls_listen`.
+
+    Bound once, in the first process, so that worker processes inherit the same sockets (one
+    port per listener, even port 0) and a port already taken is reported once, as a config error.
+    """
+    bound: list[ListeningSocket] = []
+    keys = [("smtp.starttls_listen", a, False) for a in config.smtp.starttls_listen]
+    keys += [("smtp.tls_listen", a, True) for a in config.smtp.tls_listen]
+    try:
+        for key, address, implicit_tls in keys:
+            for sock in _bind(key, address):
+                bound.append(ListeningSocket(sock, implicit_tls))
+    except BaseException:
+        for listener in bound:
+            listener.sock.close()
+        raise
+    return bound
+
+
+def _bind(key: str, address: str) -> list[socket.socket]:
+    host, port = split_host_port(address)
+    try:
+        infos = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except socket.gaierror as exc:
+        raise ConfigError(f"config key {key!r}: cannot resolve {address!r}: {exc}") from None
+    socks: list[socket.socket] = []
+    seen: set[tuple[object, ...]] = set()
+    try:
+        for family, kind, proto, _, sockaddr in infos:
+            if (family, *sockaddr[:2]) in seen:
+                continue
+            seen.add((family, *sockaddr[:2]))
+            sock = socket.socket(family, kind, proto)
+            socks.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                sock.bind(sockaddr)
+            except OSError as exc:
+                raise ConfigError(
+                    f"config key {key!r}: cannot listen on {address!r}: {exc.strerror}"
+                ) from None
+            sock.listen(LISTEN_BACKLOG)
+            sock.setblocking(False)
+            sock.set_inheritable(True)
+    except BaseException:
+        for sock in socks:
+            sock.close()
+        raise
+    return socks
 
 
 @dataclass(slots=True)
@@ -406,9 +475,11 @@ async def serve_submission(
     config: Config,
     deps: ServiceDeps,
     *,
+    listeners: Sequence[ListeningSocket] | None = None,
     task_status: trio.TaskStatus[SubmissionListeners] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve SMTP submission on `smtp.starttls_listen` and `smtp.tls_listen`.
+    """Serve SMTP submission on `listeners`, by default `smtp.starttls_listen` and
+    `smtp.tls_listen` bound here.
 
     Owns the listeners and a trio-asyncio loop that runs aiosmtpd's sessions. Reports the bound
     addresses once every listener accepts connections. When `deps.stopping` is set it closes
@@ -444,24 +515,24 @@ async def serve_submission(
 
         return make
 
+    owned = listeners is None  # bound here: closed here
+    if listeners is None:
+        listeners = bind_submission_sockets(config)
     async with trio_asyncio.open_loop() as loop:
         servers: list[asyncio.Server] = []
         bound: dict[bool, list[tuple[str, int]]] = {False: [], True: []}
-        listens = [(a, False) for a in config.smtp.starttls_listen]
-        listens += [(a, True) for a in config.smtp.tls_listen]
         try:
-            for address, implicit_tls in listens:
-                host, port = split_host_port(address)
+            for listener in listeners:
                 create_server = trio_asyncio.aio_as_trio(loop.create_server)
                 server = await create_server(
-                    session_factory(implicit_tls=implicit_tls),
-                    host,
-                    port,
-                    ssl=tls_context if implicit_tls else None,
-                    reuse_address=True,
+                    session_factory(implicit_tls=listener.implicit_tls),
+                    # asyncio closes the socket it serves on: this process's own duplicate.
+                    sock=listener.sock.dup(),
+                    ssl=tls_context if listener.implicit_tls else None,
+                    backlog=LISTEN_BACKLOG,
                 )
                 servers.append(server)
-                bound[implicit_tls] += [s.getsockname()[:2] for s in server.sockets]
+                bound[listener.implicit_tls] += [s.getsockname()[:2] for s in server.sockets]
             task_status.started(SubmissionListeners(starttls=bound[False], tls=bound[True]))
             for host, port in bound[False]:
                 log.info("SMTP submission (STARTTLS) on %s:%d", host, port)
@@ -471,4 +542,7 @@ async def serve_submission(
         finally:
             for server in servers:
                 server.close()
+            if owned:
+                for listener in listeners:
+                    listener.sock.close()
         await handler.in_flight.idle.wait()

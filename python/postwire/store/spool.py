@@ -8,7 +8,10 @@ callers whose batches finished. No Trio worker thread is held per write.
 
 from __future__ import annotations
 
+import fcntl
+import os
 import time
+import zlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -45,6 +48,13 @@ TABLES: tuple[str, ...] = (
 )
 
 
+# Record locks across processes are byte-range locks on one file: a key hashes to one of this many
+# slots. Two keys sharing a slot only ever wait for each other, never miss a lock.
+RECORD_LOCK_SLOTS = 1 << 16
+# How often a task waiting for a record another process holds tries again.
+RECORD_LOCK_RETRY_SECONDS = 0.001
+
+
 def wall_clock_ms() -> int:
     """Milliseconds since the epoch: the spool's notion of now unless a test injects another."""
     return time.time_ns() // 1_000_000
@@ -57,27 +67,58 @@ class Spool:
     thread. Writes go through `commit`, which returns only once the batch is on disk.
     """
 
-    def __init__(self, core: _core.Spool, clock_ms: Callable[[], int] = wall_clock_ms) -> None:
+    def __init__(
+        self,
+        core: _core.Spool,
+        clock_ms: Callable[[], int] = wall_clock_ms,
+        *,
+        lock_file: Path | None = None,
+    ) -> None:
         self.core = core
         self.clock_ms = clock_ms
         # Tasks parked in `commit`, by ticket. Parking directly (rather than one trio.Event per
         # commit) halves the scheduler work on the hottest path of the service.
         self._waiting: dict[int, trio.lowlevel.Task] = {}
-        self._record_locks: dict[str, trio.Lock] = {}
+        self._record_locks: dict[int, trio.Lock] = {}
+        # Shared by every process of the service that opens this spool; None: this process alone.
+        self._lock_fd = (
+            None if lock_file is None else os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+        )
         self._closed = False
 
     @asynccontextmanager
     async def record_lock(self, key: str) -> AsyncIterator[None]:
         """Hold `key` (a record's key) while reading, changing and committing that record, so
-        that two writers of it in this process do not lose each other's change (the delivery
-        engine and an inbound report, both updating an email's `last_event`)."""
-        lock = self._record_locks.setdefault(key, trio.Lock())
+        that two writers of it do not lose each other's change (the delivery engine and an
+        inbound report, both updating an email's `last_event`), in this process or another.
+
+        A Trio lock orders this process's tasks; a byte-range lock on the spool's lock file
+        orders processes (POSIX record locks belong to a process, so the Trio lock comes first
+        and both are taken per slot, not per key).
+        """
+        slot = zlib.crc32(key.encode()) % RECORD_LOCK_SLOTS
+        lock = self._record_locks.setdefault(slot, trio.Lock())
         try:
             async with lock:
-                yield
+                await self._lock_slot(slot)
+                try:
+                    yield
+                finally:
+                    if self._lock_fd is not None:
+                        fcntl.lockf(self._lock_fd, fcntl.LOCK_UN, 1, slot)
         finally:
             if not lock.locked() and lock.statistics().tasks_waiting == 0:
-                self._record_locks.pop(key, None)
+                self._record_locks.pop(slot, None)
+
+    async def _lock_slot(self, slot: int) -> None:
+        if self._lock_fd is None:
+            return
+        while True:
+            try:
+                fcntl.lockf(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, slot)
+                return
+            except (BlockingIOError, PermissionError):  # held by another process
+                await trio.sleep(RECORD_LOCK_RETRY_SECONDS)
 
     async def commit(self, batch: WriteBatch) -> list[Leased]:
         """Commit `batch` atomically; return the messages its lease operations handed out.
@@ -137,6 +178,9 @@ class Spool:
         self._closed = True
         await trio.to_thread.run_sync(self.core.close)
         self._wake(self.core.take_completions())
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
 
 async def serve_spool(
@@ -158,7 +202,7 @@ async def serve_spool(
             max_batch=config.spool.max_batch,
         )
     )
-    spool = Spool(core)
+    spool = Spool(core, lock_file=path / "records.lock")
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(spool.dispatch_completions)
