@@ -102,6 +102,11 @@ class _ScriptedHandler:
         envelope.rcpt_tos.append(address)
         return "250 2.1.5 OK"
 
+    async def handle_RSET(self, server: SMTP, session: Session, envelope: Envelope) -> str:
+        with self.receiver.lock:
+            self.receiver.rsets_seen += 1
+        return "250 2.0.0 OK"
+
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
         if self.receiver.script.delay_data_end_seconds:
             await asyncio.sleep(self.receiver.script.delay_data_end_seconds)
@@ -157,6 +162,7 @@ class ScriptedSmtpReceiver:
         self.lock = threading.Lock()
         self.messages: list[ReceivedMessage] = []
         self.transactions_seen = 0
+        self.rsets_seen = 0
         self.host = "127.0.0.1"
         self.port = 0
         self._controller: _ScriptedController | None = None

@@ -109,6 +109,18 @@ async def test_deferred_then_accepted_on_the_same_connection(smtp_receiver: Star
     await connection.quit()
     assert second.accepted == ["b@y.test"]
     assert [m.content for m in receiver.received()] == [b"two\r\n"]
+    assert receiver.rsets_seen == 1
+
+
+async def test_messages_after_a_completed_one_need_no_rset(smtp_receiver: StartReceiver) -> None:
+    receiver = smtp_receiver()
+    connection = await connect(receiver)
+    for number in range(3):
+        transaction = await connection.send_message("a@x.test", ["b@y.test"], b"%d\r\n" % number)
+        assert transaction.accepted == ["b@y.test"]
+    await connection.quit()
+    assert [m.content for m in receiver.received()] == [b"0\r\n", b"1\r\n", b"2\r\n"]
+    assert receiver.rsets_seen == 0
 
 
 async def test_opportunistic_starttls_with_self_signed_certificate(
