@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import resource
+from collections.abc import Iterator
 from pathlib import Path
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -24,21 +25,42 @@ def process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime, stime
 
 
-def process_group_cpu(leader: int) -> float:
-    """CPU seconds used so far by the process group led by `leader`: its live members, and the
-    children the leader has reaped (a Postfix master's daemons, which come and go)."""
-    total = 0
+def _every_process() -> Iterator[tuple[int, list[str]]]:
+    """(pid, stat fields) of every live process."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            fields = _stat_fields(int(entry.name))
+            yield int(entry.name), _stat_fields(int(entry.name))
         except (OSError, ValueError):
             continue  # ended meanwhile
+
+
+def process_tree_cpu(pid: int) -> float:
+    """CPU seconds used so far by `pid` and its live descendants (Postwire's worker processes)."""
+    parents: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    for member, fields in _every_process():
+        parents[member] = int(fields[1])  # ppid
+        ticks[member] = int(fields[11]) + int(fields[12])
+    tree = {pid}
+    grew = True
+    while grew:
+        grown = {child for child, parent in parents.items() if parent in tree}
+        grew = not grown <= tree
+        tree |= grown
+    return sum(ticks.get(member, 0) for member in tree) / _CLOCK_TICKS
+
+
+def process_group_cpu(leader: int) -> float:
+    """CPU seconds used so far by the process group led by `leader`: its live members, and the
+    children the leader has reaped (a Postfix master's daemons, which come and go)."""
+    total = 0
+    for member, fields in _every_process():
         if int(fields[2]) != leader:  # pgrp
             continue
         total += int(fields[11]) + int(fields[12])
-        if int(entry.name) == leader:
+        if member == leader:
             total += int(fields[13]) + int(fields[14])  # cutime, cstime
     return total / _CLOCK_TICKS
 

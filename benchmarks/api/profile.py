@@ -36,28 +36,60 @@ def py_spy_path() -> str | None:
 
 
 def record(pid: int, seconds: int, output: Path, fmt: str, load: Callable[[], object]) -> None:
-    """Sample `pid` for `seconds` while `load()` drives it; write a py-spy `fmt` profile.
+    """Sample `pid` and its child processes (Postwire's workers) for `seconds` while `load()`
+    drives them; write a py-spy `fmt` profile. A "raw" (collapsed stacks) profile holds every
+    process's samples, one py-spy per process, so shares are of the whole service; other
+    formats hold the first process's alone.
 
     `load` must keep the server busy for longer than `seconds` + ATTACH_SECONDS.
     """
     py_spy = py_spy_path()
     if py_spy is None:
         raise RuntimeError("py-spy is not installed (pip install py-spy)")
-    command = [py_spy, "record", "--pid", str(pid), "--duration", str(seconds)]
-    command += ["--rate", str(SAMPLE_RATE), "--gil", "--threads", "--nolineno"]
-    command += ["--format", fmt, "--output", str(output)]
-    sampler = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    pids = [pid, *_children(pid)] if fmt == "raw" else [pid]
+    outputs = [output if n == 0 else output.with_suffix(f".{n}") for n in range(len(pids))]
+    samplers = []
+    for sampled, path in zip(pids, outputs, strict=True):
+        command = [py_spy, "record", "--pid", str(sampled), "--duration", str(seconds)]
+        command += ["--rate", str(SAMPLE_RATE), "--gil", "--threads", "--nolineno"]
+        command += ["--format", fmt, "--output", str(path)]
+        samplers.append(
+            subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        )
     try:
         time.sleep(ATTACH_SECONDS / 2)
         load()
     finally:
+        failures = [_finish(sampler, seconds) for sampler in samplers]
+    if any(failures):
+        raise RuntimeError("py-spy failed: " + "; ".join(f for f in failures if f))
+    with output.open("a") as merged:
+        for path in outputs[1:]:
+            merged.write(path.read_text())
+            path.unlink()
+
+
+def _finish(sampler: subprocess.Popen[bytes], seconds: int) -> str:
+    """Wait for a py-spy; what went wrong, or "" if nothing did."""
+    try:
+        _, errors = sampler.communicate(timeout=seconds + 30)
+    except subprocess.TimeoutExpired:
+        sampler.kill()
+        _, errors = sampler.communicate()
+    return f"exit status {sampler.returncode}: {errors.decode()}" if sampler.returncode else ""
+
+
+def _children(parent: int) -> list[int]:
+    children = []
+    for entry in Path("/proc").iterdir():
         try:
-            _, errors = sampler.communicate(timeout=seconds + 30)
-        except subprocess.TimeoutExpired:
-            sampler.kill()
-            _, errors = sampler.communicate()
-    if sampler.returncode != 0:
-        raise RuntimeError(f"py-spy failed ({sampler.returncode}): {errors.decode()}")
+            stat = (entry / "stat").read_text() if entry.name.isdigit() else ""
+        except OSError:
+            continue
+        # Fields after the command name (in parentheses): state, ppid, ...
+        if stat and int(stat[stat.rindex(")") + 2 :].split()[1]) == parent:
+            children.append(int(entry.name))
+    return children
 
 
 @dataclass(frozen=True)

@@ -31,16 +31,23 @@ class BenchServerError(RuntimeError):
 
 
 class BenchServer:
-    """One `postwire serve` process on 127.0.0.1 with an ephemeral port and, unless
-    `smtp_section` (the body of the config's `[smtp]` table) says otherwise, no SMTP listeners."""
+    """One `postwire serve` on 127.0.0.1 with an ephemeral port and, unless `smtp_section` (the
+    body of the config's `[smtp]` table) says otherwise, no SMTP listeners; `processes` as in
+    the config (its worker processes are children of `pid`)."""
 
     def __init__(
-        self, directory: Path, nameserver: str, *, smtp_section: str = NO_SMTP_LISTENERS
+        self,
+        directory: Path,
+        nameserver: str,
+        *,
+        smtp_section: str = NO_SMTP_LISTENERS,
+        processes: int = 1,
     ) -> None:
         self.config_path = directory / "postwire.toml"
         self.data_dir = directory / "data"
         self.config_path.write_text(
             f"""data_dir = "{self.data_dir}"
+processes = {processes}
 
 [dns]
 nameservers = ["{nameserver}"]

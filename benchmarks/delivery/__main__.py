@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -50,8 +51,9 @@ from benchmarks.report import (
     add_report_options,
     check_options,
     machine_description,
-    measure_and_report,
+    measure_and_render,
     progress,
+    report_to_file,
     server_source,
 )
 
@@ -210,7 +212,8 @@ def report(
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The options, checked (a usage error exits)."""
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.delivery",
         description=__doc__,
@@ -227,7 +230,7 @@ def main() -> None:
         parser, report_name="delivery", profile_help="profile an extra round (py-spy)"
     )
     parser.add_argument("--profile-seconds", type=int, default=3, help="shorter than a 4 KiB round")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     check_options(
         parser,
         args,
@@ -237,12 +240,24 @@ def main() -> None:
     if sink_path() is None:
         parser.error("smtp-sink is not installed (apt-get install postfix; `make bench-delivery`)")
 
-    measure_and_report(
-        args,
+    return args
+
+
+def measure(
+    args: argparse.Namespace, profile_base: Path | None
+) -> tuple[tuple[list[Figure], list[Profiled]], str]:
+    """Run the benchmark: what it measured, and its Markdown report."""
+    return measure_and_render(
         work_prefix="postwire-bench-delivery-",
         measure=partial(run_benchmark, args),
         render=lambda measured, load_average: report(args, *measured, load_average),
+        profile_base=profile_base,
     )
+
+
+def main() -> None:
+    args = parse_args()
+    report_to_file(args, partial(measure, args))
 
 
 if __name__ == "__main__":

@@ -58,7 +58,7 @@ from tests.postfix_mta import postfix_unavailable
 from benchmarks.api import profile
 from benchmarks.api.profile import Profiled, profile_section
 from benchmarks.api.server import BenchServer, verify_domain
-from benchmarks.cpu_time import children_cpu, machine_busy, process_cpu
+from benchmarks.cpu_time import children_cpu, machine_busy, process_cpu, process_tree_cpu
 from benchmarks.delivery.rounds import Size
 from benchmarks.delivery.sink import SmtpSink, sink_path
 from benchmarks.report import (
@@ -71,7 +71,12 @@ from benchmarks.report import (
     report_to_file,
     server_source,
 )
-from benchmarks.smtp.opendkim import OpenDkim, opendkim_unavailable, opendkim_version
+from benchmarks.smtp.opendkim import (
+    CANONICALIZATION,
+    OpenDkim,
+    opendkim_unavailable,
+    opendkim_version,
+)
 from benchmarks.smtp.postfix_relay import PostfixRelay, postfix_version
 from benchmarks.smtp.source import Load, send, source_path
 from benchmarks.smtp.tunnel import StunnelClient, stunnel_path, stunnel_version
@@ -151,12 +156,13 @@ class SmtpBenchServer(BenchServer):
     """The API benchmark's server, with implicit-TLS submission open to 127.0.0.1 without AUTH
     and every recipient routed to the sink over 50 connections."""
 
-    def __init__(self, directory: Path, nameserver: str, sink_port: int) -> None:
+    def __init__(self, directory: Path, nameserver: str, sink_port: int, *, processes: int) -> None:
         super().__init__(
             directory,
             nameserver,
             smtp_section='starttls_listen = []\ntls_listen = ["127.0.0.1:0"]\n'
             'trusted_networks = ["127.0.0.1/32"]\n',
+            processes=processes,
         )
         with self.config_path.open("a") as config:
             config.write(
@@ -183,7 +189,7 @@ class PostwireUnderTest:
     name: str = POSTWIRE
 
     def cpu_seconds(self) -> float:
-        return process_cpu(self.server.pid)
+        return process_tree_cpu(self.server.pid)
 
     def confirm_delivered(self, subject: str, messages: int, timeout: float) -> None:
         """Until the round's emails, the newest ones (those up to the first email with another
@@ -373,7 +379,7 @@ def run_benchmark(
     try:
         sink.start()
         progress(f"smtp-sink listening on 127.0.0.1:{sink.port}")
-        postwire = SmtpBenchServer(work, dns.nameserver, sink.port)
+        postwire = SmtpBenchServer(work, dns.nameserver, sink.port, processes=args.processes)
         progress("starting postwire serve ...")
         postwire.start()
         tls_port = int(postwire.wait_for_log(TLS_LISTENING)[1])
@@ -529,7 +535,7 @@ def report(
     postfix = postfix_version()
     described = {
         POSTFIX_DKIM: f"{postfix} with {opendkim_version()} as a milter signing every message "
-        "(RSA-2048, relaxed/relaxed, `milter_default_action = tempfail`)",
+        f"(RSA-2048, {CANONICALIZATION} as Debian ships it, `milter_default_action = tempfail`)",
         POSTFIX: f"{postfix} alone (no DKIM)",
     }
     baseline = (
@@ -548,8 +554,9 @@ def report(
         f"message after message over one connection) -> {stunnel_version()} client -> "
         "implicit TLS (TLS from the first byte, port 465 style) -> the server -> Postfix "
         f"`smtp-sink` on loopback, at most {MAX_CONNECTIONS} connections to it; one recipient "
-        "per message. Postwire: SMTP submission from a trusted network (no AUTH), From a "
-        "verified domain, DKIM-signed (RSA-2048), group-committed to the spool before 250, then "
+        f"per message. Postwire ({_processes(args.processes)}): SMTP submission from a trusted "
+        "network (no AUTH), From a verified domain, DKIM-signed (RSA-2048, relaxed/relaxed), "
+        "group-committed to the spool before 250, then "
         f"delivered through `delivery.routes`{baseline}. Medians of {args.rounds} rounds per "
         "size and server (sizes rotate, servers take turns going first). Load average before "
         f"{load_average.before:.2f}, after {load_average.after:.2f}"
@@ -624,6 +631,10 @@ def report(
     return "\n".join(lines) + "\n"
 
 
+def _processes(count: int) -> str:
+    return "one process" if count == 1 else f"`processes = {count}`: {count} processes"
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The options, checked (a usage error exits)."""
     parser = argparse.ArgumentParser(
@@ -632,6 +643,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--processes", type=int, default=2, help="Postwire's `processes` (one per core here)"
+    )
     parser.add_argument("--messages-small", type=int, default=5000, help="4 KiB messages a round")
     parser.add_argument("--messages-large", type=int, default=2000, help="100 KiB messages a round")
     parser.add_argument("--sessions", type=int, default=SESSIONS, help="concurrent SMTP sessions")
