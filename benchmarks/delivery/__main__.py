@@ -1,5 +1,6 @@
-"""`make bench-delivery`: delivered messages/s, batch REST API -> spool -> delivery engine ->
-Postfix's `smtp-sink`, with 4 KiB and 100 KiB messages, side by side in one run.
+"""`make bench-delivery`: delivered messages/s, REST API (batch calls and single sends) ->
+spool -> delivery engine -> Postfix's `smtp-sink`, with 4 KiB and 100 KiB messages, side by
+side in one run.
 
 A live `postwire serve` (the API benchmark's `BenchServer`: a subprocess on an ephemeral loopback
 port, its sending domain verified for real against a Knot DNS server on loopback) routes mail for
@@ -7,10 +8,12 @@ example.org to an `smtp-sink` on loopback (`delivery.routes`), over at most
 `delivery.max_connections_per_site` = 50 connections. One email must first go end to end
 (accepted, received by smtp-sink, `last_event` "delivered") or the run fails.
 
-Each round, for each size in a rotating order: N emails (one recipient each, uN@example.org,
-a plain-text body of that size) are posted to `POST /emails/batch` 100 a call from a few client
-threads; accepted/s is N over the time from the first call sent to the last reply. Delivered/s is
-N over the time from the first reply (the first accept) to the moment smtp-sink counted the Nth
+Each round, for each way of sending (`--sends`: batch calls, single sends) and size in a
+rotating order: N emails (one recipient each, uN@example.org, a plain-text body of that size)
+are posted to `POST /emails/batch` 100 a call from a few client threads, or to `POST /emails`
+one a call from more threads; accepted/s is N over the time from the first call sent to the
+last reply, and a call's latency is its time from sent to replied (p50, p99). Delivered/s is N
+over the time from the first reply (the first accept) to the moment smtp-sink counted the Nth
 message. Then, untimed, the API must report `last_event` "delivered" for all N, or the run
 fails. Medians of the rounds are reported; every wait is bounded.
 
@@ -35,6 +38,7 @@ from benchmarks.api import profile
 from benchmarks.api.profile import Profiled, profile_section
 from benchmarks.api.server import verify_domain
 from benchmarks.delivery.rounds import (
+    BATCH_SIZE,
     CONFIRM_TIMEOUT,
     DOMAIN,
     MAX_CONNECTIONS,
@@ -57,11 +61,19 @@ from benchmarks.report import (
     server_source,
 )
 
+# How each way of sending posts its emails: emails a call.
+SENDS = {"batch": BATCH_SIZE, "single": 1}
+
 
 @dataclass
 class Figure:
+    sends: str  # a key of SENDS
     size: Size
     samples: list[Sample] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"{self.sends} {self.size.name}"
 
     def median(self, value: str) -> float:
         return statistics.median(float(getattr(s, value)) for s in self.samples)
@@ -74,7 +86,7 @@ def run_benchmark(
         Size("4 KiB", 4 * 1024, args.messages_small),
         Size("100 KiB", 100 * 1024, args.messages_large),
     ]
-    figures = [Figure(size) for size in sizes]
+    figures = [Figure(sends, size) for sends in args.sends for size in sizes]
     dns = AuthoritativeDnsServer()
     sink = SmtpSink()
     dns.start()
@@ -101,9 +113,12 @@ def run_benchmark(
                     token,
                     sink,
                     server.pid,
-                    post_threads=args.post_threads,
+                    post_threads=args.post_threads
+                    if figure.sends == "batch"
+                    else args.single_threads,
                     deliver_timeout=args.deliver_timeout,
                     label=label,
+                    batch_size=SENDS[figure.sends],
                 )
                 confirm_delivered(client, ids, CONFIRM_TIMEOUT)
                 return sample
@@ -111,13 +126,14 @@ def run_benchmark(
             for round_number in range(args.rounds):
                 shift = round_number % len(figures)
                 for figure in figures[shift:] + figures[:shift]:
-                    label = f"round {round_number + 1}/{args.rounds} {figure.size.name}"
+                    label = f"round {round_number + 1}/{args.rounds} {figure.label}"
                     sample = one(figure, label)
                     figure.samples.append(sample)
                     progress(
                         f"{label}: {sample.delivered_per_s:,.0f} delivered/s "
                         f"({sample.deliver_seconds:.2f} s), "
                         f"accepted {sample.accepted_per_s:,.0f}/s, "
+                        f"p50 {sample.p50_ms:.1f} ms, p99 {sample.p99_ms:.1f} ms, "
                         f"peak connections {sample.peak_connections}; "
                         f"CPU server {sample.server_cpu:.2f} smtp-sink {sample.sink_cpu:.2f} "
                         f"client {sample.client_cpu:.2f} other {sample.other_cpu:.2f}; "
@@ -127,13 +143,13 @@ def run_benchmark(
             profiles: list[Profiled] = []
             if profile_base is not None:
                 raw = profile_base.with_name(f"{profile_base.name}-profile.txt")
-                progress(f"profiling an extra {figures[0].size.name} round with py-spy -> {raw}")
+                progress(f"profiling an extra {figures[0].label} round with py-spy -> {raw}")
                 load = partial(one, figures[0], "profiled round")
                 profile.record(server.pid, args.profile_seconds, raw, "raw", load)
                 hot = profile.hot_spots(raw.read_text())
                 profiles.append(
                     Profiled(
-                        f"delivery of {figures[0].size.name} messages (an extra round)",
+                        f"delivery of {figures[0].label} messages (an extra round)",
                         None,
                         raw.name,
                         hot,
@@ -160,22 +176,25 @@ def report(
     lines = [
         f"# Delivery throughput, {datetime.date.today().isoformat()}",
         "",
-        f"{machine_description()}. Batch REST API (100 emails a call, {args.post_threads} "
-        f"client threads) -> spool -> delivery engine -> Postfix `smtp-sink` on loopback, "
-        f"`delivery.max_connections_per_site` = {MAX_CONNECTIONS}, one recipient per email. "
-        f"Medians of {args.rounds} rounds per size (sizes alternate). Load average before "
+        f"{machine_description()}. REST API (batch: `POST /emails/batch`, {BATCH_SIZE} "
+        f"emails a call, {args.post_threads} client threads; single: `POST /emails`, "
+        f"{args.single_threads} client threads) -> spool -> delivery engine -> Postfix "
+        f"`smtp-sink` on loopback, `delivery.max_connections_per_site` = {MAX_CONNECTIONS}, one "
+        f"recipient per email. Medians of {args.rounds} rounds per way of sending and size "
+        "(their order rotates). Load average before "
         f"{load_average.before:.2f}, after {load_average.after:.2f}. Server: {server_source()}.",
         "",
-        "| message body | emails per round | delivered/s | accepted/s | end to end/s "
-        "| first accept to last delivery | peak connections | server CPU | smtp-sink CPU "
-        "| client CPU | other CPU |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| sends | message body | emails per round | delivered/s | accepted/s | end to end/s "
+        "| p50 a call | p99 a call | first accept to last delivery | peak connections "
+        "| server CPU | smtp-sink CPU | client CPU | other CPU |",
+        "|---|---|" + "---:|" * 12,
     ]
     for figure in figures:
         lines.append(
-            f"| {figure.size.name} | {figure.size.messages:,} "
+            f"| {figure.sends} | {figure.size.name} | {figure.size.messages:,} "
             f"| {figure.median('delivered_per_s'):,.0f} | {figure.median('accepted_per_s'):,.0f} "
             f"| {figure.size.messages / figure.median('end_to_end_seconds'):,.0f} "
+            f"| {figure.median('p50_ms'):.1f} ms | {figure.median('p99_ms'):.1f} ms "
             f"| {figure.median('deliver_seconds'):.2f} s "
             f"| {figure.median('peak_connections'):.0f} | {figure.median('server_cpu'):.2f} "
             f"| {figure.median('sink_cpu'):.2f} | {figure.median('client_cpu'):.2f} "
@@ -183,20 +202,21 @@ def report(
         )
     lines += [
         "",
-        "Delivered/s: emails over the time from the first accepted batch call to smtp-sink's "
+        "Delivered/s: emails over the time from the first accepted call to smtp-sink's "
         "count of the last message (`smtp-sink -c`); after each round the API reported "
         '`last_event` "delivered" for every one of them. Accepted/s: emails over the time from '
         "the first call sent to the last reply. End to end/s: emails over the time from the first "
-        "call sent to the last delivery. Peak connections: established connections to "
+        "call sent to the last delivery. p50, p99: a call's time from sent to replied (a "
+        "batch call carries 100 emails). Peak connections: established connections to "
         "smtp-sink, sampled every 50 ms (the cap is the config's 50). CPU columns are cores "
         "busy on average from the "
         "first call to the last delivery (2 = the whole machine): the server's process, "
-        "smtp-sink's, this benchmark's client (posting the batches; it shares the machine), and "
+        "smtp-sink's, this benchmark's client (posting the emails; it shares the machine), and "
         "everything else.",
         "",
         "Per round (delivered/s; accepted/s):",
         "",
-        "| round | " + " | ".join(f.size.name for f in figures) + " |",
+        "| round | " + " | ".join(f.label for f in figures) + " |",
         "|---:|" + "---:|" * len(figures),
     ]
     for index in range(args.rounds):
@@ -222,7 +242,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--messages-small", type=int, default=5000, help="4 KiB emails a round")
     parser.add_argument("--messages-large", type=int, default=1000, help="100 KiB emails a round")
+    parser.add_argument(
+        "--sends",
+        nargs="+",
+        choices=list(SENDS),
+        default=list(SENDS),
+        help="batch calls (100 emails each) and/or single sends (default: both)",
+    )
     parser.add_argument("--post-threads", type=int, default=4, help="concurrent batch calls")
+    parser.add_argument("--single-threads", type=int, default=32, help="concurrent single sends")
     parser.add_argument(
         "--deliver-timeout", type=float, default=300.0, help="seconds a round may take"
     )
@@ -234,7 +262,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     check_options(
         parser,
         args,
-        at_least_one=("rounds", "messages_small", "messages_large", "post_threads"),
+        at_least_one=(
+            "rounds",
+            "messages_small",
+            "messages_large",
+            "post_threads",
+            "single_threads",
+        ),
         make_target="bench-delivery",
     )
     if sink_path() is None:

@@ -5,6 +5,7 @@ part of what they measure (webhooks) run the same rounds."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 import time
@@ -43,6 +44,8 @@ class Sample:
     accept_seconds: float
     deliver_seconds: float  # first accept to last message at smtp-sink
     end_to_end_seconds: float  # first call sent to last message at smtp-sink
+    p50_ms: float  # a call's time from sent to replied (a batch call's, for batches)
+    p99_ms: float
     peak_connections: int  # established connections to smtp-sink, sampled every 50 ms
     server_cpu: float  # cores busy on average from the first call to the last delivery
     sink_cpu: float
@@ -124,6 +127,12 @@ def confirm_delivered(client: httpx.Client, ids: set[str], timeout: float) -> No
         time.sleep(0.5)
 
 
+def percentile(ordered: list[float], share: float) -> float:
+    """The nearest-rank percentile of ascending `ordered` values: the smallest value with at
+    least `share` of them at or below it (a round of few calls has no finer point)."""
+    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
+
+
 def check_end_to_end(client: httpx.Client, sink: SmtpSink) -> None:
     """One email must be accepted, reach smtp-sink and read "delivered" before anything is timed."""
     before = sink.messages
@@ -143,23 +152,35 @@ def run_round(
     post_threads: int,
     deliver_timeout: float,
     label: str,
+    batch_size: int = BATCH_SIZE,
 ) -> tuple[Sample, set[str]]:
+    """Post `size.messages` emails, `batch_size` a call (1: single sends to `POST /emails`),
+    and wait until smtp-sink has them all."""
     text = body_text(size.body_bytes)
-    bodies = [
-        json.dumps([email(n, text) for n in range(start, min(start + BATCH_SIZE, size.messages))])
-        for start in range(0, size.messages, BATCH_SIZE)
-    ]
+    if batch_size == 1:
+        path, bodies = "/emails", [json.dumps(email(n, text)) for n in range(size.messages)]
+    else:
+        path = "/emails/batch"
+        bodies = [
+            json.dumps(
+                [email(n, text) for n in range(start, min(start + batch_size, size.messages))]
+            )
+            for start in range(0, size.messages, batch_size)
+        ]
     local = threading.local()
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
 
-    def post(body: str) -> tuple[float, list[str]]:
+    def post(body: str) -> tuple[float, float, list[str]]:
+        """When the reply came, how long the call took, and the ids it returned."""
         client: httpx.Client | None = getattr(local, "client", None)
         if client is None:
             client = local.client = httpx.Client(base_url=base_url, headers=headers, timeout=120)
-        response = client.post("/emails/batch", content=body)
+        sent = time.monotonic()
+        response = client.post(path, content=body)
         accepted = time.monotonic()
-        data = ok(response)["data"]
-        return accepted, [d["id"] for d in data]
+        reply = ok(response)
+        ids = [reply["id"]] if batch_size == 1 else [d["id"] for d in reply["data"]]
+        return accepted, accepted - sent, ids
 
     base = sink.messages
     peak = 0
@@ -182,8 +203,9 @@ def run_round(
     with ThreadPoolExecutor(post_threads) as pool:
         results = list(pool.map(post, bodies))
     last_accept = time.monotonic()
-    first_accept = min(accepted for accepted, _ in results)
-    ids = {i for _, batch in results for i in batch}
+    first_accept = min(accepted for accepted, _, _ in results)
+    ids = {i for _, _, batch in results for i in batch}
+    latencies = sorted(took for _, took, _ in results)
     if len(ids) != size.messages:
         raise SystemExit(f"{len(ids)} ids for {size.messages} emails posted")
     accept_seconds = last_accept - started
@@ -220,6 +242,8 @@ def run_round(
         accept_seconds=accept_seconds,
         deliver_seconds=deliver_seconds,
         end_to_end_seconds=done - started,
+        p50_ms=1000 * percentile(latencies, 0.50),
+        p99_ms=1000 * percentile(latencies, 0.99),
         peak_connections=peak,
         server_cpu=server_cpu,
         sink_cpu=sink_cpu,
