@@ -5,7 +5,9 @@ BIN       := $(VENV)/bin
 INSTALLED := $(VENV)/.postwire-installed
 RUST_SRC  := $(shell find rust -name '*.rs' -o -name Cargo.toml) Cargo.toml Cargo.lock
 
-.PHONY: help setup serve test test-rust test-python lint bench-core bench-api bench-delivery bench-smtp bench-webhooks clean
+.PHONY: help setup serve test test-rust test-python lint bench-core bench-api bench-delivery bench-smtp \
+	bench-webhooks bench bench-gate clean need-knot need-postfix need-stunnel need-opendkim need-nginx \
+	need-wrk need-py-spy
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -40,48 +42,54 @@ lint: setup  ## ruff, mypy, cargo fmt and clippy
 bench-core: setup  ## micro-benchmarks of the core against Python baselines (ratios)
 	$(BIN)/python -m benchmarks.core
 
-# wrk drives the server; Knot DNS verifies the sending domain; py-spy profiles the sends.
-bench-api: setup  ## REST API throughput against a live server (wrk), with py-spy profiles
+# What the live benchmarks run against, each installed only when missing: Knot DNS verifies the
+# sending domain; Postfix gives smtp-sink, smtp-source and the baselines; stunnel drives implicit
+# TLS; OpenDKIM signs for the Postfix + OpenDKIM baseline; nginx receives webhooks; wrk drives
+# HTTP load; py-spy profiles the server.
+need-knot:
 	@PATH="$$PATH:/usr/sbin:/sbin" command -v knotd >/dev/null || \
 		{ apt-get update -qq && apt-get install -y -qq knot; }
-	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
-	@test -x $(BIN)/py-spy || $(BIN)/pip install --quiet "py-spy==0.4.3"
-	$(BIN)/python -m benchmarks.api --profile
-
-# smtp-sink (Postfix) receives; Knot DNS verifies the sending domain; py-spy profiles delivery.
-bench-delivery: setup  ## delivered messages/s, REST API -> spool -> smtp-sink (4 KiB, 100 KiB)
-	@PATH="$$PATH:/usr/sbin:/sbin" command -v knotd >/dev/null || \
-		{ apt-get update -qq && apt-get install -y -qq knot; }
-	@test -x /usr/sbin/smtp-sink || { apt-get update -qq && \
+need-postfix:
+	@test -x /usr/sbin/smtp-sink -a -x /usr/sbin/smtp-source || { apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postfix; }
-	@test -x $(BIN)/py-spy || $(BIN)/pip install --quiet "py-spy==0.4.3"
-	$(BIN)/python -m benchmarks.delivery --profile
-
-# smtp-source (Postfix) behind an stunnel client drives implicit TLS; the baselines are Postfix
-# with an OpenDKIM milter signing, and Postfix alone.
-bench-smtp: setup  ## SMTP submission over implicit TLS, 50 sessions: accepted and delivered/s vs Postfix (+ OpenDKIM)
-	@PATH="$$PATH:/usr/sbin:/sbin" command -v knotd >/dev/null || \
-		{ apt-get update -qq && apt-get install -y -qq knot; }
-	@test -x /usr/sbin/smtp-source || { apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postfix; }
+need-stunnel:
 	@command -v stunnel4 >/dev/null || command -v stunnel >/dev/null || \
 		{ apt-get update -qq && apt-get install -y -qq stunnel4; }
+need-opendkim:
 	@test -x /usr/sbin/opendkim -a -x /usr/sbin/opendkim-genkey || \
 		{ apt-get update -qq && apt-get install -y -qq opendkim opendkim-tools; }
+need-nginx:
+	@test -x /usr/sbin/nginx || { apt-get update -qq && apt-get install -y -qq nginx-light; }
+need-wrk:
+	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
+need-py-spy: setup
 	@test -x $(BIN)/py-spy || $(BIN)/pip install --quiet "py-spy==0.4.3"
+
+bench-api: setup need-knot need-wrk need-py-spy  ## REST API throughput against a live server (wrk), with py-spy profiles
+	$(BIN)/python -m benchmarks.api --profile
+
+bench-delivery: setup need-knot need-postfix need-py-spy  ## delivered messages/s, REST API -> spool -> smtp-sink (4 KiB, 100 KiB)
+	$(BIN)/python -m benchmarks.delivery --profile
+
+# The baselines are Postfix with an OpenDKIM milter signing, and Postfix alone.
+bench-smtp: setup need-knot need-postfix need-stunnel need-opendkim need-py-spy  ## SMTP submission over implicit TLS, 50 sessions: accepted and delivered/s vs Postfix (+ OpenDKIM)
 	$(BIN)/python -m benchmarks.smtp --profile
 
-# nginx receives the webhooks; smtp-sink the mail; Knot DNS verifies the sending domain; wrk
-# measures nginx alone; py-spy profiles the dispatcher.
-bench-webhooks: setup  ## webhook events/s (dispatcher, end to end) vs the mail rate, target 3x
-	@PATH="$$PATH:/usr/sbin:/sbin" command -v knotd >/dev/null || \
-		{ apt-get update -qq && apt-get install -y -qq knot; }
-	@test -x /usr/sbin/smtp-sink || { apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postfix; }
-	@test -x /usr/sbin/nginx || { apt-get update -qq && apt-get install -y -qq nginx-light; }
-	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
-	@test -x $(BIN)/py-spy || $(BIN)/pip install --quiet "py-spy==0.4.3"
+bench-webhooks: setup need-knot need-postfix need-nginx need-wrk need-py-spy  ## webhook events/s (dispatcher, end to end) vs the mail rate, target 3x
 	$(BIN)/python -m benchmarks.webhooks --profile
+
+BENCH_NEEDS := need-knot need-postfix need-stunnel need-opendkim need-nginx need-wrk need-py-spy
+
+bench: setup $(BENCH_NEEDS)  ## every benchmark in one run (about 35 min): one report, benchmarks/results/<date>.md
+	$(BIN)/python -m benchmarks
+
+# Small counts: 3 alternating rounds of 2,500 4 KiB and 400 100 KiB messages against Postfix +
+# OpenDKIM, and short core rounds; the minimums are in benchmarks/gate.toml.
+GATE_OPTIONS ?= --sections smtp core --no-profile --smtp-rounds 3 --smtp-messages-small 2500 \
+	--smtp-messages-large 400 --smtp-warmup 300 --smtp-baselines postfix-opendkim \
+	--core-rounds 3 --core-seconds 1
+bench-gate: setup need-knot need-postfix need-stunnel need-opendkim  ## release gate (about 4 min): ratios vs benchmarks/gate.toml, fails below a minimum
+	$(BIN)/python -m benchmarks --gate benchmarks/gate.toml $(GATE_OPTIONS)
 
 clean:
 	rm -rf $(VENV) target
