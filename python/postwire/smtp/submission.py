@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import re
 import socket
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -203,8 +204,29 @@ async def read_data(reader: asyncio.StreamReader, max_size: int | None) -> bytes
     return (b"\r\n" + content).replace(b"\r\n.", b"\r\n")[2:]
 
 
+# `<local@domain>` with dot-atom parts (RFC 5321 §4.1.2), then nothing or spaces and parameters:
+# the shape nearly every MAIL and RCPT has. Anything else (quoted local parts, source routes,
+# address literals, comments, odd spacing) goes to aiosmtpd's full parser.
+_PLAIN_PATH = re.compile(
+    r"[ \t]*<((?:[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+\.)*[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+    r"@(?:[A-Za-z0-9-]+\.)*[A-Za-z0-9-]+)>(?:[ \t]+([^ \t(].*))?",
+    re.DOTALL,
+)
+
+
 class _SubmissionSMTP(SMTP):
     line_length_limit = _READ_LIMIT  # the reader's buffer limit: see `read_data`
+
+    def _getaddr(self, arg: str) -> tuple[str | None, str | None]:
+        """aiosmtpd's address parsing, with a fast path for plain paths: its parser (the
+        `email` package's, and a class made per call) was a tenth of the service's time."""
+        match = _PLAIN_PATH.fullmatch(arg)
+        if match is None:
+            return super()._getaddr(arg)
+        address, rest = match.group(1), match.group(2) or ""
+        if self.local_part_limit and len(address.rpartition("@")[0]) > self.local_part_limit:
+            return None, None
+        return address, rest
 
     @syntax("DATA")
     async def smtp_DATA(self, arg: str) -> None:
