@@ -375,6 +375,9 @@ class Acceptor:
             for draft in chunk:
                 draft.signature = draft.signer.sign(draft.message)
 
+        if len(chunks) == 1:  # one email (SMTP's case): no nursery to pay for
+            await trio.to_thread.run_sync(sign_chunk, chunks[0])
+            return
         async with trio.open_nursery() as nursery:
             for chunk in chunks:
                 nursery.start_soon(trio.to_thread.run_sync, sign_chunk, chunk)
