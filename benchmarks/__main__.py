@@ -358,7 +358,7 @@ def report(
         f"# Postwire benchmarks, {today}",
         "",
         f"{machine_description()}. Server: {server_source()}. `{command}` ran the sections "
-        f"{', '.join(outcomes)} in {seconds / 60:.0f} min (`make bench` runs them all at full "
+        f"{', '.join(outcomes)} in {seconds / 60:.1f} min (`make bench` runs them all at full "
         "size). Every comparison was measured side by side in one run: medians of alternating "
         "rounds.",
         "",
