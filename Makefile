@@ -80,7 +80,7 @@ bench-webhooks: setup need-knot need-postfix need-nginx need-wrk need-py-spy  ##
 
 BENCH_NEEDS := need-knot need-postfix need-stunnel need-opendkim need-nginx need-wrk need-py-spy
 
-bench: setup $(BENCH_NEEDS)  ## every benchmark in one run (about 35 min): one report, benchmarks/results/<date>.md
+bench: setup $(BENCH_NEEDS)  ## every benchmark in one run (about 30 min): one report, benchmarks/results/<date>.md
 	$(BIN)/python -m benchmarks
 
 # Small counts: 3 alternating rounds of 2,500 4 KiB and 400 100 KiB messages against Postfix +
@@ -88,7 +88,7 @@ bench: setup $(BENCH_NEEDS)  ## every benchmark in one run (about 35 min): one r
 GATE_OPTIONS ?= --sections smtp core --no-profile --smtp-rounds 3 --smtp-messages-small 2500 \
 	--smtp-messages-large 400 --smtp-warmup 300 --smtp-baselines postfix-opendkim \
 	--core-rounds 3 --core-seconds 1
-bench-gate: setup need-knot need-postfix need-stunnel need-opendkim  ## release gate (about 4 min): ratios vs benchmarks/gate.toml, fails below a minimum
+bench-gate: setup need-knot need-postfix need-stunnel need-opendkim  ## release gate (about 3 min): ratios vs benchmarks/gate.toml, fails below a minimum
 	$(BIN)/python -m benchmarks --gate benchmarks/gate.toml $(GATE_OPTIONS)
 
 clean:
