@@ -308,9 +308,13 @@ class DeliveryEngine:
                 return
             await self._pool(destination, policy).deliver(job)
 
-        async with trio.open_nursery() as nursery:
-            for domain, recipients in by_domain.items():
-                nursery.start_soon(deliver_domain, domain, recipients)
+        if len(by_domain) == 1:  # the usual case: no nursery to pay for
+            ((domain, recipients),) = by_domain.items()
+            await deliver_domain(domain, recipients)
+        elif by_domain:
+            async with trio.open_nursery() as nursery:
+                for domain, recipients in by_domain.items():
+                    nursery.start_soon(deliver_domain, domain, recipients)
         await self._record(message_id, delivery, outcomes, suppressed, first_attempt)
 
     def _pool(self, destination: Destination, policy: TlsPolicy) -> SitePool:

@@ -15,6 +15,7 @@ stays out of the domain's REST `records`, and it never counts toward the domain'
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -141,6 +142,12 @@ def parse_domain_name(name: object) -> str:
     """
     if not isinstance(name, str) or not name.strip():
         raise validation_error("The `name` field must be a domain name, such as example.com.")
+    return _parse_domain_text(name)
+
+
+# Every SMTP and API email parses its sender's domain: a few names, over and over.
+@functools.lru_cache(maxsize=4096)
+def _parse_domain_text(name: str) -> str:
     text = name.strip()
     if text.endswith("."):
         text = text[:-1]  # the absolute form of the same name
