@@ -32,7 +32,8 @@ of Postwire's (found by the round's subject), Postfix's queues must be empty, an
 hold exactly N new messages, or the run fails. Medians of the rounds are reported.
 
 Progress goes to stderr, the Markdown report to stdout and to `--output`. With `--profile`, an
-extra 4 KiB round of Postwire runs under py-spy (`--gil`) and the report names its hot spots.
+extra round of each size of Postwire runs under py-spy (`--gil`, every process of the service)
+and the report names its hot spots.
 """
 
 from __future__ import annotations
@@ -474,15 +475,18 @@ def run_benchmark(
                         )
 
             profiles: list[Profiled] = []
-            if profile_base is not None:
-                raw = profile_base.with_name(f"{profile_base.name}-profile.txt")
-                progress(f"profiling an extra {sizes[0].name} round of Postwire -> {raw} ...")
-                load = partial(one, servers[0], sizes[0], "profiled round")
+            for size in sizes if profile_base is not None else []:
+                assert profile_base is not None
+                # The first size's file keeps the plain name the full report links to.
+                suffix = "" if size is sizes[0] else f"-{size.name.replace(' ', '').lower()}"
+                raw = profile_base.with_name(f"{profile_base.name}-profile{suffix}.txt")
+                progress(f"profiling an extra {size.name} round of Postwire -> {raw} ...")
+                load = partial(one, servers[0], size, "profiled round")
                 profile.record(postwire.pid, args.profile_seconds, raw, "raw", load)
                 collapsed = raw.read_text()
                 hot = profile.hot_spots(collapsed)
                 parts = profile.inclusive_shares(collapsed, PROFILE_PARTS)
-                title = f"SMTP submission and delivery of {sizes[0].name} messages (an extra round)"
+                title = f"SMTP submission and delivery of {size.name} messages (an extra round)"
                 profiles.append(Profiled(title, None, raw.name, hot, parts))
         return list(figures.values()), profiles
     except BaseException:
@@ -661,9 +665,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="the rivals measured beside Postwire (default: all; none: Postwire alone)",
     )
     add_report_options(
-        parser, report_name="smtp", profile_help="profile an extra 4 KiB round (py-spy)"
+        parser, report_name="smtp", profile_help="profile an extra round of each size (py-spy)"
     )
-    parser.add_argument("--profile-seconds", type=int, default=5, help="shorter than a 4 KiB round")
+    parser.add_argument("--profile-seconds", type=int, default=5, help="shorter than a round")
     args = parser.parse_args(argv)
     check_options(
         parser,

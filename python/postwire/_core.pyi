@@ -18,8 +18,10 @@ __all__ = [
     "Spool",
     "WriteBatch",
     "build_message",
+    "data_faults",
     "generate_dkim_key",
     "new_id",
+    "unstuff_data",
 ]
 
 # --- ids ---------------------------------------------------------------------------------------
@@ -27,6 +29,16 @@ __all__ = [
 def new_id() -> str:
     """A fresh UUID v7 string, the id of every resource: opaque to clients, but it sorts in
     creation order, which keeps the spool's B-trees append-only."""
+
+# --- smtp data ---------------------------------------------------------------------------------
+
+def unstuff_data(raw: bytes) -> tuple[bytes, int]:
+    """`raw` (a DATA transfer without its final ".\\r\\n") without its dot-stuffing: a "."
+    starting a line is dropped (RFC 5321 §4.5.2). Lines end with CRLF only. Also the length of
+    the longest line of `raw`, without its CRLF."""
+
+def data_faults(message: bytes) -> tuple[bool, bool]:
+    """(a NUL octet is in `message`, a LF not preceded by CR is in `message`)."""
 
 # --- mime --------------------------------------------------------------------------------------
 

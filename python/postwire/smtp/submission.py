@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, AnyStr, TypeVar
 import trio
 from aiosmtpd.smtp import MISSING, SMTP, AuthResult, Envelope, LoginPassword, Session, syntax
 
+from postwire import _core
 from postwire.accept import (
     IDEMPOTENCY_HEADERS,
     Acceptor,
@@ -197,11 +198,11 @@ async def read_data(reader: asyncio.StreamReader, max_size: int | None) -> bytes
         tail = (tail + chunk)[-2:]
     if too_much:
         return policy.MESSAGE_TOO_BIG
-    content = b"".join(kept)
-    if len(content) >= MAX_DATA_LINE and max(map(len, content.split(b"\r\n"))) + 2 > MAX_DATA_LINE:
-        return policy.LINE_TOO_LONG
     # A line starting with "." was sent with one more (RFC 5321 4.5.2).
-    return (b"\r\n" + content).replace(b"\r\n.", b"\r\n")[2:]
+    content, longest_line = _core.unstuff_data(b"".join(kept))
+    if longest_line + 2 > MAX_DATA_LINE:
+        return policy.LINE_TOO_LONG
+    return content
 
 
 # `<local@domain>` with dot-atom parts (RFC 5321 §4.1.2), then nothing or spaces and parameters:

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from postwire import _core
 from postwire.errors import ApiError
 
 # (code, enhanced status code, text): `550 5.7.1 relaying denied`.
@@ -162,9 +163,10 @@ def on_data(message: bytes, max_message_size: int) -> Reply | None:
     size rule stands here too, so that the rules of a message are all in one place."""
     if len(message) > max_message_size:
         return MESSAGE_TOO_BIG
-    if b"\x00" in message:
+    nul, bare_line_feed = _core.data_faults(message)
+    if nul:
         return NUL_IN_MESSAGE
-    if message.count(b"\n") != message.count(b"\r\n"):
+    if bare_line_feed:
         return BARE_LF
     return None
 

@@ -6,4 +6,5 @@ pub mod clock;
 pub mod dkim;
 pub mod ids;
 pub mod mime;
+pub mod smtp_data;
 pub mod spool;

@@ -7,6 +7,7 @@ mod dkim;
 mod errors;
 mod ids;
 mod mime;
+mod smtp_data;
 mod spool;
 
 use pyo3::prelude::*;
@@ -17,5 +18,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     mime::register(m)?;
     dkim::register(m)?;
     spool::register(m)?;
+    smtp_data::register(m)?;
     Ok(())
 }

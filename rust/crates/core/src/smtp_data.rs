@@ -1,0 +1,97 @@
+//! The content of an SMTP DATA transfer: undoing its dot-stuffing and the line checks that
+//! submission makes of every message, each in one pass (they were a fifth of the service's time
+//! for 100 KiB messages as Python byte operations).
+
+/// `raw` (the DATA transfer without its final ".\r\n") without its dot-stuffing: a "." that
+/// starts a line (RFC 5321 §4.5.2) is dropped. Lines end with CRLF only. Also returns the length
+/// of the longest line, without its CRLF.
+pub fn unstuff(raw: &[u8]) -> (Vec<u8>, usize) {
+    let mut content = Vec::with_capacity(raw.len());
+    let mut longest = 0;
+    let mut line_start = 0;
+    let mut copied_to = 0;
+    let mut at_line_start = true;
+    let mut i = 0;
+    while i < raw.len() {
+        if at_line_start {
+            at_line_start = false;
+            if raw[i] == b'.' {
+                content.extend_from_slice(&raw[copied_to..i]);
+                copied_to = i + 1;
+            }
+        }
+        if raw[i] == b'\r' && raw.get(i + 1) == Some(&b'\n') {
+            longest = longest.max(i - line_start);
+            i += 2;
+            line_start = i;
+            at_line_start = true;
+        } else {
+            i += 1;
+        }
+    }
+    longest = longest.max(raw.len() - line_start);
+    content.extend_from_slice(&raw[copied_to..]);
+    (content, longest)
+}
+
+/// What is wrong with the line endings and octets of `message`, if anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Faults {
+    /// A NUL octet, which no mail may carry.
+    pub nul: bool,
+    /// A LF not preceded by CR: the ambiguity SMTP smuggling exploits.
+    pub bare_line_feed: bool,
+}
+
+pub fn faults(message: &[u8]) -> Faults {
+    let mut found = Faults::default();
+    let mut previous = 0u8;
+    for &octet in message {
+        match octet {
+            0 => found.nul = true,
+            b'\n' if previous != b'\r' => found.bare_line_feed = true,
+            _ => {}
+        }
+        previous = octet;
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unstuffs_dots_at_line_starts_only() {
+        let (content, _) = unstuff(b".a\r\n..b\r\nc.d\r\n.\r\n.");
+        assert_eq!(content, b"a\r\n.b\r\nc.d\r\n\r\n");
+        let (content, _) = unstuff(b"x\n.y\r.z");
+        assert_eq!(content, b"x\n.y\r.z", "a bare LF or CR does not end a line");
+        assert_eq!(unstuff(b"").0, b"");
+    }
+
+    #[test]
+    fn measures_the_longest_line_without_its_crlf() {
+        assert_eq!(unstuff(b"ab\r\nabcd\r\nabc").1, 4);
+        assert_eq!(
+            unstuff(b"ab\r\nabc\r\nabcdef").1,
+            6,
+            "the last line counts too"
+        );
+        assert_eq!(unstuff(b"a\nbcd\r\n").1, 5, "a bare LF is part of its line");
+        assert_eq!(unstuff(b"").1, 0);
+    }
+
+    #[test]
+    fn finds_nul_and_bare_line_feeds() {
+        assert_eq!(faults(b"a\r\nb\r\n"), Faults::default());
+        assert!(faults(b"a\nb").bare_line_feed);
+        assert!(faults(b"\n").bare_line_feed);
+        assert!(!faults(b"\r\n\r\n").bare_line_feed);
+        assert!(faults(b"a\0b").nul);
+        assert!(
+            !faults(b"a\rb").bare_line_feed,
+            "a bare CR is not a bare LF"
+        );
+    }
+}
