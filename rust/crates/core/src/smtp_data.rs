@@ -8,26 +8,19 @@
 pub fn unstuff(raw: &[u8]) -> (Vec<u8>, usize) {
     let mut content = Vec::with_capacity(raw.len());
     let mut longest = 0;
-    let mut line_start = 0;
     let mut copied_to = 0;
-    let mut at_line_start = true;
-    let mut i = 0;
-    while i < raw.len() {
-        if at_line_start {
-            at_line_start = false;
-            if raw[i] == b'.' {
-                content.extend_from_slice(&raw[copied_to..i]);
-                copied_to = i + 1;
-            }
+    let mut drop_leading_dot = |line_start: usize, content: &mut Vec<u8>| {
+        if raw.get(line_start) == Some(&b'.') {
+            content.extend_from_slice(&raw[copied_to..line_start]);
+            copied_to = line_start + 1;
         }
-        if raw[i] == b'\r' && raw.get(i + 1) == Some(&b'\n') {
-            longest = longest.max(i - line_start);
-            i += 2;
-            line_start = i;
-            at_line_start = true;
-        } else {
-            i += 1;
-        }
+    };
+    let mut line_start = 0;
+    drop_leading_dot(0, &mut content);
+    for line_end in memchr::memmem::find_iter(raw, b"\r\n") {
+        longest = longest.max(line_end - line_start);
+        line_start = line_end + 2;
+        drop_leading_dot(line_start, &mut content);
     }
     longest = longest.max(raw.len() - line_start);
     content.extend_from_slice(&raw[copied_to..]);
@@ -44,17 +37,11 @@ pub struct Faults {
 }
 
 pub fn faults(message: &[u8]) -> Faults {
-    let mut found = Faults::default();
-    let mut previous = 0u8;
-    for &octet in message {
-        match octet {
-            0 => found.nul = true,
-            b'\n' if previous != b'\r' => found.bare_line_feed = true,
-            _ => {}
-        }
-        previous = octet;
+    Faults {
+        nul: memchr::memchr(0, message).is_some(),
+        bare_line_feed: memchr::memchr_iter(b'\n', message)
+            .any(|at| at == 0 || message[at - 1] != b'\r'),
     }
-    found
 }
 
 #[cfg(test)]
