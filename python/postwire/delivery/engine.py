@@ -173,8 +173,11 @@ class SitePool:
                 if connection is None:
                     restaff = True
                     return
-                with trio.move_on_after(IDLE_CONNECTION_SECONDS):
-                    job = await self.receive.receive()
+                try:  # under load the next job is waiting: no timeout scope to pay for
+                    job = self.receive.receive_nowait()
+                except trio.WouldBlock:
+                    with trio.move_on_after(IDLE_CONNECTION_SECONDS):
+                        job = await self.receive.receive()
         finally:
             self.workers -= 1
             if restaff:  # gave up on a failed connection: queued jobs still need a worker
