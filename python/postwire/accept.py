@@ -30,6 +30,7 @@ from postwire import _core
 from postwire.api.send_request import SendRequest, build_mime_message
 from postwire.domains.store import DomainRecord, find_verified_domain_for_sender
 from postwire.errors import ApiError, KeyExistsError, validation_error
+from postwire.signing import SigningQueue
 from postwire.store.accounts import ApiKeyRecord, contract_timestamp
 from postwire.store.deliveries import DELIVERIES, DeliveryRecord
 from postwire.store.emails import EmailRecord, add_email
@@ -188,6 +189,7 @@ class Acceptor:
         self.spool = spool
         self.tracking = tracking  # None: no tracking
         self.idempotency = IdempotencyKeys(spool)
+        self.signing = SigningQueue()
         # Parsing a PEM key costs more than a signature: keep one signer per domain key.
         self._signers: dict[tuple[str, str], _core.DkimSigner] = {}
 
@@ -375,8 +377,8 @@ class Acceptor:
             for draft in chunk:
                 draft.signature = draft.signer.sign(draft.message)
 
-        if len(chunks) == 1:  # one email (SMTP's case): no nursery to pay for
-            await trio.to_thread.run_sync(sign_chunk, chunks[0])
+        if len(drafts) == 1:  # one email, SMTP's case: batched with other callers' emails
+            drafts[0].signature = await self.signing.sign(drafts[0].signer, drafts[0].message)
             return
         async with trio.open_nursery() as nursery:
             for chunk in chunks:
