@@ -13,6 +13,7 @@ import shutil
 import smtplib
 import socket
 import ssl
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from postwire import _core
 from postwire.app import ServiceDeps
 from postwire.config import load_config
 from postwire.domains import store as domain_store
+from postwire.smtp import submission
 from postwire.smtp.submission import SubmissionListeners, serve_submission
 from postwire.smtp.submission_policy import BARE_LF
 from postwire.store.accounts import create_api_key, create_team
@@ -708,3 +710,28 @@ async def test_a_domain_locked_key_sends_only_from_its_domain(tmp_path: Path) ->
         code, reply = await in_thread(lambda: send_as("shop@other.test"))
         assert (code, reply[:6]) == (550, b"5.7.1 ")
         assert len(server.records()) == 1
+
+
+async def test_an_idle_session_is_closed_and_a_busy_one_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(submission, "IDLE_TIMEOUT_SECONDS", 1.0)
+    async with submission_server(tmp_path) as server:
+
+        def session() -> tuple[int, bool]:
+            with smtplib.SMTP(*server.starttls, timeout=10) as client:
+                client.ehlo()
+                busy_replies = 0
+                for _ in range(6):  # 2.4 s of commands, each well inside the timeout
+                    time.sleep(0.4)
+                    busy_replies += client.noop()[0] == 250
+                time.sleep(2.0)
+                try:
+                    client.noop()
+                except smtplib.SMTPServerDisconnected:
+                    return busy_replies, True
+                return busy_replies, False
+
+        busy_replies, closed_when_idle = await in_thread(session)
+    assert busy_replies == 6
+    assert closed_when_idle

@@ -215,8 +215,32 @@ _PLAIN_PATH = re.compile(
 )
 
 
+# A session that sends nothing for this long is closed (aiosmtpd's default, RFC 5321 §4.5.3.2).
+IDLE_TIMEOUT_SECONDS = 300.0
+
+
 class _SubmissionSMTP(SMTP):
     line_length_limit = _READ_LIMIT  # the reader's buffer limit: see `read_data`
+    _idle_deadline = 0.0
+
+    def _reset_timeout(self, duration: float | None = None) -> None:
+        """The idle timeout, pushed back on every command. aiosmtpd cancels and re-arms a timer
+        each time, and trio-asyncio keeps a cancelled timer until it would have fired: at a
+        thousand messages a second, over a million of them a process. One timer per session
+        instead, re-armed when it fires early."""
+        self._idle_deadline = self.loop.time() + (duration or self._timeout_duration)
+        handle = self._timeout_handle
+        if handle is None or (not handle.cancelled() and self._idle_deadline < handle.when()):
+            if handle is not None:
+                handle.cancel()
+            self._timeout_handle = self.loop.call_at(self._idle_deadline, self._idle_timer)
+        # A cancelled handle means the connection is gone: nothing to time out any more.
+
+    def _idle_timer(self) -> None:
+        if self.loop.time() < self._idle_deadline:
+            self._timeout_handle = self.loop.call_at(self._idle_deadline, self._idle_timer)
+        else:
+            self._timeout_cb()  # type: ignore[no-untyped-call]
 
     def _getaddr(self, arg: str) -> tuple[str | None, str | None]:
         """aiosmtpd's address parsing, with a fast path for plain paths: its parser (the
@@ -528,6 +552,7 @@ async def serve_submission(
                 data_size_limit=config.smtp.max_message_size,
                 hostname=config.delivery.helo_name,
                 ident="Postwire ESMTP",
+                timeout=IDLE_TIMEOUT_SECONDS,
                 # Implicit TLS: the socket already is TLS, so no STARTTLS and AUTH at once.
                 tls_context=None if implicit_tls else tls_context,
                 require_starttls=not implicit_tls,
