@@ -176,6 +176,7 @@ SECTIONS = [
             Option("messages-small", None, "4 KiB emails a round, batch and single"),
             Option("messages-large", None, "100 KiB emails a round, batch and single"),
             Option("sends", None, "batch and/or single (default: both)", many=True),
+            Option("processes", None, "Postwire's processes"),
         ),
     ),
     Section(

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from benchmarks.api.server import BenchServer
-from benchmarks.cpu_time import machine_busy, process_cpu
+from benchmarks.cpu_time import machine_busy, process_cpu, process_tree_cpu
 from benchmarks.delivery.sink import SmtpSink
 from benchmarks.report import progress
 
@@ -56,8 +56,10 @@ class Sample:
 class DeliveryBenchServer(BenchServer):
     """The API benchmark's server, with example.org routed to the sink over 50 connections."""
 
-    def __init__(self, directory: Path, nameserver: str, sink_port: int) -> None:
-        super().__init__(directory, nameserver)
+    def __init__(
+        self, directory: Path, nameserver: str, sink_port: int, *, processes: int = 1
+    ) -> None:
+        super().__init__(directory, nameserver, processes=processes)
         with self.config_path.open("a") as config:
             config.write(
                 f"""
@@ -195,7 +197,7 @@ def run_round(
     sampler.start()
     client_cpu0 = process_cpu(os.getpid())
     server_cpu0, sink_cpu0, machine0 = (
-        process_cpu(server_pid),
+        process_tree_cpu(server_pid),
         process_cpu(sink.pid),
         machine_busy(),
     )
@@ -231,7 +233,7 @@ def run_round(
     wall = time.monotonic() - started
     sampling.set()
     sampler.join(timeout=5)
-    server_cpu = (process_cpu(server_pid) - server_cpu0) / wall
+    server_cpu = (process_tree_cpu(server_pid) - server_cpu0) / wall
     sink_cpu = (process_cpu(sink.pid) - sink_cpu0) / wall
     machine = (machine_busy() - machine0) / wall
     client_cpu = (process_cpu(os.getpid()) - client_cpu0) / wall
