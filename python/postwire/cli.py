@@ -41,9 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve",
         parents=[config_parent],
-        help="run every service in one process until SIGINT or SIGTERM",
-        description="Run the API, SMTP submission, delivery and webhooks in one process. "
-        "SIGINT or SIGTERM shuts down gracefully; a second signal skips the grace period.",
+        help="run every service until SIGINT or SIGTERM",
+        description="Run the API, SMTP submission, delivery and webhooks: in one process, or "
+        "with the config's `processes` > 1 also in worker processes that serve SMTP and "
+        "deliver. SIGINT or SIGTERM shuts down gracefully; a second signal skips the grace "
+        "period.",
     )
     serve.set_defaults(handler=_serve)
 
