@@ -557,7 +557,8 @@ def report(
         f"{machine_description()}. `smtp-source -d -s {args.sessions}` (each session sends "
         f"message after message over one connection) -> {stunnel_version()} client -> "
         "implicit TLS (TLS from the first byte, port 465 style) -> the server -> Postfix "
-        f"`smtp-sink` on loopback, at most {MAX_CONNECTIONS} connections to it; one recipient "
+        f"`smtp-sink` on loopback, at most {MAX_CONNECTIONS} connections to it (Postwire: "
+        "`delivery.max_connections_per_site`, shared out among its processes); one recipient "
         f"per message. Postwire ({_processes(args.processes)}): SMTP submission from a trusted "
         "network (no AUTH), From a verified domain, DKIM-signed (RSA-2048, relaxed/relaxed), "
         "group-committed to the spool before 250, then "
@@ -629,8 +630,9 @@ def report(
     for profiled in profiles:
         lines += profile_section(
             profiled,
-            why_the_gil="one Trio thread runs SMTP submission (aiosmtpd under trio-asyncio) and "
-            "the delivery engine",
+            why_the_gil="in each of Postwire's processes one Trio thread runs SMTP submission "
+            "(aiosmtpd under trio-asyncio) and a delivery engine; the samples of every process "
+            "are counted together",
         )
     return "\n".join(lines) + "\n"
 

@@ -1,7 +1,11 @@
 """Pool sizing: connections grow with the queue, at least one when anything waits, capped."""
 
+from pathlib import Path
+
 import pytest
 
+from postwire.config import Config, DeliveryConfig
+from postwire.delivery.engine import connections_per_process
 from postwire.delivery.pool_sizing import connections_to_open, ideal_connection_count
 
 
@@ -60,3 +64,17 @@ def test_invalid_arguments(depth: int, max_connections: int, per_connection: int
 )
 def test_connections_to_open(depth: int, open_connections: int, expected: int) -> None:
     assert connections_to_open(depth, open_connections, max_connections=10) == expected
+
+
+@pytest.mark.parametrize(
+    ("limit", "processes", "share"), [(10, 1, 10), (10, 2, 5), (10, 3, 3), (1, 4, 1), (50, 2, 25)]
+)
+def test_each_process_takes_its_share_of_the_site_limit(
+    tmp_path: Path, limit: int, processes: int, share: int
+) -> None:
+    config = Config(
+        data_dir=tmp_path,
+        processes=processes,
+        delivery=DeliveryConfig(helo_name="mx.test", max_connections_per_site=limit),
+    )
+    assert connections_per_process(config) == share

@@ -50,6 +50,7 @@ from postwire.store.deliveries import (
 )
 from postwire.store.emails import EMAILS, email_key, next_last_event
 from postwire.store.spool import Spool
+from postwire.workers import process_count
 
 if TYPE_CHECKING:
     from postwire.app import ServiceDeps
@@ -100,7 +101,8 @@ class SitePool:
         self.config = config
         self.nursery = nursery
         self.connect = connect
-        self.max_connections = config.delivery.max_connections_per_site
+        # The limit is the service's: each process of `processes` takes its share.
+        self.max_connections = connections_per_process(config)
         self.send, self.receive = trio.open_memory_channel[_Job](1_000_000)
         self.queued = 0
         self.workers = 0
@@ -428,6 +430,11 @@ class DeliveryEngine:
         except (LeaseLostError, NoSuchMessageError):
             # Taken over (another process) or removed meanwhile: its new holder records it.
             log.warning("lost the lease of %s before recording its outcome", message_id)
+
+
+def connections_per_process(config: Config) -> int:
+    """This process's share of `delivery.max_connections_per_site` (at least one)."""
+    return max(1, config.delivery.max_connections_per_site // process_count(config))
 
 
 async def _first_of(*events: trio.Event) -> None:
