@@ -21,6 +21,7 @@ __all__ = [
     "data_faults",
     "generate_dkim_key",
     "new_id",
+    "stuff_data",
     "unstuff_data",
 ]
 
@@ -36,6 +37,11 @@ def unstuff_data(raw: bytes) -> tuple[bytes, int]:
     """`raw` (a DATA transfer without its final ".\\r\\n") without its dot-stuffing: a "."
     starting a line is dropped (RFC 5321 §4.5.2). Lines end with CRLF only. Also the length of
     the longest line of `raw`, without its CRLF."""
+
+def stuff_data(body: bytes) -> bytes:
+    """The DATA transfer of `body`: a "." starting a line gets one more (RFC 5321 §4.5.2), a
+    final CRLF is added when missing, then the terminating ".\\r\\n". Bare CR or LF pass as
+    given (the body is signed)."""
 
 def data_faults(message: bytes) -> tuple[bool, bool]:
     """(a NUL octet is in `message`, a LF not preceded by CR is in `message`)."""

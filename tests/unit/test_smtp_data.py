@@ -13,6 +13,17 @@ def unstuff_reference(raw: bytes) -> tuple[bytes, int]:
     return (b"\r\n" + raw).replace(b"\r\n.", b"\r\n")[2:], longest
 
 
+def stuff_reference(body: bytes) -> bytes:
+    if not body:
+        return b".\r\n"
+    stuffed = body.replace(b"\r\n.", b"\r\n..")
+    if stuffed.startswith(b"."):
+        stuffed = b"." + stuffed
+    if not stuffed.endswith(b"\r\n"):
+        stuffed += b"\r\n"
+    return stuffed + b".\r\n"
+
+
 def faults_reference(message: bytes) -> tuple[bool, bool]:
     return b"\x00" in message, message.count(b"\n") != message.count(b"\r\n")
 
@@ -24,3 +35,4 @@ def test_random_content_answers_as_the_reference() -> None:
         raw = b"".join(generator.choice(octets) for _ in range(generator.randint(0, 12)))
         assert _core.unstuff_data(raw) == unstuff_reference(raw), raw
         assert _core.data_faults(raw) == faults_reference(raw), raw
+        assert _core.stuff_data(raw) == stuff_reference(raw), raw

@@ -17,6 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
+from postwire import _core
 from postwire.errors import InvalidCommandArgument
 
 # RFC 5321 §4.5.3.1.5: a reply line is at most 512 octets including its CRLF.
@@ -218,16 +219,10 @@ def _check_argument(value: str, what: str, *, allow_utf8: bool) -> bytes:
 def dot_stuff(body: bytes) -> bytes:
     """The DATA payload for `body`: lines starting with "." get one more (RFC 5321 §4.5.2), a
     final CRLF is added when missing, then the terminating ".\\r\\n". Nothing else changes:
-    the body is DKIM-signed, so bare CR or LF are passed through as given.
+    the body is DKIM-signed, so bare CR or LF are passed through as given. (In Rust: one pass
+    and one copy, where Python's byte operations made three copies of every body.)
     """
-    if not body:
-        return b".\r\n"
-    stuffed = body.replace(b"\r\n.", b"\r\n..")
-    if stuffed.startswith(b"."):
-        stuffed = b"." + stuffed
-    if not stuffed.endswith(b"\r\n"):
-        stuffed += b"\r\n"
-    return stuffed + b".\r\n"
+    return _core.stuff_data(body)
 
 
 class SmtpClientProtocol:

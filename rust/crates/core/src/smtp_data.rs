@@ -27,6 +27,28 @@ pub fn unstuff(raw: &[u8]) -> (Vec<u8>, usize) {
     (content, longest)
 }
 
+/// The DATA transfer of `body`: a "." starting a line gets one more (RFC 5321 §4.5.2), a final
+/// CRLF is added when missing, then the terminating ".\r\n". Nothing else changes: the body is
+/// DKIM-signed, so bare CR or LF pass as given. The inverse of [`unstuff`] for CRLF bodies.
+pub fn stuff(body: &[u8]) -> Vec<u8> {
+    let mut data = Vec::with_capacity(body.len() + body.len() / 64 + 5);
+    if body.first() == Some(&b'.') {
+        data.push(b'.');
+    }
+    let mut copied_to = 0;
+    for line_end in memchr::memmem::find_iter(body, b"\r\n.") {
+        data.extend_from_slice(&body[copied_to..line_end + 2]);
+        data.push(b'.');
+        copied_to = line_end + 2;
+    }
+    data.extend_from_slice(&body[copied_to..]);
+    if !body.is_empty() && !body.ends_with(b"\r\n") {
+        data.extend_from_slice(b"\r\n");
+    }
+    data.extend_from_slice(b".\r\n");
+    data
+}
+
 /// What is wrong with the line endings and octets of `message`, if anything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Faults {
@@ -55,6 +77,22 @@ mod tests {
         let (content, _) = unstuff(b"x\n.y\r.z");
         assert_eq!(content, b"x\n.y\r.z", "a bare LF or CR does not end a line");
         assert_eq!(unstuff(b"").0, b"");
+    }
+
+    #[test]
+    fn stuffs_dots_at_line_starts_and_terminates() {
+        assert_eq!(stuff(b""), b".\r\n");
+        assert_eq!(stuff(b"a\r\n"), b"a\r\n.\r\n");
+        assert_eq!(stuff(b"a"), b"a\r\n.\r\n");
+        assert_eq!(stuff(b".a\r\n.\r\n..b"), b"..a\r\n..\r\n...b\r\n.\r\n");
+        assert_eq!(
+            stuff(b"x\n.y"),
+            b"x\n.y\r\n.\r\n",
+            "a bare LF does not end a line"
+        );
+        let body = b".one\r\ntwo.\r\n.\r\nthree\r\n";
+        let data = stuff(body);
+        assert_eq!(unstuff(&data[..data.len() - 3]).0, body);
     }
 
     #[test]

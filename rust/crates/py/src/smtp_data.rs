@@ -10,6 +10,12 @@ fn unstuff_data<'py>(py: Python<'py>, raw: &[u8]) -> (Bound<'py, PyBytes>, usize
     (PyBytes::new(py, &content), longest)
 }
 
+/// The DATA transfer of `body`: dot-stuffed, CRLF-terminated, then ".\r\n".
+#[pyfunction]
+fn stuff_data<'py>(py: Python<'py>, body: &[u8]) -> Bound<'py, PyBytes> {
+    PyBytes::new(py, &postwire_core::smtp_data::stuff(body))
+}
+
 /// (NUL octet found, bare LF found) in `message`.
 #[pyfunction]
 fn data_faults(message: &[u8]) -> (bool, bool) {
@@ -19,5 +25,6 @@ fn data_faults(message: &[u8]) -> (bool, bool) {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(unstuff_data, m)?)?;
+    m.add_function(wrap_pyfunction!(stuff_data, m)?)?;
     m.add_function(wrap_pyfunction!(data_faults, m)?)
 }
