@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -22,6 +21,8 @@ import dns.exception
 import dns.message
 import dns.query
 import dns.rcode
+
+from tests.processes import stop_process
 
 KNOTD_SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
 START_TIMEOUT = 10.0
@@ -94,13 +95,7 @@ class AuthoritativeDnsServer:
     def _stop_process(self) -> None:
         if self.process is None:
             return
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
         self.process = None
 
     def _write_config(self) -> None:

@@ -25,6 +25,8 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from tests.processes import stop_process
+
 POSTFIX_SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
 MASTER = Path("/usr/lib/postfix/sbin/master")
 START_TIMEOUT = 20.0
@@ -127,14 +129,7 @@ class PostfixMta:
         if self.process is None:
             return
         group = self.process.pid
-        if self.process.poll() is None:
-            # master ends its daemons on SIGTERM, then exits.
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process, STOP_TIMEOUT)  # master ends its daemons on SIGTERM, then exits
         # master leaves its daemons to end on its SIGTERM; any still running after a while
         # (or all of them, when master itself had died) must not outlive the directory.
         deadline = time.monotonic() + STOP_TIMEOUT

@@ -6,7 +6,6 @@ from __future__ import annotations
 import collections
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -16,6 +15,7 @@ from typing import Any
 
 import httpx
 from tests.dns_server import AuthoritativeDnsServer
+from tests.processes import stop_process
 
 READY = re.compile(r"REST API listening on (http://\S+)")
 NO_SMTP_LISTENERS = "starttls_listen = []\ntls_listen = []\n"
@@ -120,13 +120,7 @@ rate_limit = 0
     def stop(self) -> None:
         if self.process is None:
             return
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process, STOP_TIMEOUT)
         if self._drain is not None:
             self._drain.join(timeout=5)
         self.process = None

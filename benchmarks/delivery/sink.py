@@ -18,6 +18,8 @@ import threading
 import time
 from pathlib import Path
 
+from tests.processes import stop_process
+
 SMTP_SINK = "/usr/sbin/smtp-sink"
 BACKLOG = 1000
 START_TIMEOUT = 10.0
@@ -138,13 +140,7 @@ class SmtpSink:
     def stop(self) -> None:
         if self.process is None:
             return
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
         if self._reader is not None:
             self._reader.join(timeout=5)
         self.process = None

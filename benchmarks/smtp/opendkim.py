@@ -26,7 +26,6 @@ import os
 import pwd
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -34,6 +33,7 @@ import time
 from pathlib import Path
 
 from tests.postfix_mta import POSTFIX_SEARCH_PATH
+from tests.processes import stop_process
 
 from benchmarks.cpu_time import process_cpu
 
@@ -188,12 +188,6 @@ RequireSafeKeys         no
 
     def stop(self) -> None:
         if self.process is not None:
-            if self.process.poll() is None:
-                self.process.send_signal(signal.SIGTERM)
-                try:
-                    self.process.wait(timeout=STOP_TIMEOUT)
-                except subprocess.TimeoutExpired:
-                    self.process.kill()
-                    self.process.wait()
+            stop_process(self.process, STOP_TIMEOUT)
             self.process = None
         shutil.rmtree(self.directory, ignore_errors=True)

@@ -15,6 +15,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests.processes import stop_process
+
 START_TIMEOUT = 10.0
 STOP_TIMEOUT = 10.0
 
@@ -115,13 +117,7 @@ verifyPeer = no
     def stop(self) -> None:
         if self.process is None:
             return
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process, STOP_TIMEOUT)
         self.process = None
 
 

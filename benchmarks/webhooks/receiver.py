@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.processes import stop_process
+
 from benchmarks.cpu_time import process_group_cpu
 from benchmarks.smtp.tunnel import free_port
 
@@ -244,13 +246,8 @@ http {{
 
     def stop(self) -> None:
         if self.process is not None:
-            if self.process.poll() is None:
-                self.process.send_signal(signal.SIGQUIT)  # graceful: finish what is in flight
-                try:
-                    self.process.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    self.process.kill()
-                    self.process.wait()
+            # SIGQUIT: nginx's graceful stop, which finishes what is in flight.
+            stop_process(self.process, sig=signal.SIGQUIT)
             self.process = None
         self._stop.set()
         if self._reader is not None:
