@@ -27,7 +27,6 @@ BATCH_SIZE = 100
 MAX_CONNECTIONS = 50
 CHECK_TIMEOUT = 30.0
 CONFIRM_TIMEOUT = 60.0
-PROGRESS_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -216,20 +215,14 @@ def run_round(
         f"({size.messages / accept_seconds:,.0f}/s); {sink.messages - base} delivered so far"
     )
 
-    deadline = started + deliver_timeout
-    done: float | None = None
-    while done is None:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise SystemExit(
-                f"{label}: only {sink.messages - base} of {size.messages} messages reached "
-                f"smtp-sink within {deliver_timeout:g} s"
-            )
-        done = sink.wait_for(base + size.messages, min(PROGRESS_SECONDS, remaining))
-        if done is None:
-            elapsed = time.monotonic() - first_accept
-            count = sink.messages - base
-            progress(f"{label}: {count} delivered after {elapsed:.0f} s ({count / elapsed:,.0f}/s)")
+    done = sink.wait_for_all(
+        base + size.messages,
+        timeout=deliver_timeout,
+        label=label,
+        base=base,
+        since=first_accept,
+        started=started,
+    )
     wall = time.monotonic() - started
     sampling.set()
     sampler.join(timeout=5)

@@ -20,6 +20,8 @@ from pathlib import Path
 
 from tests.processes import stop_process
 
+from benchmarks.arrivals import Arrivals
+
 SMTP_SINK = "/usr/sbin/smtp-sink"
 BACKLOG = 1000
 START_TIMEOUT = 10.0
@@ -34,17 +36,19 @@ def sink_path() -> str | None:
     return SMTP_SINK if Path(SMTP_SINK).exists() else shutil.which("smtp-sink")
 
 
-class SmtpSink:
+class SmtpSink(Arrivals):
     """`smtp-sink -c 127.0.0.1:PORT 1000` in a subprocess (as `nobody` when run as root). With
     `dump_dir` (writable by `nobody`) it keeps each message there in a file of its own (`-d`),
     after lines of its own: the envelope as `X-...:` headers, and a Received header."""
 
+    unit = "messages"
+    peer = "smtp-sink"
+    error = SinkError
+
     def __init__(self, dump_dir: Path | None = None) -> None:
+        super().__init__()
         self.dump_dir = dump_dir
         self.port = 0
-        self.process: subprocess.Popen[bytes] | None = None
-        self._times: list[float] = []  # monotonic time at which the message count reached i + 1
-        self._lock = threading.Lock()
         self._reader: threading.Thread | None = None
 
     @property
@@ -54,8 +58,7 @@ class SmtpSink:
 
     @property
     def messages(self) -> int:
-        with self._lock:
-            return len(self._times)
+        return self.count
 
     def start(self) -> None:
         path = sink_path()
@@ -99,23 +102,6 @@ class SmtpSink:
                 with self._lock:
                     # Counts read in one chunk landed within one read: they share its time.
                     self._times.extend([now] * (max(counts) - len(self._times)))
-
-    def time_reached(self, count: int) -> float | None:
-        """When the message count first reached `count` (monotonic), or None if it has not."""
-        with self._lock:
-            return self._times[count - 1] if len(self._times) >= count else None
-
-    def wait_for(self, count: int, timeout: float) -> float | None:
-        """Wait until `count` messages have landed; the time the last one did, or None."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            reached = self.time_reached(count)
-            if reached is not None:
-                return reached
-            if self.process is None or self.process.poll() is not None:
-                raise SinkError("smtp-sink stopped")
-            time.sleep(0.01)
-        return None
 
     def count_since(self, since: float) -> int:
         """Messages that landed after monotonic time `since`."""

@@ -90,7 +90,6 @@ SESSIONS = 50
 MAX_CONNECTIONS = 50
 CHECK_TIMEOUT = 30.0
 CONFIRM_TIMEOUT = 60.0
-PROGRESS_SECONDS = 5.0
 TLS_LISTENING = re.compile(r"SMTP submission \(implicit TLS\) on 127\.0\.0\.1:(\d+)")
 POSTWIRE, POSTFIX, POSTFIX_DKIM = "Postwire", "Postfix", "Postfix + OpenDKIM"
 # `--baselines` names, in the order the servers are set up and reported.
@@ -322,19 +321,14 @@ def run_round(
         f"{subject}: accepted {size.messages} in {accept_seconds:.2f} s "
         f"({size.messages / accept_seconds:,.0f}/s); {sink.messages - base} delivered so far"
     )
-    done: float | None = None
-    while done is None:
-        remaining = started + deliver_timeout - time.monotonic()
-        if remaining <= 0:
-            raise SystemExit(
-                f"{subject}: only {sink.messages - base} of {size.messages} messages reached "
-                f"smtp-sink within {deliver_timeout:g} s"
-            )
-        done = sink.wait_for(base + size.messages, min(PROGRESS_SECONDS, remaining))
-        if done is None:
-            elapsed = time.monotonic() - started
-            count = sink.messages - base
-            progress(f"{subject}: {count} delivered after {elapsed:.0f} s")
+    done = sink.wait_for_all(
+        base + size.messages,
+        timeout=deliver_timeout,
+        label=subject,
+        base=base,
+        since=started,
+        started=started,
+    )
     wall = time.monotonic() - started
     server_seconds = server.cpu_seconds() - server_cpu0
     tunnel_cpu = (process_cpu(server.tunnel.pid) - tunnel_cpu0) / wall

@@ -62,7 +62,6 @@ from benchmarks.delivery.rounds import (
     CONFIRM_TIMEOUT,
     DOMAIN,
     MAX_CONNECTIONS,
-    PROGRESS_SECONDS,
     DeliveryBenchServer,
     Sample,
     Size,
@@ -223,30 +222,6 @@ def set_endpoint(client: httpx.Client, endpoint: Endpoint, status: str) -> None:
     ok(client.patch(f"/webhooks/{endpoint.id}", json={"status": status}))
 
 
-def wait_for_posts(
-    receiver: NginxReceiver,
-    count: int,
-    timeout: float,
-    label: str,
-    since: float,
-    base: int,
-) -> float:
-    """Wait (bounded) until the receiver has counted `count` POSTs; when it did. Progress
-    counts those after the first `base`, and the seconds `since` a time."""
-    deadline = time.monotonic() + timeout
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise SystemExit(
-                f"{label}: only {receiver.posts} of {count} POSTs reached nginx within "
-                f"{timeout:g} s"
-            )
-        done = receiver.wait_for(count, min(PROGRESS_SECONDS, remaining))
-        if done is not None:
-            return done
-        progress(f"{label}: {receiver.posts - base} POSTs after {time.monotonic() - since:.0f} s")
-
-
 def end_to_end_round(
     args: argparse.Namespace,
     server: WebhookBenchServer,
@@ -279,7 +254,9 @@ def end_to_end_round(
     end = delivered
     if mode == WITH:
         wanted = posts_base + EVENTS_PER_EMAIL * size.messages
-        end = wait_for_posts(receiver, wanted, args.events_timeout, label, first_accept, posts_base)
+        end = receiver.wait_for_all(
+            wanted, timeout=args.events_timeout, label=label, base=posts_base, since=first_accept
+        )
         events_seconds, lag_seconds = end - first_accept, end - delivered
     wall = max(end, time.monotonic()) - started
     server_seconds = process_cpu(server.pid) - server_cpu0
@@ -324,14 +301,16 @@ def capacity_round(
     started = time.monotonic()
     server.start()
     pid = server.pid
-    first = wait_for_posts(
-        receiver, posts_base + 1, args.events_timeout, label, started, posts_base
+    first = receiver.wait_for_all(
+        posts_base + 1, timeout=args.events_timeout, label=label, base=posts_base, since=started
     )
     cpu0 = (process_cpu(pid), receiver.cpu_seconds(), machine_busy(), time.monotonic())
     progress(f"{label}: first POST {first - started:.2f} s after the server's start")
 
     def drain() -> float:
-        return wait_for_posts(receiver, wanted, args.events_timeout, label, started, posts_base)
+        return receiver.wait_for_all(
+            wanted, timeout=args.events_timeout, label=label, base=posts_base, since=started
+        )
 
     if while_draining is None:
         last = drain()
@@ -428,7 +407,9 @@ def run_benchmark(args: argparse.Namespace, work: Path, profile_base: Path | Non
             progress("checking that one email goes end to end, with both of its events ...")
             base = receiver.posts
             check_end_to_end(client, sink)
-            wait_for_posts(receiver, base + 2, CHECK_TIMEOUT, "check", time.monotonic(), base)
+            receiver.wait_for_all(
+                base + 2, timeout=CHECK_TIMEOUT, label="check", base=base, since=time.monotonic()
+            )
             posts = receiver.received(base, receiver.posts)
             kinds = sorted(post.payload()["type"] for post in posts)
             if kinds != ["email.delivered", "email.sent"]:

@@ -24,6 +24,7 @@ from typing import Any
 
 from tests.processes import stop_process
 
+from benchmarks.arrivals import Arrivals
 from benchmarks.cpu_time import process_group_cpu
 from benchmarks.smtp.tunnel import free_port
 
@@ -74,17 +75,20 @@ def nginx_version() -> str:
     return output.strip().removeprefix("nginx version: ") or "nginx"
 
 
-class NginxReceiver:
-    """`nginx -p DIR -c nginx.conf` in the foreground, leading its own process group."""
+class NginxReceiver(Arrivals):
+    """`nginx -p DIR -c nginx.conf` in the foreground, leading its own process group. The count
+    is of its log's lines, one a POST."""
+
+    unit = "POSTs"
+    peer = "nginx"
+    error = ReceiverError
 
     def __init__(self, directory: Path) -> None:
+        super().__init__()
         self.directory = directory / "nginx"
         self.log_path = self.directory / "hooks.log"
         self.port = 0
-        self.process: subprocess.Popen[bytes] | None = None
-        self._times: list[float] = []  # monotonic time at which line i + 1 was seen
         self._ends: list[int] = []  # byte offset just past line i + 1
-        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._reader: threading.Thread | None = None
 
@@ -106,8 +110,7 @@ class NginxReceiver:
 
     @property
     def posts(self) -> int:
-        with self._lock:
-            return len(self._times)
+        return self.count
 
     def start(self) -> None:
         path = nginx_path()
@@ -205,23 +208,6 @@ http {{
                         # Lines read in one chunk landed within one poll: they share its time.
                         self._ends.extend(ends)
                         self._times.extend([now] * len(ends))
-
-    def time_reached(self, count: int) -> float | None:
-        """When the POST count first reached `count` (monotonic), or None if it has not."""
-        with self._lock:
-            return self._times[count - 1] if len(self._times) >= count else None
-
-    def wait_for(self, count: int, timeout: float) -> float | None:
-        """Wait until `count` POSTs have landed; the time the last one did, or None."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            reached = self.time_reached(count)
-            if reached is not None:
-                return reached
-            if self.process is None or self.process.poll() is not None:
-                raise ReceiverError("nginx stopped")
-            time.sleep(0.01)
-        return None
 
     def received(self, first: int, end: int) -> list[ReceivedPost]:
         """POSTs number `first` to `end` - 1 (0-based, in the order they were logged)."""
