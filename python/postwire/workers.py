@@ -27,12 +27,13 @@ import socket
 import subprocess
 import sys
 import types
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import trio
 
+from postwire.concurrency import first_of
 from postwire.errors import PostwireError
 
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ async def _keep_worker(
                 log.info("worker %d is ready (pid %d)", index, process.pid)
                 task_status.started()
             if ready:
-                await _first_of(process.wait, deps.stopping.wait)
+                await first_of(process.wait, deps.stopping.wait)
         finally:
             with trio.CancelScope(shield=True):
                 await _stop(process)
@@ -167,17 +168,6 @@ async def _stop(process: trio.Process) -> None:
     for pipe in (process.stdin, process.stdout):
         if pipe is not None:
             await pipe.aclose()
-
-
-async def _first_of(*waits: Callable[[], Awaitable[object]]) -> None:
-    async with trio.open_nursery() as nursery:
-        for wait in waits:
-
-            async def run(wait: Callable[[], Awaitable[object]] = wait) -> None:
-                await wait()
-                nursery.cancel_scope.cancel()
-
-            nursery.start_soon(run)
 
 
 def _read_orders() -> WorkerOrders:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, cast
 import trio
 
 from postwire import _core
+from postwire.concurrency import first_of
 from postwire.delivery.bounces import Outcome, classify_failure, classify_reply, should_suppress
 from postwire.delivery.pool_sizing import ideal_connection_count
 from postwire.delivery.resolver import Destination, DestinationError, MxResolver
@@ -240,7 +241,7 @@ class DeliveryEngine:
                 if next_due is not None:
                     wait = min(wait, max(0.0, (next_due - self.now_ms()) / 1000))
                 with trio.move_on_after(max(wait, 0.01)):
-                    await _first_of(self.wakeup, stopping)
+                    await first_of(self.wakeup.wait, stopping.wait)
             # Intake has stopped: finish what is in hand (the stage's deadline bounds it).
             while self.in_hand:
                 await trio.sleep(0.05)
@@ -435,17 +436,6 @@ class DeliveryEngine:
 def connections_per_process(config: Config) -> int:
     """This process's share of `delivery.max_connections_per_site` (at least one)."""
     return max(1, config.delivery.max_connections_per_site // process_count(config))
-
-
-async def _first_of(*events: trio.Event) -> None:
-    async with trio.open_nursery() as nursery:
-        for event in events:
-
-            async def wait(event: trio.Event = event) -> None:
-                await event.wait()
-                nursery.cancel_scope.cancel()
-
-            nursery.start_soon(wait)
 
 
 async def serve_delivery(
