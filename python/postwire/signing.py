@@ -75,14 +75,14 @@ class SigningQueue:
             self._hand_over()
 
     def _hand_over(self) -> None:
-        """Make the first caller still queued the leader, or stop leading."""
-        while self._queued:
-            successor = self._queued[0]
-            if self._parked.pop(successor.task, None) is not None:
-                trio.lowlevel.reschedule(successor.task, outcome.Value("lead"))
-                return
-            self._queued.pop(0)  # its caller was cancelled
-        self._leading = False
+        """Make the first caller queued the leader, or stop leading. Every queued caller is
+        parked: one that is cancelled leaves the queue too."""
+        if not self._queued:
+            self._leading = False
+            return
+        successor = self._queued[0]
+        del self._parked[successor.task]
+        trio.lowlevel.reschedule(successor.task, outcome.Value("lead"))
 
 
 def _sign_all(batch: list[_Request]) -> None:
