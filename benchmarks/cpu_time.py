@@ -36,6 +36,11 @@ def _every_process() -> Iterator[tuple[int, list[str]]]:
             continue  # ended meanwhile
 
 
+def child_pids(parent: int) -> list[int]:
+    """The live processes whose parent is `parent` (Postwire's worker processes)."""
+    return [pid for pid, fields in _every_process() if int(fields[1]) == parent]  # ppid
+
+
 def process_tree_cpu(pid: int) -> float:
     """CPU seconds used so far by `pid` and its live descendants (Postwire's worker processes)."""
     parents: dict[int, int] = {}

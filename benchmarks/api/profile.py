@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.cpu_time import child_pids
+
 SAMPLE_RATE = 200  # per second: enough samples in a few seconds, little slowdown
 # py-spy attaches and reads the interpreter's layout before its first sample.
 ATTACH_SECONDS = 1.0
@@ -46,7 +48,7 @@ def record(pid: int, seconds: int, output: Path, fmt: str, load: Callable[[], ob
     py_spy = py_spy_path()
     if py_spy is None:
         raise RuntimeError("py-spy is not installed (pip install py-spy)")
-    pids = [pid, *_children(pid)] if fmt == "raw" else [pid]
+    pids = [pid, *child_pids(pid)] if fmt == "raw" else [pid]
     outputs = [output if n == 0 else output.with_suffix(f".{n}") for n in range(len(pids))]
     samplers = []
     for sampled, path in zip(pids, outputs, strict=True):
@@ -77,19 +79,6 @@ def _finish(sampler: subprocess.Popen[bytes], seconds: int) -> str:
         sampler.kill()
         _, errors = sampler.communicate()
     return f"exit status {sampler.returncode}: {errors.decode()}" if sampler.returncode else ""
-
-
-def _children(parent: int) -> list[int]:
-    children = []
-    for entry in Path("/proc").iterdir():
-        try:
-            stat = (entry / "stat").read_text() if entry.name.isdigit() else ""
-        except OSError:
-            continue
-        # Fields after the command name (in parentheses): state, ppid, ...
-        if stat and int(stat[stat.rindex(")") + 2 :].split()[1]) == parent:
-            children.append(int(entry.name))
-    return children
 
 
 @dataclass(frozen=True)
