@@ -18,9 +18,15 @@ import pytest
 import resend
 
 from tests.dns_server import AuthoritativeDnsServer
-from tests.e2e.conftest import DOMAIN, LiveServer, serving, verified_domain, wait_until
-from tests.e2e.test_smtp_submission import free_address, listener, sink_dump, wait_for_smtp
-from tests.smtp_sink import running_smtp_sink, sunk_messages
+from tests.e2e.conftest import DOMAIN, LiveServer, verified_domain, wait_until
+from tests.e2e.test_smtp_submission import (
+    free_address,
+    listener,
+    relaying_to_sink,
+    sink_dump,
+    wait_for_smtp,
+)
+from tests.smtp_sink import sunk_messages
 
 __all__ = ["sink_dump"]  # a fixture used here
 
@@ -32,16 +38,9 @@ MESSAGES_PER_SESSION = 5
 def two_processes(
     tmp_path: Path, dns_server: AuthoritativeDnsServer, sink_dump: Path
 ) -> Iterator[LiveServer]:
-    with (
-        running_smtp_sink(sink_dump) as (host, port),
-        serving(
-            tmp_path,
-            dns_server,
-            routes={"*": f"{host}:{port}"},
-            tls_listen=(free_address(),),
-            processes=2,
-        ) as live,
-    ):
+    with relaying_to_sink(
+        tmp_path, dns_server, sink_dump, tls_listen=(free_address(),), processes=2
+    ) as live:
         verified_domain(dns_server)
         wait_for_smtp(listener(live, "tls_listen"))
         yield live

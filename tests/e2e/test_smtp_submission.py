@@ -15,8 +15,10 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from email.message import EmailMessage
 from pathlib import Path
+from typing import Any
 
 import pytest
 import resend
@@ -52,20 +54,30 @@ def sink_dump() -> Iterator[Path]:
     shutil.rmtree(directory, ignore_errors=True)
 
 
+@contextmanager
+def relaying_to_sink(
+    tmp_path: Path, dns_server: AuthoritativeDnsServer, sink_dump: Path, **config: Any
+) -> Iterator[LiveServer]:
+    """A live server (`serving`, with `config`) delivering everything to a smtp-sink that
+    keeps what it receives in `sink_dump`."""
+    with (
+        running_smtp_sink(sink_dump) as (host, port),
+        serving(tmp_path, dns_server, routes={"*": f"{host}:{port}"}, **config) as live,
+    ):
+        yield live
+
+
 @pytest.fixture
 def smtp_server(
     tmp_path: Path, dns_server: AuthoritativeDnsServer, sink_dump: Path
 ) -> Iterator[LiveServer]:
-    with (
-        running_smtp_sink(sink_dump) as (host, port),
-        serving(
-            tmp_path,
-            dns_server,
-            routes={"*": f"{host}:{port}"},
-            starttls_listen=(free_address(),),
-            tls_listen=(free_address(),),
-        ) as live,
-    ):
+    with relaying_to_sink(
+        tmp_path,
+        dns_server,
+        sink_dump,
+        starttls_listen=(free_address(),),
+        tls_listen=(free_address(),),
+    ) as live:
         yield live
 
 
