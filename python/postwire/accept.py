@@ -27,7 +27,8 @@ from typing import Any
 import trio
 
 from postwire import _core
-from postwire.api.send_request import SendRequest, build_mime_message
+from postwire.compose.message import build_mime_message
+from postwire.compose.request import SendRequest
 from postwire.domains.store import DomainRecord, find_verified_domain_for_sender
 from postwire.errors import ApiError, KeyExistsError, validation_error
 from postwire.signing import SigningQueue

@@ -28,42 +28,25 @@ import signal
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import dns.asyncbackend
 import trio
 
-from postwire.config import Config
+from postwire.config import Config, process_count
 from postwire.errors import ConfigError
+from postwire.services import ServiceDeps
 from postwire.store.spool import Spool, serve_spool
 
 if TYPE_CHECKING:
-    from postwire.delivery.engine import DeliveryEngine
-    from postwire.domains.verification import DomainVerifier
     from postwire.smtp.submission import ListeningSocket
-    from postwire.webhooks.dispatcher import WebhookDispatcher
 
 log = logging.getLogger("postwire")
 
 # How long a stopping stage may take to finish in-flight work before it is cancelled.
 SHUTDOWN_GRACE_SECONDS = 10.0
-
-
-@dataclass(frozen=True, slots=True)
-class ServiceDeps:
-    """What a service receives beside the config: handles of the services started before it."""
-
-    spool: Spool
-    # 0 in the first process, which alone runs the services that must run once; 1.. in workers.
-    process_index: int = 0
-    # Set when the service's stage starts stopping: close listeners or stop leasing, finish what
-    # is in hand, then return. Each stage gets its own event (see `Stage.start`).
-    stopping: trio.Event = field(default_factory=trio.Event)
-    domain_verifier: DomainVerifier | None = None
-    delivery: DeliveryEngine | None = None
-    webhooks: WebhookDispatcher | None = None
 
 
 HandleT = TypeVar("HandleT")
@@ -218,7 +201,7 @@ async def _start_processing(stage: Stage, config: Config, deps: ServiceDeps) -> 
     Delivery, the scheduler and webhook dispatch go here, each as
     `handle = await stage.start(serve_x, config, deps)`.
     """
-    from postwire.delivery.engine import serve_delivery  # these import ServiceDeps
+    from postwire.delivery.engine import serve_delivery
     from postwire.domains.verification import serve_domain_verifier
     from postwire.store.idempotency import serve_idempotency_sweeper
     from postwire.webhooks.dispatcher import serve_webhooks
@@ -241,9 +224,9 @@ async def _start_worker_processing(stage: Stage, config: Config, deps: ServiceDe
 async def _start_intake(stage: Stage, config: Config, deps: ServiceDeps) -> None:
     """Start the services that accept mail, the REST API and SMTP submission, then the worker
     processes, which accept from the same SMTP sockets."""
-    from postwire.api.app import serve_api  # these import this module's ServiceDeps
+    from postwire.api.app import serve_api
     from postwire.smtp.submission import bind_submission_sockets, serve_submission
-    from postwire.workers import process_count, serve_workers
+    from postwire.workers import serve_workers
 
     listeners = bind_submission_sockets(config)
     await stage.start(partial(_hold_sockets, listeners=listeners), config, deps)
@@ -304,8 +287,6 @@ def _log_ready(config: Config) -> None:
             "address the API is reachable at",
             config.api.public_url,
         )
-    from postwire.workers import process_count
-
     processes = process_count(config)
     extra = f", {processes} processes" if processes > 1 else ""
     log.info("postwire is ready (pid %d%s)", os.getpid(), extra)

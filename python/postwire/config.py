@@ -196,6 +196,13 @@ class Config:
     config_file: Path | None = field(default=None, metadata={"key": False})
 
 
+def process_count(config: Config) -> int:
+    """How many service processes `config` asks for; `processes = 0` means one per usable core."""
+    if config.processes > 0:
+        return config.processes
+    return max(1, len(os.sched_getaffinity(0)))
+
+
 EMBEDDED_DATA_DIR = Path("postwire-data")
 
 # Keys whose production default differs from the embedded one (the dataclass defaults).

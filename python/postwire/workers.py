@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import copyreg
 import logging
-import os
 import pickle
 import signal
-import socket
 import subprocess
 import sys
 import types
@@ -34,11 +32,12 @@ from typing import TYPE_CHECKING
 import trio
 
 from postwire.concurrency import first_of
+from postwire.config import process_count
 from postwire.errors import PostwireError
 
 if TYPE_CHECKING:
-    from postwire.app import ServiceDeps
     from postwire.config import Config
+    from postwire.services import ServiceDeps
     from postwire.smtp.submission import ListeningSocket
 
 log = logging.getLogger("postwire.workers")
@@ -48,7 +47,7 @@ READY_LINE = b"ready\n"
 RESTART_DELAY_SECONDS = 1.0
 # How long a stopping worker may take (its own stages have their grace periods) before SIGKILL.
 STOP_TIMEOUT_SECONDS = 30.0
-_LENGTH_BYTES = 8
+ORDERS_LENGTH_BYTES = 8
 
 
 def _mapping_proxy(mapping: dict[str, object]) -> types.MappingProxyType[str, object]:
@@ -57,13 +56,6 @@ def _mapping_proxy(mapping: dict[str, object]) -> types.MappingProxyType[str, ob
 
 # Config holds read-only mappings (`types.MappingProxyType`), which pickle cannot copy by itself.
 copyreg.pickle(types.MappingProxyType, lambda proxy: (_mapping_proxy, (dict(proxy),)))
-
-
-def process_count(config: Config) -> int:
-    """How many service processes `config` asks for; `processes = 0` means one per usable core."""
-    if config.processes > 0:
-        return config.processes
-    return max(1, len(os.sched_getaffinity(0)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +99,8 @@ async def _keep_worker(
     started = False
     while not deps.stopping.is_set():
         process = await trio.lowlevel.open_process(
-            # Not `-m postwire.workers`: the orders' classes must unpickle as this module's.
-            [sys.executable, "-c", "from postwire.workers import main; main()"],
+            # Not `-m`: the orders' classes must unpickle as `postwire.workers`'s, not `__main__`'s.
+            [sys.executable, "-c", "from postwire.worker_process import main; main()"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             pass_fds=[fd for fd, _ in orders.listeners],
@@ -144,7 +136,7 @@ async def _hand_orders(process: trio.Process, orders: WorkerOrders) -> bool:
     assert process.stdin is not None and process.stdout is not None
     payload = pickle.dumps(orders)
     try:  # stdin stays open: its end of file tells the worker that this process is gone
-        await process.stdin.send_all(len(payload).to_bytes(_LENGTH_BYTES, "big") + payload)
+        await process.stdin.send_all(len(payload).to_bytes(ORDERS_LENGTH_BYTES, "big") + payload)
     except trio.BrokenResourceError:
         return False
     received = b""
@@ -168,52 +160,3 @@ async def _stop(process: trio.Process) -> None:
     for pipe in (process.stdin, process.stdout):
         if pipe is not None:
             await pipe.aclose()
-
-
-def _read_orders() -> WorkerOrders:
-    stdin = sys.stdin.buffer
-    length = int.from_bytes(stdin.read(_LENGTH_BYTES), "big")
-    orders = pickle.loads(stdin.read(length))
-    if not isinstance(orders, WorkerOrders):
-        raise SystemExit("postwire worker: no orders on stdin (started by `postwire serve` only)")
-    return orders
-
-
-async def _stop_when_orphaned() -> None:
-    """SIGTERM this process once the first process is gone (stdin reads end of file)."""
-    stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
-    while await stdin.receive_some():
-        pass
-    log.warning("the first process is gone; stopping")
-    os.kill(os.getpid(), signal.SIGTERM)
-
-
-def main() -> None:
-    """A worker process: read orders from stdin, serve until SIGTERM."""
-    from postwire import app
-    from postwire.cli import configure_logging
-    from postwire.smtp.submission import ListeningSocket
-
-    orders = _read_orders()
-    configure_logging(f"worker {orders.index}")
-    listeners = [
-        ListeningSocket(socket.socket(fileno=fd), implicit_tls)
-        for fd, implicit_tls in orders.listeners
-    ]
-
-    def report_ready() -> None:
-        sys.stdout.buffer.write(READY_LINE)
-        sys.stdout.buffer.flush()
-
-    async def serve() -> None:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(_stop_when_orphaned)
-            await app.run_worker(orders.config, orders.index, listeners, report_ready)
-            nursery.cancel_scope.cancel()
-
-    try:
-        trio.run(serve)
-    except* PostwireError as group:
-        for exc in group.exceptions:
-            log.error("%s", exc)
-        sys.exit(1)

@@ -12,12 +12,10 @@ import pytest
 import trio
 
 from postwire import _core
-from postwire.app import ServiceDeps
 from postwire.config import Config, DeliveryConfig, DnsConfig, DomainsConfig
-from postwire.domains import (
+from postwire.domains.records import FAILED_AFTER_MS
+from postwire.domains.store import (
     DomainRecord,
-    DomainVerifier,
-    build_resolver,
     create_domain,
     delete_domain,
     domain_dns_records,
@@ -25,14 +23,18 @@ from postwire.domains import (
     get_domain,
     list_domains,
     reference_json,
-    serve_domain_verifier,
     start_verification,
     to_json,
     update_domain,
+)
+from postwire.domains.verification import (
+    DomainVerifier,
+    build_resolver,
+    serve_domain_verifier,
     verify_domain,
 )
-from postwire.domains.records import FAILED_AFTER_MS
 from postwire.errors import ApiError
+from postwire.services import ServiceDeps
 from postwire.store.spool import TABLES, Spool
 from tests.dns_server import AuthoritativeDnsServer
 

@@ -28,9 +28,9 @@ import pytest
 import trio
 
 from postwire import _core
-from postwire.app import ServiceDeps
 from postwire.config import load_config
 from postwire.domains import store as domain_store
+from postwire.services import ServiceDeps
 from postwire.smtp import submission
 from postwire.smtp.submission import SubmissionListeners, serve_submission
 from postwire.smtp.submission_policy import BARE_LF

@@ -11,14 +11,14 @@ import pytest
 from postwire import _core
 from postwire.api.attachments import (
     FORBIDDEN_EXTENSIONS,
-    RemoteAttachment,
     base64_size,
     decode_attachment_content,
     fetch_attachment,
     filename_from_url,
     refuse_forbidden_file_type,
 )
-from postwire.api.send_request import SendRequest, parse_batch_request, parse_send_request
+from postwire.api.send_request import parse_batch_request, parse_send_request
+from postwire.compose.request import RemoteAttachment, SendRequest
 from postwire.errors import ApiError
 from postwire.outbound_http import is_refused_address
 

@@ -13,10 +13,10 @@ from postwire.config import (
     DeliveryConfig,
     env_var_name,
     load_config,
+    process_count,
     split_host_port,
 )
 from postwire.errors import ConfigError
-from postwire.workers import process_count
 
 HOST = {"POSTWIRE_DELIVERY_HELO_NAME": "mx.test.example"}  # no getfqdn() in unit tests
 

@@ -11,16 +11,15 @@ import pytest
 from postwire import _core
 from postwire.api.send_request import (
     BatchRequest,
-    SendRequest,
-    Tag,
-    build_mime_message,
-    html_to_text,
     parse_batch_request,
     parse_batch_validation_header,
-    parse_mailbox,
     parse_send_request,
     resolve_attachments,
 )
+from postwire.compose.addresses import parse_mailbox
+from postwire.compose.html_text import html_to_text
+from postwire.compose.message import build_mime_message
+from postwire.compose.request import SendRequest, Tag
 from postwire.errors import ApiError
 
 NOW = datetime(2026, 3, 6, 15, 0, tzinfo=UTC)

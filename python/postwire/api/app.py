@@ -22,7 +22,7 @@ from postwire.api.auth import authenticate_caller
 from postwire.api.context import ApiContext
 from postwire.api.errors import install_error_handlers
 from postwire.api.openapi import openapi_document
-from postwire.app import ServiceDeps
+from postwire.services import ServiceDeps
 from postwire.config import Config
 from postwire.errors import ApiError
 from postwire.rate_limit import RateLimiter

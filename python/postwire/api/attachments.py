@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Sequence
-from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 import httpx
@@ -44,18 +43,6 @@ FORBIDDEN_EXTENSIONS = frozenset((
     "xnk",
 ))
 # fmt: on
-
-
-@dataclass(frozen=True, slots=True)
-class RemoteAttachment:
-    """An attachment given by `path`: its bytes are fetched before the message is built."""
-
-    url: str
-    filename: str | None
-    content_type: str | None
-    content_id: str | None
-    field: str
-    """Where it stands in the request, e.g. `attachments[2]`, for error messages."""
 
 
 def decode_attachment_content(value: object, field: str) -> bytes:

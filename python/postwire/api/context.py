@@ -5,21 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Protocol
 
 import trio
 
 from postwire.accept import Acceptor
 from postwire.config import Config
-from postwire.delivery.engine import DeliveryEngine
-from postwire.domains.verification import DomainVerifier
+from postwire.services import VerificationRequests, Wakeable
 from postwire.store.spool import Spool
 from postwire.webhooks.tracking import Tracking
-
-
-class Wakeable(Protocol):
-    def wake(self) -> None:
-        """Work may be due: look now instead of at the next poll."""
 
 
 def utc_now() -> datetime:
@@ -35,9 +28,9 @@ class ApiContext:
     monotonic: Callable[[], float] = trio.current_time
     # Asked to check a domain's DNS at once; None where no verifier runs (checks then wait for
     # the periodic scan of a verifier started later).
-    domain_verifier: DomainVerifier | None = None
+    domain_verifier: VerificationRequests | None = None
     # Woken after each accepted commit, so new mail leaves at once rather than at the next poll.
-    delivery: DeliveryEngine | None = None
+    delivery: Wakeable | None = None
     # The webhook dispatcher, woken after a replay for the same reason.
     webhooks: Wakeable | None = None
     # Key id -> when its last_used_at was last written, to write it at most once a minute.

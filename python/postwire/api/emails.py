@@ -17,12 +17,12 @@ from postwire.api.pagination import list_response, parse_page_request
 from postwire.api.request_body import json_body, json_object
 from postwire.api.scheduling import parse_scheduled_at
 from postwire.api.send_request import (
-    SendRequest,
     parse_batch_request,
     parse_batch_validation_header,
     parse_send_request,
     resolve_attachments,
 )
+from postwire.compose.request import SendRequest
 from postwire.errors import ApiError, validation_error
 from postwire.store import emails as email_store
 from postwire.store.accounts import contract_timestamp

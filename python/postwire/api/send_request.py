@@ -2,9 +2,9 @@
 
 `parse_send_request` is pure: it checks every field in the order Resend does (to, html/text,
 subject, from, then the optional fields), refuses what the MIME builder would refuse (so a
-header injection is a 422, not a 500), and returns a `SendRequest` ready for
-`postwire._core.build_message`. Attachments given by `path` need the network: they stay
-`RemoteAttachment`s until `resolve_attachments` fetches them.
+header injection is a 422, not a 500), and returns a `SendRequest` (`postwire.compose`) ready
+to be built. Attachments given by `path` need the network: they stay `RemoteAttachment`s until
+`resolve_attachments` fetches them.
 
 Choices the contract leaves open:
 - cc, bcc and reply_to are capped at 50 addresses each, like `to`.
@@ -22,12 +22,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from html.parser import HTMLParser
 from typing import Literal
 
 from postwire import _core
 from postwire.api.attachments import (
-    RemoteAttachment,
     base64_size,
     decode_attachment_content,
     fetch_attachment,
@@ -35,11 +33,13 @@ from postwire.api.attachments import (
     refuse_forbidden_file_type,
 )
 from postwire.api.scheduling import parse_scheduled_at
-from postwire.errors import ApiError, MessageError, validation_error
+from postwire.compose.addresses import Mailbox, parse_mailbox
+from postwire.compose.header_text import is_header_safe, is_unicode_text
+from postwire.compose.html_text import html_to_text
+from postwire.compose.request import RemoteAttachment, SendRequest, Tag
+from postwire.errors import ApiError, validation_error
 from postwire.outbound_http import IPNetwork, Resolver, parse_http_url, resolve_host
 
-Mailbox = tuple[str | None, str]
-"""`(display name or None, address)`, as `_core.build_message` takes them."""
 BatchMode = Literal["strict", "permissive"]
 
 MAX_EMAIL_SIZE = 40 * 1024 * 1024
@@ -66,51 +66,9 @@ _STRUCTURAL_HEADERS: dict[str, str | None] = {
     "content-transfer-encoding": None,
 }
 
-_ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~\-\u0080-\U0010ffff]"
-_LOCAL_PART = re.compile(rf"{_ATEXT}+(?:\.{_ATEXT}+)*")
-_ASCII_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?")
-_QUOTED_NAME = re.compile(r'"((?:[^"\\]|\\.)*)"', re.DOTALL)
 _HEADER_NAME = re.compile(r"[!-9;-~]+")  # printable ASCII except ":" (RFC 5322 ftext)
 _TAG_TEXT = re.compile(rf"[A-Za-z0-9_-]{{0,{MAX_TAG_LENGTH}}}")
 _MIME_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*")
-
-
-@dataclass(frozen=True, slots=True)
-class Tag:
-    name: str
-    value: str
-
-
-@dataclass(frozen=True)
-class SendRequest:
-    """One email to send, validated. Mailboxes are parsed; the `*_as_sent` fields keep the
-    client's strings for the API's email object."""
-
-    sender: Mailbox
-    to: tuple[Mailbox, ...]
-    cc: tuple[Mailbox, ...]
-    bcc: tuple[Mailbox, ...]
-    reply_to: tuple[Mailbox, ...]
-    from_as_sent: str
-    to_as_sent: tuple[str, ...]
-    cc_as_sent: tuple[str, ...]
-    bcc_as_sent: tuple[str, ...]
-    reply_to_as_sent: tuple[str, ...]
-    subject: str
-    html: str | None
-    text: str | None
-    """As sent, or generated from `html` when absent; None when `text` was `""`."""
-    headers: tuple[tuple[str, str], ...]
-    tags: tuple[Tag, ...]
-    attachments: tuple[_core.Attachment | RemoteAttachment, ...]
-    scheduled_at: datetime | None
-    """Aware, UTC."""
-    size: int
-    """Bytes counted against the 40 MB limit so far (remote attachments once fetched)."""
-
-    @property
-    def has_remote_attachments(self) -> bool:
-        return any(isinstance(a, RemoteAttachment) for a in self.attachments)
 
 
 @dataclass(frozen=True)
@@ -259,62 +217,6 @@ def _parse_send_object(
 # --- addresses ---------------------------------------------------------------------------------
 
 
-def parse_mailbox(value: str) -> Mailbox | None:
-    """`a@b`, `Name <a@b>` or `"Quoted, Name" <a@b>` as `(name, address)`; None when `value`
-    is not exactly one such mailbox.
-
-    The address is a dot-atom local part (ASCII or UTF-8) and a domain of at least two labels
-    (ASCII or IDN). An unquoted name may not hold `<>",;`: a comma or semicolon there reads as
-    a list of addresses, which one string may not be.
-    """
-    text = value.strip(" \t")
-    if not text.endswith(">"):
-        return (None, text) if _is_address(text) else None
-    start = text.rfind("<")
-    if start < 0:
-        return None
-    address = text[start + 1 : -1]
-    name_part = text[:start].strip(" \t")
-    name: str | None
-    if not name_part:
-        name = None
-    elif name_part.startswith('"'):
-        quoted = _QUOTED_NAME.fullmatch(name_part)
-        if quoted is None:
-            return None
-        name = re.sub(r"\\(.)", r"\1", quoted[1], flags=re.DOTALL) or None
-    elif any(char in name_part for char in '<>",;'):
-        return None
-    else:
-        name = name_part
-    if name is not None and not (_is_header_safe(name) and _is_unicode_text(name)):
-        return None
-    return (name, address) if _is_address(address) else None
-
-
-def _is_address(address: str) -> bool:
-    local, at, domain = address.rpartition("@")
-    if not at or not _is_unicode_text(address) or not _is_header_safe(address):
-        return False
-    if any(char.isspace() for char in address) or len(address.encode()) > 254:
-        return False
-    if len(local.encode()) > 64 or not _LOCAL_PART.fullmatch(local):
-        return False
-    labels = domain.split(".")
-    if len(labels) < 2 or len(domain) > 253 or labels[-1].isdigit():
-        return False
-    return all(_is_domain_label(label) for label in labels)
-
-
-def _is_domain_label(label: str) -> bool:
-    if not 1 <= len(label) <= 63:
-        return False
-    if label.isascii():
-        return _ASCII_LABEL.fullmatch(label) is not None
-    # An IDN label; the MIME builder converts it to punycode (UTS 46) and checks it fully.
-    return all(char.isalnum() or char == "-" for char in label) and label[0] != "-" != label[-1]
-
-
 def _invalid_address_message(field: str) -> str:
     return (
         f"Invalid `{field}` field. The email address needs to follow the "
@@ -364,7 +266,7 @@ def _optional_body_text(body: Mapping[str, object], field: str) -> str | None:
         raise validation_error(f"The `{field}` field must be a string.")
     if "\0" in value:
         raise validation_error(f"The `{field}` field must not contain NUL characters.")
-    if not _is_unicode_text(value):
+    if not is_unicode_text(value):
         raise validation_error(f"The `{field}` field must be valid Unicode text.")
     return value
 
@@ -375,25 +277,10 @@ def _refuse_header_controls(value: str, what: str) -> None:
     (valid JSON escapes that no UTF-8 encoder takes)."""
     if any(char in value for char in "\r\n\0"):
         raise validation_error(f"{what} must not contain line breaks or NUL characters.")
-    if not _is_header_safe(value):
+    if not is_header_safe(value):
         raise validation_error(f"{what} must not contain control characters.")
-    if not _is_unicode_text(value):
+    if not is_unicode_text(value):
         raise validation_error(f"{what} must be valid Unicode text.")
-
-
-def _is_header_safe(value: str) -> bool:
-    """No C0 control but tab, no DEL, no C1 control: what the MIME builder takes in headers."""
-    return not any(
-        (ord(char) < 0x20 and char != "\t") or 0x7F <= ord(char) <= 0x9F for char in value
-    )
-
-
-def _is_unicode_text(value: str) -> bool:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _parse_headers(value: object) -> tuple[tuple[str, str], ...]:
@@ -517,9 +404,7 @@ def _attachment_filename(value: object, field: str) -> str | None:
 
 def _is_filename(name: str) -> bool:
     return (
-        _is_unicode_text(name)
-        and len(name.encode()) <= MAX_FILENAME_OCTETS
-        and _is_header_safe(name)
+        is_unicode_text(name) and len(name.encode()) <= MAX_FILENAME_OCTETS and is_header_safe(name)
     )
 
 
@@ -602,159 +487,3 @@ async def resolve_attachments(
             )
         )
     return dataclasses.replace(request, attachments=tuple(resolved), size=size)
-
-
-def build_mime_message(
-    request: SendRequest,
-    *,
-    message_id: str | None = None,
-    date: int | None = None,
-    utc_offset_minutes: int = 0,
-    boundary_seed: str | None = None,
-) -> bytes:
-    """The RFC 5322 message for `request` (its attachments resolved), through
-    `_core.build_message`. What the builder still refuses (an IDN that UTS 46 rejects, a word
-    too long to fold) becomes 422 `validation_error` with the builder's reason."""
-    attachments = [a for a in request.attachments if isinstance(a, _core.Attachment)]
-    if len(attachments) != len(request.attachments):
-        raise ValueError("resolve_attachments must fetch the `path` attachments first")
-    try:
-        return _core.build_message(
-            sender=request.sender,
-            to=request.to,
-            cc=request.cc,
-            bcc=request.bcc,
-            reply_to=request.reply_to,
-            subject=request.subject,
-            text=request.text,
-            html=request.html,
-            attachments=attachments,
-            headers=request.headers,
-            message_id=message_id,
-            date=date,
-            utc_offset_minutes=utc_offset_minutes,
-            boundary_seed=boundary_seed,
-        )
-    except MessageError as error:
-        raise validation_error(f"The email cannot be built: {error}.") from error
-
-
-# --- html to text ------------------------------------------------------------------------------
-
-# Elements whose content is not text a reader sees.
-_HIDDEN_ELEMENTS = frozenset({"script", "style", "head", "title", "template", "noscript"})
-# Elements that stand apart from their neighbours by a blank line or by a line break.
-_PARAGRAPH_ELEMENTS = frozenset(
-    {"p", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre", "table", "ul", "ol", "dl"}
-)
-_LINE_ELEMENTS = frozenset(
-    {
-        "div", "section", "article", "header", "footer", "nav", "aside", "main", "address",
-        "figure", "figcaption", "form", "fieldset", "tr", "li", "dt", "dd", "hr", "center",
-    }
-)  # fmt: skip
-
-
-def html_to_text(html: str) -> str:
-    """A plain-text rendering of `html` for the text/plain part: hidden elements dropped,
-    whitespace collapsed (kept inside <pre>), paragraphs separated by blank lines, <br>, list
-    items and other blocks on their own lines, and link targets kept as `text (url)`."""
-    converter = _HtmlToText()
-    converter.feed(html)
-    converter.close()
-    return converter.result()
-
-
-_WHITESPACE = re.compile(r"\s+")
-
-
-class _HtmlToText(HTMLParser):
-    """Writes text as it comes, collapsing whitespace outside <pre>; blocks ask for at least
-    one or two line breaks before what follows, so nested blocks do not stack blank lines."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self._parts: list[str] = []
-        self._trailing_newlines = 0
-        self._hidden_depth = 0
-        self._pre_depth = 0
-        self._open_links: list[tuple[str, int]] = []  # (href, index of its first part)
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "body":
-            self._hidden_depth = 0  # an unclosed <head> must not hide the whole body
-        elif tag in _HIDDEN_ELEMENTS:
-            self._hidden_depth += 1
-        elif tag == "br":
-            self._line_break()
-        elif tag in _PARAGRAPH_ELEMENTS:
-            self._block_break(2)
-            self._pre_depth += tag == "pre"
-        elif tag == "li":
-            self._block_break(1)
-            self._write("- ")
-        elif tag in _LINE_ELEMENTS:
-            self._block_break(1)
-        elif tag in ("td", "th"):
-            self._write(" ")
-        elif tag == "a":
-            href = (dict(attrs).get("href") or "").strip()
-            self._open_links.append((href, len(self._parts)))
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in _HIDDEN_ELEMENTS:
-            self._hidden_depth = max(0, self._hidden_depth - 1)
-        elif tag in _PARAGRAPH_ELEMENTS:
-            self._pre_depth = max(0, self._pre_depth - (tag == "pre"))
-            self._block_break(2)
-        elif tag in _LINE_ELEMENTS:
-            self._block_break(1)
-        elif tag == "a" and self._open_links:
-            href, first = self._open_links.pop()
-            label = " ".join("".join(self._parts[first:]).split())
-            if href.startswith(("http://", "https://", "mailto:")) and label not in (
-                href,
-                href.removeprefix("mailto:"),
-            ):
-                self._write(f" ({href})" if label else href)
-
-    def handle_data(self, data: str) -> None:
-        if not self._hidden_depth:
-            self._write(data)
-
-    def _write(self, text: str) -> None:
-        if self._pre_depth:
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-        else:
-            text = _WHITESPACE.sub(" ", text)
-            if not self._parts or self._trailing_newlines or self._parts[-1].endswith(" "):
-                text = text.lstrip(" ")
-        if not text:
-            return
-        self._parts.append(text)
-        body = text.rstrip("\n")
-        self._trailing_newlines = (
-            len(text) - len(body) if body else self._trailing_newlines + len(text)
-        )
-
-    def _line_break(self) -> None:
-        self._drop_trailing_space()
-        self._parts.append("\n")
-        self._trailing_newlines += 1
-
-    def _block_break(self, newlines: int) -> None:
-        if not self._parts:
-            return
-        self._drop_trailing_space()
-        missing = newlines - self._trailing_newlines
-        if missing > 0:
-            self._parts.append("\n" * missing)
-            self._trailing_newlines = newlines
-
-    def _drop_trailing_space(self) -> None:
-        if self._parts and self._parts[-1].endswith(" "):
-            self._parts[-1] = self._parts[-1].rstrip(" ")
-
-    def result(self) -> str:
-        lines = (line.rstrip() for line in "".join(self._parts).split("\n"))
-        return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n")

@@ -18,7 +18,7 @@ from postwire.api.context import ApiContext
 from postwire.api.models import DeletedReference, ListBody, SuppressionObject
 from postwire.api.pagination import list_response, page_of, parse_page_request
 from postwire.api.request_body import json_object
-from postwire.api.send_request import parse_mailbox
+from postwire.compose.addresses import parse_mailbox
 from postwire.errors import ApiError, validation_error
 from postwire.store.deliveries import (
     SUPPRESSIONS,

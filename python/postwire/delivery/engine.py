@@ -51,10 +51,10 @@ from postwire.store.deliveries import (
 )
 from postwire.store.emails import EMAILS, email_key, next_last_event
 from postwire.store.spool import Spool
-from postwire.workers import process_count
+from postwire.config import process_count
 
 if TYPE_CHECKING:
-    from postwire.app import ServiceDeps
+    from postwire.services import ServiceDeps
     from postwire.config import Config
 
 log = logging.getLogger("postwire.delivery")

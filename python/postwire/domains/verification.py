@@ -34,7 +34,7 @@ from postwire.domains.store import (
 from postwire.errors import SpoolError
 
 if TYPE_CHECKING:
-    from postwire.app import ServiceDeps
+    from postwire.services import ServiceDeps
     from postwire.config import Config
     from postwire.store.spool import Spool
 

@@ -52,7 +52,7 @@ from postwire.store.idempotency import IdempotencyScope, validate_key
 from postwire.webhooks.tracking import Tracking
 
 if TYPE_CHECKING:
-    from postwire.app import ServiceDeps
+    from postwire.services import ServiceDeps
 
 log = logging.getLogger("postwire.smtp")
 

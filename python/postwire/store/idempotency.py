@@ -25,7 +25,7 @@ from postwire.store.spool import Spool
 from postwire.store.tables import Table
 
 if TYPE_CHECKING:
-    from postwire.app import ServiceDeps
+    from postwire.services import ServiceDeps
     from postwire.config import Config
 
 RETENTION_MS = 24 * 3600 * 1000

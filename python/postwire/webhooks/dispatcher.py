@@ -42,7 +42,7 @@ from postwire.webhooks.signing import signed_headers
 from postwire.webhooks.store import WEBHOOKS, WebhookRecord, subscribers
 
 if TYPE_CHECKING:
-    from postwire.app import ServiceDeps
+    from postwire.services import ServiceDeps
 
 log = logging.getLogger("postwire.webhooks")
 
