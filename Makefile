@@ -6,8 +6,8 @@ INSTALLED := $(VENV)/.postwire-installed
 RUST_SRC  := $(shell find rust -name '*.rs' -o -name Cargo.toml) Cargo.toml Cargo.lock
 
 .PHONY: help setup serve test test-rust test-python lint bench-core bench-api bench-delivery bench-smtp \
-	bench-webhooks bench bench-gate clean need-knot need-postfix need-stunnel need-opendkim need-nginx \
-	need-wrk need-py-spy
+	bench-webhooks bench bench-gate clean need-knot need-postfix need-swaks need-openssl need-stunnel \
+	need-opendkim need-nginx need-wrk need-py-spy
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -27,7 +27,11 @@ setup: $(INSTALLED)  ## create the virtualenv, build the extension (release), in
 serve: setup  ## run `postwire serve` on the embedded default
 	$(BIN)/postwire serve
 
-test: setup  ## cargo test, then pytest
+# The real peers the tests run against (each need-* below installs its own when missing). A test
+# whose peer is missing fails: it never skips.
+TEST_NEEDS := need-knot need-postfix need-swaks need-openssl
+
+test: setup $(TEST_NEEDS)  ## install the tests' peers when missing, then cargo test and pytest
 	cargo test --release -p postwire-core
 	$(BIN)/pytest -q
 
@@ -42,26 +46,30 @@ lint: setup  ## ruff, mypy, cargo fmt and clippy
 bench-core: setup  ## micro-benchmarks of the core against Python baselines (ratios)
 	$(BIN)/python -m benchmarks.core
 
-# What the live benchmarks run against, each installed only when missing: Knot DNS verifies the
-# sending domain; Postfix gives smtp-sink, smtp-source and the baselines; stunnel drives implicit
+# What the tests and the live benchmarks run against, each installed only when missing: Knot DNS
+# verifies the sending domain; Postfix gives smtp-sink, smtp-source, an MTA and the baselines;
+# swaks submits mail; openssl makes the test receivers' certificates; stunnel drives implicit
 # TLS; OpenDKIM signs for the Postfix + OpenDKIM baseline; nginx receives webhooks; wrk drives
-# HTTP load; py-spy profiles the server.
+# HTTP load; py-spy profiles the server. A new peer is one more need-* target of this shape.
+APT_INSTALL := apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
 need-knot:
-	@PATH="$$PATH:/usr/sbin:/sbin" command -v knotd >/dev/null || \
-		{ apt-get update -qq && apt-get install -y -qq knot; }
+	@PATH="$$PATH:/usr/sbin:/sbin" command -v knotd >/dev/null || { $(APT_INSTALL) knot; }
 need-postfix:
-	@test -x /usr/sbin/smtp-sink -a -x /usr/sbin/smtp-source || { apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postfix; }
+	@test -x /usr/sbin/smtp-sink -a -x /usr/sbin/smtp-source -a -x /usr/lib/postfix/sbin/master || \
+		{ $(APT_INSTALL) postfix; }
+need-swaks:
+	@command -v swaks >/dev/null || { $(APT_INSTALL) swaks; }
+need-openssl:
+	@command -v openssl >/dev/null || { $(APT_INSTALL) openssl; }
 need-stunnel:
-	@command -v stunnel4 >/dev/null || command -v stunnel >/dev/null || \
-		{ apt-get update -qq && apt-get install -y -qq stunnel4; }
+	@command -v stunnel4 >/dev/null || command -v stunnel >/dev/null || { $(APT_INSTALL) stunnel4; }
 need-opendkim:
 	@test -x /usr/sbin/opendkim -a -x /usr/sbin/opendkim-genkey || \
-		{ apt-get update -qq && apt-get install -y -qq opendkim opendkim-tools; }
+		{ $(APT_INSTALL) opendkim opendkim-tools; }
 need-nginx:
-	@test -x /usr/sbin/nginx || { apt-get update -qq && apt-get install -y -qq nginx-light; }
+	@test -x /usr/sbin/nginx || { $(APT_INSTALL) nginx-light; }
 need-wrk:
-	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
+	@command -v wrk >/dev/null || { $(APT_INSTALL) wrk; }
 need-py-spy: setup
 	@test -x $(BIN)/py-spy || $(BIN)/pip install --quiet "py-spy==0.4.3"
 

@@ -32,9 +32,8 @@ from tests.e2e.conftest import (
     verified_domain,
     wait_until,
 )
+from tests.peers import require_peer
 from tests.smtp_sink import running_smtp_sink, smtp_sink_binary, sunk_messages
-
-SWAKS = shutil.which("swaks")
 
 
 def free_address() -> str:
@@ -46,8 +45,7 @@ def free_address() -> str:
 @pytest.fixture
 def sink_dump() -> Iterator[Path]:
     """Where smtp-sink keeps what it receives; it writes as `nobody`."""
-    if smtp_sink_binary() is None:
-        pytest.skip("Postfix's smtp-sink is not installed: apt-get install -y postfix")
+    require_peer(smtp_sink_binary(), "Postfix's smtp-sink", "postfix")
     directory = Path(tempfile.mkdtemp(prefix="postwire-sink-"))
     os.chmod(directory, 0o777)
     yield directory
@@ -101,11 +99,12 @@ def wait_for_smtp(address: tuple[str, int]) -> None:
             time.sleep(0.05)
 
 
-def swaks(address: tuple[str, int], token: str, cert: Path, subject: str, *tls: str) -> str:
+def swaks(
+    swaks_path: str, address: tuple[str, int], token: str, cert: Path, subject: str, *tls: str
+) -> str:
     """Send with swaks; the email id from Postwire's 250 reply."""
-    assert SWAKS is not None
     command = [
-        SWAKS, "--server", f"{address[0]}:{address[1]}", "--from", f"shop@{DOMAIN}",
+        swaks_path, "--server", f"{address[0]}:{address[1]}", "--from", f"shop@{DOMAIN}",
         "--to", "ann@example.org", "--header", f"From: Shop <shop@{DOMAIN}>",
         "--header", f"Subject: {subject}", "--auth", "PLAIN", "--auth-user", "postwire",
         "--auth-password", token, "--tls-verify", "--tls-ca-path", str(cert), *tls,
@@ -133,9 +132,8 @@ def with_smtplib(address: tuple[str, int], token: str, cert: Path, subject: str)
     return str(email["id"])
 
 
-@pytest.mark.skipif(SWAKS is None, reason="swaks is not installed: apt-get install -y swaks")
 def test_swaks_and_smtplib_mail_is_signed_delivered_and_listed(
-    smtp_server: LiveServer, dns_server: AuthoritativeDnsServer, sink_dump: Path
+    smtp_server: LiveServer, dns_server: AuthoritativeDnsServer, sink_dump: Path, swaks_path: str
 ) -> None:
     verified_domain(dns_server)
     cert = smtp_server.data_dir / "tls" / "smtp-cert.pem"
@@ -148,9 +146,9 @@ def test_swaks_and_smtplib_mail_is_signed_delivered_and_listed(
     token = smtp_server.create_key("relay", permission="sending_access")
 
     ids = {
-        "swaks STARTTLS": swaks(starttls, token, cert, "swaks STARTTLS", "--tls"),
+        "swaks STARTTLS": swaks(swaks_path, starttls, token, cert, "swaks STARTTLS", "--tls"),
         "swaks implicit TLS": swaks(
-            implicit_tls, token, cert, "swaks implicit TLS", "--tls-on-connect"
+            swaks_path, implicit_tls, token, cert, "swaks implicit TLS", "--tls-on-connect"
         ),
         "smtplib": with_smtplib(starttls, token, cert, "smtplib"),
     }

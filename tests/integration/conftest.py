@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from tests.peers import require_peer
 from tests.smtp_receiver import ReceiverScript, ScriptedSmtpReceiver
 from tests.smtp_sink import running_smtp_sink, smtp_sink_binary
 
@@ -33,7 +34,6 @@ def smtp_receiver() -> Iterator[Callable[..., ScriptedSmtpReceiver]]:
 @pytest.fixture
 def smtp_sink() -> Iterator[tuple[str, int]]:
     """Postfix's `smtp-sink` on a loopback port: accepts everything, stores nothing."""
-    if smtp_sink_binary() is None:
-        pytest.skip("Postfix's smtp-sink is not installed: apt-get install -y postfix")
+    require_peer(smtp_sink_binary(), "Postfix's smtp-sink", "postfix")
     with running_smtp_sink() as address:
         yield address
