@@ -22,6 +22,9 @@ def with_fields(**changes: Any) -> dict[str, Any]:
 
 CASES: list[tuple[str, bytes | dict[str, Any] | list[Any], int, str]] = [
     ("malformed JSON", b'{"from": ', 400, "validation_error"),
+    ("nested 1,000 deep", b"[" * 1000 + b"]" * 1000, 422, "validation_error"),
+    ("nested 33 deep", with_fields(headers={"X": json.loads("[" * 31 + "]" * 31)}), 422,
+     "validation_error"),
     ("not an object", [1, 2], 422, "validation_error"),
     ("missing to", with_fields(to=None), 422, "missing_required_field"),
     ("missing subject", with_fields(subject=None), 422, "missing_required_field"),
@@ -115,6 +118,23 @@ def test_batch_strict_and_permissive(server: LiveServer, headers: dict[str, str]
 
 def test_unknown_email_and_reschedule_rules(server: LiveServer, headers: dict[str, str]) -> None:
     assert_error(httpx.get(f"{server.base_url}/emails/nope", headers=headers), 404, "not_found")
+    # Resend endpoints Postwire does not serve, called as the SDK calls them.
+    for call in (
+        resend.Emails.metrics,
+        resend.Emails.Receiving.list,
+        lambda: resend.Domains.Claims.create({"name": DOMAIN}),
+        lambda: resend.Suppressions.Batch.add({"emails": ["x@example.org"]}),
+    ):
+        with pytest.raises(resend.exceptions.ResendError) as unknown:
+            call()
+        assert unknown.value.code == 404 and unknown.value.error_type == "not_found"
+        assert str(unknown.value) == "The requested endpoint does not exist."
+    with pytest.raises(resend.exceptions.ResendError, match="cursor") as cursor:
+        resend.Emails.list({"after": "zzz"})
+    assert cursor.value.code == 422
+    wrong = httpx.request("PUT", f"{server.base_url}/domains", headers=headers)
+    assert_error(wrong, 405, "method_not_allowed")
+    assert wrong.headers["allow"] == "GET, HEAD, POST"
     sent = post(server, "/emails", GOOD, headers).json()
     # A queued (not scheduled) email can neither be rescheduled nor canceled.
     reschedule = httpx.patch(

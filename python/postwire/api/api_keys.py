@@ -87,14 +87,14 @@ def routes(ctx: ApiContext) -> Blueprint:
         window, has_more = page_of(keys, page, lambda key: key.id)
         return list_response([dict(key_summary(key)) for key in window], has_more)
 
-    @blueprint.patch("/api-keys/<key_id>")
+    @blueprint.patch("/api-keys/<id:key_id>")
     async def rename_key(key_id: str) -> Reference:
         body = await json_object()
         key = team_key(key_id)
         await accounts.rename_api_key(ctx.spool, key, key_name(body))
         return {"object": "api_key", "id": key.id}
 
-    @blueprint.delete("/api-keys/<key_id>")
+    @blueprint.delete("/api-keys/<id:key_id>")
     async def delete_key(key_id: str) -> DeletedReference:
         key = team_key(key_id)
         await accounts.delete_api_key(ctx.spool, key)

@@ -22,10 +22,11 @@ from postwire.api.auth import authenticate_caller
 from postwire.api.context import ApiContext
 from postwire.api.errors import install_error_handlers
 from postwire.api.openapi import openapi_document
-from postwire.services import ServiceDeps
+from postwire.api.resource_ids import install_id_converters
 from postwire.config import Config
 from postwire.errors import ApiError
 from postwire.rate_limit import RateLimiter
+from postwire.services import ServiceDeps
 from postwire.store import accounts
 
 log = logging.getLogger("postwire.api")
@@ -43,7 +44,11 @@ def create_app(ctx: ApiContext) -> QuartTrio:
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     app.config["JSON_SORT_KEYS"] = False
     app.json.sort_keys = False  # type: ignore[attr-defined]
+    # OPTIONS is a 405 like any other method a path does not serve: the automatic answer had
+    # no JSON body, and answered before the request's body was read (see `_drain_body`).
+    app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False
     install_error_handlers(app)
+    install_id_converters(app)
     limiter = RateLimiter(ctx.config.api.rate_limit)
 
     @app.before_request

@@ -55,12 +55,12 @@ def routes(ctx: ApiContext) -> Blueprint:
         ]
         return list_response(data, has_more)
 
-    @blueprint.get("/domains/<domain_id>")
+    @blueprint.get("/domains/<id:domain_id>")
     async def get_domain(domain_id: str) -> DomainObject:
         domain = store.get_domain(ctx.spool, current_caller().team_id, domain_id)
         return domain_json(domain, include_records=True)
 
-    @blueprint.patch("/domains/<domain_id>")
+    @blueprint.patch("/domains/<id:domain_id>")
     async def update_domain(domain_id: str) -> Reference:
         body = await json_object()
         domain = await store.update_domain(
@@ -75,7 +75,7 @@ def routes(ctx: ApiContext) -> Blueprint:
         )
         return {"object": "domain", "id": domain.id}
 
-    @blueprint.post("/domains/<domain_id>/verify")
+    @blueprint.post("/domains/<id:domain_id>/verify")
     async def verify_domain(domain_id: str) -> Reference:
         await json_body()  # tolerated and ignored
         team_id = current_caller().team_id
@@ -85,7 +85,7 @@ def routes(ctx: ApiContext) -> Blueprint:
             domain = await store.start_verification(ctx.spool, ctx.config, team_id, domain_id)
         return {"object": "domain", "id": domain.id}
 
-    @blueprint.delete("/domains/<domain_id>")
+    @blueprint.delete("/domains/<id:domain_id>")
     async def delete_domain(domain_id: str) -> DeletedReference:
         domain = await store.delete_domain(ctx.spool, current_caller().team_id, domain_id)
         return {"object": "domain", "id": domain.id, "deleted": True}

@@ -134,12 +134,12 @@ def routes(ctx: ApiContext) -> Blueprint:
         data = [dict(email_store.email_json(record, full=False)) for record in records]
         return list_response(data, has_more)
 
-    @blueprint.get("/emails/<email_id>")
+    @blueprint.get("/emails/<id:email_id>")
     async def get_email(email_id: str) -> EmailObject:
         record = email_store.get_email(ctx.spool, current_caller().team_id, email_id)
         return email_store.email_json(record, full=True)
 
-    @blueprint.patch("/emails/<email_id>")
+    @blueprint.patch("/emails/<id:email_id>")
     async def reschedule_email(email_id: str) -> Reference:
         body = await json_object()
         record = email_store.get_email(ctx.spool, current_caller().team_id, email_id)
@@ -158,7 +158,7 @@ def routes(ctx: ApiContext) -> Blueprint:
         )
         return {"object": "email", "id": record.id}
 
-    @blueprint.post("/emails/<email_id>/cancel")
+    @blueprint.post("/emails/<id:email_id>/cancel")
     async def cancel_email(email_id: str) -> Reference:
         await json_body()  # tolerated and ignored
         record = email_store.get_email(ctx.spool, current_caller().team_id, email_id)

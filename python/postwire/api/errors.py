@@ -3,14 +3,17 @@
 `install_error_handlers` is the one place where lower errors become HTTP: `ApiError` as it is,
 routing errors (404, 405, 413) in the contract's words, anything unexpected as a 500 with no
 detail leaked (it is logged instead).
+
+A path no route matches (ids included: see `resource_ids`) is an unknown endpoint, 404; a path
+a route matches, asked with a method it does not serve, is 405 with an `Allow` header.
 """
 
 from __future__ import annotations
 
 import logging
 
-from quart import Quart, Response, jsonify
-from werkzeug.exceptions import HTTPException
+from quart import Quart, Response, jsonify, request
+from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from postwire.errors import ApiError, SpoolFullError
 
@@ -28,7 +31,9 @@ def _from_http_exception(exc: HTTPException) -> ApiError:
     if status == 404:
         return ApiError(404, "not_found", "The requested endpoint does not exist.")
     if status == 405:
-        return ApiError(405, "method_not_allowed", "Method Not Allowed")
+        return ApiError(
+            405, "method_not_allowed", f"This endpoint does not accept the {request.method} method."
+        )
     if status == 413:
         return ApiError(413, "validation_error", "The request body is too large.")
     if status == 400:
@@ -43,7 +48,10 @@ def install_error_handlers(app: Quart) -> None:
 
     @app.errorhandler(HTTPException)
     async def on_http_exception(exc: HTTPException) -> Response:
-        return error_response(_from_http_exception(exc))
+        response = error_response(_from_http_exception(exc))
+        if isinstance(exc, MethodNotAllowed) and exc.valid_methods:
+            response.headers["Allow"] = ", ".join(sorted(exc.valid_methods))
+        return response
 
     @app.errorhandler(SpoolFullError)
     async def on_spool_full(_: SpoolFullError) -> Response:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from postwire.api.models import ListBody
+from postwire.api.resource_ids import is_resource_id
 from postwire.errors import validation_error
 
 ItemT = TypeVar("ItemT")
@@ -22,7 +23,10 @@ class PageRequest:
 
 
 def parse_page_request(args: Mapping[str, str], *, default_limit: int | None) -> PageRequest:
-    """Validate the query. `default_limit` None means "everything" (the legacy list endpoints)."""
+    """Validate the query. `default_limit` None means "everything" (the legacy list endpoints).
+
+    A cursor is an item's id: anything else is refused, where a store's ordered scan would have
+    read it as a position (`after=zzz` sorts past every id: page one again)."""
     raw_limit = args.get("limit")
     limit = default_limit
     if raw_limit is not None:
@@ -35,6 +39,9 @@ def parse_page_request(args: Mapping[str, str], *, default_limit: int | None) ->
     after, before = args.get("after") or None, args.get("before") or None
     if after and before:
         raise validation_error("The `after` and `before` parameters cannot be used together.")
+    for name, cursor in (("after", after), ("before", before)):
+        if cursor is not None and not is_resource_id(cursor):
+            raise validation_error(f"The `{name}` cursor must be the id of an item in the list.")
     return PageRequest(limit, after, before)
 
 

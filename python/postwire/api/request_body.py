@@ -9,17 +9,49 @@ from quart import request
 
 from postwire.errors import ApiError, validation_error
 
+# No request of the contract nests deeper than a few levels; this leaves ample room, and keeps
+# every later walk over a body (validation, hashing, storage) far from recursion limits.
+MAX_NESTING = 32
+
 
 async def json_body() -> Any:
     """The parsed JSON body; None when there is none (Go and Node send an empty body with a JSON
-    content type on GET and DELETE). Malformed JSON is a 400 in the contract's shape."""
+    content type on GET and DELETE). Malformed JSON is a 400 in the contract's shape; arrays and
+    objects nested deeper than `MAX_NESTING` a 422."""
     raw = await request.get_data(as_text=False)
     if not raw.strip():
         return None
     try:
-        return json.loads(raw)
+        body = json.loads(raw)
+    except RecursionError:
+        # The stdlib decoder recurses once per level: it gives up near the interpreter's limit.
+        raise _too_deep() from None
     except (ValueError, UnicodeDecodeError):
         raise ApiError(400, "validation_error", "The request body is not valid JSON.") from None
+    if nests_deeper_than(body, MAX_NESTING):
+        raise _too_deep()
+    return body
+
+
+def nests_deeper_than(value: Any, limit: int) -> bool:
+    """Whether arrays and objects in `value` nest more than `limit` levels (a scalar is level 0,
+    `[]` level 1). Level by level, without recursion; it stops at the first level past `limit`."""
+    level = [value] if isinstance(value, dict | list) else []
+    for _ in range(limit):
+        nested: list[Any] = []
+        for container in level:
+            items = container.values() if isinstance(container, dict) else container
+            nested += [item for item in items if isinstance(item, dict | list)]
+        if not nested:
+            return False
+        level = nested
+    return bool(level)
+
+
+def _too_deep() -> ApiError:
+    return validation_error(
+        f"The request body nests arrays and objects more than {MAX_NESTING} levels deep."
+    )
 
 
 async def json_object() -> dict[str, Any]:

@@ -92,11 +92,11 @@ def routes(ctx: ApiContext) -> Blueprint:
         data: list[dict[str, Any]] = [dict(suppression_json(record)) for record in window]
         return list_response(data, has_more)
 
-    @blueprint.get("/suppressions/<path:id_or_email>")
+    @blueprint.get("/suppressions/<id_or_address:id_or_email>")
     async def get_one(id_or_email: str) -> SuppressionObject:
         return suppression_json(find(id_or_email))
 
-    @blueprint.delete("/suppressions/<path:id_or_email>")
+    @blueprint.delete("/suppressions/<id_or_address:id_or_email>")
     async def remove(id_or_email: str) -> DeletedReference:
         record = find(id_or_email)
         batch = WriteBatch()

@@ -223,11 +223,11 @@ def routes(ctx: ApiContext) -> Blueprint:
         window, has_more = page_of(records, page, lambda record: record.id)
         return list_response([dict(webhook_json(record)) for record in window], has_more)
 
-    @blueprint.get("/webhooks/<webhook_id>")
+    @blueprint.get("/webhooks/<id:webhook_id>")
     async def get_webhook(webhook_id: str) -> WebhookObject:
         return webhook_json(find_webhook(webhook_id))
 
-    @blueprint.patch("/webhooks/<webhook_id>")
+    @blueprint.patch("/webhooks/<id:webhook_id>")
     async def update_webhook(webhook_id: str) -> Reference:
         # Unknown keys are ignored: the Python SDK repeats `webhook_id` in the body.
         body = await json_object()
@@ -255,7 +255,7 @@ def routes(ctx: ApiContext) -> Blueprint:
             await ctx.spool.commit(batch)
         return {"object": "webhook", "id": record.id}
 
-    @blueprint.delete("/webhooks/<webhook_id>")
+    @blueprint.delete("/webhooks/<id:webhook_id>")
     async def delete_webhook(webhook_id: str) -> DeletedReference:
         key = webhook_key(current_caller().team_id, webhook_id)
         async with ctx.spool.record_lock(key):
@@ -273,7 +273,7 @@ def routes(ctx: ApiContext) -> Blueprint:
             await ctx.spool.commit(batch)
         return {"object": "webhook", "id": record.id, "deleted": True}
 
-    @blueprint.post("/webhooks/<webhook_id>/signing-secret/rotate")
+    @blueprint.post("/webhooks/<id:webhook_id>/signing-secret/rotate")
     async def rotate_signing_secret(webhook_id: str) -> CreatedWebhook:
         await json_body()  # tolerated and ignored
         key = webhook_key(current_caller().team_id, webhook_id)
@@ -285,7 +285,7 @@ def routes(ctx: ApiContext) -> Blueprint:
             await ctx.spool.commit(batch)
         return {"object": "webhook", "id": record.id, "signing_secret": record.signing_secret}
 
-    @blueprint.get("/webhooks/<webhook_id>/events")
+    @blueprint.get("/webhooks/<id:webhook_id>/events")
     async def list_events(webhook_id: str) -> ListBody:
         page = parse_page_request(request.args, default_limit=DEFAULT_PAGE)
         webhook = find_webhook(webhook_id)
@@ -293,11 +293,11 @@ def routes(ctx: ApiContext) -> Blueprint:
         window, has_more = page_of(found, page, lambda message: message.event_id)
         return list_response([dict(event_summary(message)) for message in window], has_more)
 
-    @blueprint.get("/webhooks/<webhook_id>/events/<event_id>")
+    @blueprint.get("/webhooks/<id:webhook_id>/events/<event_id:event_id>")
     async def get_event(webhook_id: str, event_id: str) -> WebhookEventObject:
         return event_json(find_message(team_message_key(webhook_id, event_id)))
 
-    @blueprint.post("/webhooks/<webhook_id>/events/<event_id>/replay")
+    @blueprint.post("/webhooks/<id:webhook_id>/events/<event_id:event_id>/replay")
     async def replay_event(webhook_id: str, event_id: str) -> ReplayedWebhookEvent:
         await json_body()  # tolerated and ignored
         key = team_message_key(webhook_id, event_id)
