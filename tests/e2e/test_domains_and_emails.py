@@ -150,7 +150,8 @@ def test_unverified_domain_and_restricted_keys(
     assert listing.status_code == 401 and listing.json()["name"] == "restricted_api_key"
 
     # Another team sees none of this team's emails or domains.
-    stranger = {"Authorization": f"Bearer {server.create_key('s', new_team='strangers')}"}
+    stranger_key = server.create_key("s", new_team="strangers")
+    stranger = {"Authorization": f"Bearer {stranger_key}"}
     email_id = ok.json()["id"]
     assert httpx.get(f"{server.base_url}/emails/{email_id}", headers=stranger).status_code == 404
     assert (
@@ -158,6 +159,16 @@ def test_unverified_domain_and_restricted_keys(
     )
     assert httpx.get(f"{server.base_url}/emails", headers=stranger).json()["data"] == []
     assert httpx.get(f"{server.base_url}/domains", headers=stranger).json()["data"] == []
+
+    # Nor can it add one of them (their DKIM keys would share a selector) until it is deleted.
+    admin_key, resend.api_key = resend.api_key, stranger_key
+    with pytest.raises(resend.exceptions.ResendError, match="registered already") as taken:
+        resend.Domains.create({"name": DOMAIN})
+    assert taken.value.code == 403 and taken.value.error_type == "validation_error"
+    resend.api_key = admin_key
+    resend.Domains.remove(domain["id"])
+    resend.api_key = stranger_key
+    assert resend.Domains.create({"name": DOMAIN})["name"] == DOMAIN
 
 
 def test_idempotent_resend(server: LiveServer, dns_server: AuthoritativeDnsServer) -> None:

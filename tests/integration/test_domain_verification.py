@@ -218,7 +218,7 @@ async def test_teams_never_see_each_others_domains(tmp_path: Path) -> None:
     config = make_config(tmp_path, "127.0.0.1:53")
     async with open_spool(tmp_path / "spool") as spool:
         mine = await create_domain(spool, config, TEAM, "acme.test")
-        theirs = await create_domain(spool, config, OTHER_TEAM, "acme.test")  # their own
+        theirs = await create_domain(spool, config, OTHER_TEAM, "other.test")
         assert mine.id != theirs.id
         for call in (
             lambda: get_domain(spool, OTHER_TEAM, mine.id),
@@ -235,6 +235,46 @@ async def test_teams_never_see_each_others_domains(tmp_path: Path) -> None:
         assert [d.id for d in list_domains(spool, TEAM)[0]] == [mine.id]
         assert [d.id for d in list_domains(spool, OTHER_TEAM)[0]] == [theirs.id]
         assert list_domains(spool, "team-c") == ([], False)
+
+
+async def test_a_name_belongs_to_one_team_until_it_deletes_it(tmp_path: Path) -> None:
+    config = make_config(tmp_path, "127.0.0.1:53")
+    async with open_spool(tmp_path / "spool") as spool:
+        mine = await create_domain(spool, config, TEAM, "acme.test")
+        for team, name in (
+            (OTHER_TEAM, "acme.test"),
+            (OTHER_TEAM, "ACME.test."),
+            (TEAM, "acme.test"),
+        ):
+            with pytest.raises(ApiError) as refused:
+                await create_domain(spool, config, team, name)
+            assert (refused.value.status, refused.value.name) == (403, "validation_error")
+            assert refused.value.message == "The `acme.test` domain has been registered already."
+        assert list_domains(spool, OTHER_TEAM) == ([], False)
+        # A subdomain is another zone's records: another team may add it.
+        await create_domain(spool, config, OTHER_TEAM, "mail.acme.test")
+        await delete_domain(spool, TEAM, mine.id)
+        theirs = await create_domain(spool, config, OTHER_TEAM, "acme.test")
+        with pytest.raises(ApiError, match="registered already"):
+            await create_domain(spool, config, TEAM, "acme.test")
+        assert get_domain(spool, OTHER_TEAM, theirs.id).name == "acme.test"
+
+
+async def test_names_added_before_owners_were_kept_are_owned(tmp_path: Path) -> None:
+    config = make_config(tmp_path, "127.0.0.1:53")
+    async with open_spool(tmp_path / "spool") as spool:
+        old = await create_domain(spool, config, TEAM, "old.test")
+        # As an earlier version left it: the name entry, no owner entry, no mark.
+        batch = _core.WriteBatch()
+        batch.delete("domains", b"owner/old.test")
+        batch.delete("domains", b"owners-indexed")
+        await spool.commit(batch)
+        with pytest.raises(ApiError, match="registered already"):
+            await create_domain(spool, config, OTHER_TEAM, "old.test")
+        await create_domain(spool, config, OTHER_TEAM, "new.test")  # writes the owners
+        assert spool.get("domains", b"owner/old.test") is not None
+        await delete_domain(spool, TEAM, old.id)
+        await create_domain(spool, config, OTHER_TEAM, "old.test")
 
 
 async def test_list_is_newest_first_and_pages_both_ways(tmp_path: Path) -> None:

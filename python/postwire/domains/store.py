@@ -3,10 +3,15 @@
 Keys, all in table "domains":
 
     domain/<team_id>/<domain_id>   DomainRecord    ids are UUID v7, so a team's keys sort by age
-    name/<team_id>/<name>          DomainNameEntry one team cannot add the same name twice, and a
-                                                   sender's domain is found without a scan
+    name/<team_id>/<name>          DomainNameEntry a sender's domain is found without a scan
+    owner/<name>                   DomainOwner     the one team that holds a name: no other team
+                                                   can add it until that team deletes it
+    owners-indexed                 OwnersIndexed   written once every name added before owners
+                                                   were kept has its owner entry
 
-Every function takes the caller's team and never reads another team's keys. Changes to one
+A name has one owner because its DNS zone has one: two teams adding it would publish their
+DKIM keys at the same selector and overwrite each other. Every function takes the caller's
+team and reads no other team's keys, except for that one owner entry. Changes to one
 domain (API updates, deletion, the verifier's results) are read-modify-write; a per-domain lock
 keeps them from overwriting each other within the process that owns the spool.
 """
@@ -87,8 +92,22 @@ class DomainNameEntry:
     domain_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class DomainOwner:
+    team_id: str
+    domain_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class OwnersIndexed:
+    at_ms: int
+
+
 DOMAINS: Final = Table("domains", DomainRecord)
 DOMAIN_NAMES: Final = Table("domains", DomainNameEntry)
+DOMAIN_OWNERS: Final = Table("domains", DomainOwner)
+OWNERS_INDEXED: Final = Table("domains", OwnersIndexed)
+OWNERS_INDEXED_KEY: Final = "owners-indexed"
 
 # One lock per domain key, alive while someone holds or waits for it.
 _locks: weakref.WeakValueDictionary[str, trio.Lock] = weakref.WeakValueDictionary()
@@ -107,6 +126,10 @@ def _domain_key(team_id: str, domain_id: str) -> str:
 
 def _name_key(team_id: str, name: str) -> str:
     return f"name/{team_id}/{name}"
+
+
+def _owner_key(name: str) -> str:
+    return f"owner/{name}"
 
 
 def not_found() -> ApiError:
@@ -262,8 +285,8 @@ async def create_domain(
     """Add a domain to the team with a fresh RSA-2048 DKIM key; status `not_started`.
 
     Arguments are the request body's values as parsed from JSON (None: absent), validated here:
-    422 `validation_error` names the field. 403 `validation_error` if the team already has a
-    domain of that name.
+    422 `validation_error` names the field. 403 `validation_error` if any team, this one or
+    another, already has a domain of that name (the contract's answer; which team is not said).
     """
     canonical = parse_domain_name(name)
     region_name = _parse_region(region)
@@ -273,7 +296,10 @@ async def create_domain(
     tls_mode = _parse_tls(tls) or "opportunistic"
     capability_states = _parse_capabilities(capabilities, {})
     tracking_label = _parse_tracking_subdomain(tracking_subdomain)
-    if DOMAIN_NAMES.get(spool, _name_key(team_id, canonical)) is not None:
+    owners_to_index = _unindexed_owners(spool)
+    if DOMAIN_OWNERS.get(spool, _owner_key(canonical)) is not None or (
+        owners_to_index is not None and canonical in owners_to_index
+    ):
         raise _registered_already(canonical)  # before spending a key generation on it
     key = await trio.to_thread.run_sync(_core.generate_dkim_key, "rsa", DKIM_KEY_BITS)
     domain_id = _core.new_id()
@@ -295,6 +321,11 @@ async def create_domain(
         dkim_dns_txt=key.dns_txt,
     )
     batch = _core.WriteBatch()
+    if owners_to_index is not None:
+        for name, owner in owners_to_index.items():
+            DOMAIN_OWNERS.put(batch, _owner_key(name), owner)
+        OWNERS_INDEXED.put(batch, OWNERS_INDEXED_KEY, OwnersIndexed(spool.clock_ms()))
+    DOMAIN_OWNERS.insert(batch, _owner_key(canonical), DomainOwner(team_id, domain_id))
     DOMAIN_NAMES.insert(batch, _name_key(team_id, canonical), DomainNameEntry(domain_id))
     DOMAINS.put(batch, _domain_key(team_id, domain_id), domain)
     try:
@@ -302,6 +333,24 @@ async def create_domain(
     except KeyExistsError:  # a concurrent create of the same name won
         raise _registered_already(canonical) from None
     return domain
+
+
+def _unindexed_owners(spool: Spool) -> dict[str, DomainOwner] | None:
+    """Owners of the names added before owner entries were kept, until the next create writes
+    them with the `owners-indexed` mark: every team's names, each held by the first team in key
+    order that has it. None once the mark is there."""
+    if OWNERS_INDEXED.get(spool, OWNERS_INDEXED_KEY) is not None:
+        return None
+    owners: dict[str, DomainOwner] = {}
+    cursor: str | None = None
+    while True:
+        rows = DOMAIN_NAMES.scan(spool, prefix="name/", cursor=cursor, limit=MAX_PAGE)
+        for key, entry in rows:
+            _, team_id, name = key.split("/", 2)
+            owners.setdefault(name, DomainOwner(team_id, entry.domain_id))
+        if len(rows) < MAX_PAGE:
+            return owners
+        cursor = rows[-1][0]
 
 
 def _registered_already(name: str) -> ApiError:
@@ -343,12 +392,15 @@ async def update_domain(
 
 
 async def delete_domain(spool: Spool, team_id: str, domain_id: str) -> DomainRecord:
-    """Remove the domain, its key and its name; return what was removed. 404 if none."""
+    """Remove the domain, its key and its name, which another team may then add; return what
+    was removed. 404 if none."""
     async with _lock_for(_domain_key(team_id, domain_id)):
         domain = get_domain(spool, team_id, domain_id)
         batch = _core.WriteBatch()
         DOMAINS.delete(batch, _domain_key(team_id, domain_id))
         DOMAIN_NAMES.delete(batch, _name_key(team_id, domain.name))
+        if DOMAIN_OWNERS.get(spool, _owner_key(domain.name)) == DomainOwner(team_id, domain_id):
+            DOMAIN_OWNERS.delete(batch, _owner_key(domain.name))
         await spool.commit(batch)
         return domain
 
