@@ -34,8 +34,8 @@ from postwire.domains.store import (
 from postwire.errors import SpoolError
 
 if TYPE_CHECKING:
-    from postwire.services import ServiceDeps
     from postwire.config import Config
+    from postwire.services import ServiceDeps
     from postwire.store.spool import Spool
 
 log = logging.getLogger("postwire.domains")
