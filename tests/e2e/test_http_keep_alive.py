@@ -1,9 +1,11 @@
 """Refusals decided before the request's body has arrived leave a kept-alive connection usable
 (the body is read first) or, for a body over the size limit, close it: a client never waits on
-a connection nothing answers."""
+a connection nothing answers. On SIGTERM, idle kept-alive connections close at once and a
+request in flight is answered first."""
 
 from __future__ import annotations
 
+import signal
 import socket
 import time
 from urllib.parse import urlsplit
@@ -58,3 +60,46 @@ def test_a_body_too_large_to_read_closes_the_connection(live_server: LiveServer)
         answer = read_until(sock, b"}")
         assert answer.startswith(b"HTTP/1.1 401 ")  # refused from the headers, unread
         assert b"connection: close" in answer.lower(), "the client must not reuse it"
+
+
+def read_log_until(server: LiveServer, text: str) -> None:
+    assert server.process is not None and server.process.stderr is not None
+    for line in server.process.stderr:
+        server.log_lines.append(line)
+        if text in line:
+            return
+    raise AssertionError(f"no {text!r} in the log:\n" + "".join(server.log_lines))
+
+
+def signal_shutdown(server: LiveServer) -> None:
+    """SIGTERM once every service is ready (a signal during start-up abandons it), then wait
+    until the server says it is shutting down."""
+    assert server.process is not None
+    read_log_until(server, "postwire is ready")
+    server.process.send_signal(signal.SIGTERM)
+    read_log_until(server, "shutting down")
+
+
+def test_sigterm_closes_an_idle_kept_alive_connection_at_once(live_server: LiveServer) -> None:
+    with connect(live_server) as sock:
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: postwire\r\n\r\n")
+        assert read_until(sock, b'{"status":"ok"}').startswith(b"HTTP/1.1 200 ")
+        started = time.monotonic()
+        signal_shutdown(live_server)
+        sock.settimeout(5)  # the graceful timeout it used to wait out is 10 s
+        assert sock.recv(1) == b"", "the server closes the idle connection"
+    assert live_server.stop() == 0
+    assert time.monotonic() - started < 5
+
+
+def test_sigterm_answers_a_request_in_flight_then_closes(live_server: LiveServer) -> None:
+    body = b'{"name":"ci"}'
+    with connect(live_server) as sock:
+        head = "POST /api-keys HTTP/1.1\r\nHost: postwire\r\nContent-Type: application/json\r\n"
+        sock.sendall(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body[:5])
+        signal_shutdown(live_server)
+        sock.sendall(body[5:])
+        answer = read_until(sock, b"}")
+        assert answer.startswith(b"HTTP/1.1 401 ")
+        assert sock.recv(1) == b"", "closed after its answer: the server is stopping"
+    assert live_server.stop() == 0

@@ -13,6 +13,13 @@ from typing import Any
 import hypercorn.trio
 import trio
 from hypercorn.config import Config as HypercornConfig
+from hypercorn.typing import (
+    ASGIFramework,
+    ASGIReceiveCallable,
+    ASGISendCallable,
+    ASGISendEvent,
+    Scope,
+)
 from quart import Response, g, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import RequestEntityTooLarge
@@ -126,8 +133,9 @@ async def serve_api(
 ) -> None:
     """Serve the REST API on `api.listen` until the stage's `stopping` event.
 
-    Reports the bound URLs once listening. On `stopping`, Hypercorn stops accepting and lets
-    requests in flight finish within its graceful timeout; cancellation closes at once.
+    Reports the bound URLs once listening. On `stopping`, Hypercorn stops accepting, closes idle
+    kept-alive connections at once and lets requests in flight finish within its graceful
+    timeout, closing each connection after its response; cancellation closes at once.
     """
     app = create_app(
         ApiContext(
@@ -146,8 +154,34 @@ async def serve_api(
     async with trio.open_nursery() as nursery:
         urls: list[str] = await nursery.start(
             partial(
-                hypercorn.trio.serve, app, hypercorn_config, shutdown_trigger=deps.stopping.wait
+                hypercorn.trio.serve,
+                _with_shielded_sends(app),
+                hypercorn_config,
+                shutdown_trigger=deps.stopping.wait,
+                mode="asgi",
             )
         )
         log.info("REST API listening on %s", ", ".join(urls))
         task_status.started(urls)
+
+def _with_shielded_sends(app: QuartTrio) -> ASGIFramework:
+    """`app` with each of its ASGI sends shielded from cancellation.
+
+    Hypercorn re-arms a kept-alive connection's idle timer inside the send of the response's
+    last body chunk, after telling the app the request is over; Quart-Trio then cancels the
+    request's tasks, that send included, so the timer was never re-armed: an idle connection
+    was closed neither after `keep_alive_timeout` nor at shutdown, where it held SIGTERM for
+    the whole graceful timeout. Hypercorn shields its socket writes already, so a client
+    cannot make a shielded send wait any longer than before.
+    """
+
+    async def shielded_app(
+        scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
+    ) -> None:
+        async def shielded_send(message: ASGISendEvent) -> None:
+            with trio.CancelScope(shield=True):
+                await send(message)
+
+        await app(scope, receive, shielded_send)
+
+    return shielded_app
