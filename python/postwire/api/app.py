@@ -164,6 +164,7 @@ async def serve_api(
         log.info("REST API listening on %s", ", ".join(urls))
         task_status.started(urls)
 
+
 def _with_shielded_sends(app: QuartTrio) -> ASGIFramework:
     """`app` with each of its ASGI sends shielded from cancellation.
 
