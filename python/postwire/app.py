@@ -274,8 +274,9 @@ def _create_data_dir(config: Config) -> None:
 
 def _log_ready(config: Config) -> None:
     if config.config_file is None:
-        log.info("configuration: embedded default (no --config given)")
-        key_command = "postwire keys create --name NAME"
+        log.info("configuration: embedded default (no --config, POSTWIRE_CONFIG or config file)")
+        # Its data is ./postwire-data: other commands find it only from the same directory.
+        key_command = f"postwire keys create --name NAME (in {config.data_dir.parent})"
     else:
         log.info("configuration: %s", config.config_file)
         key_command = f"postwire keys create --name NAME --config {config.config_file}"

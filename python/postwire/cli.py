@@ -1,7 +1,9 @@
 """The `postwire` command.
 
-Every subcommand takes `--config FILE` (from one parent parser) so that they all open the same
-store as `serve`. Configuration errors print `postwire: <message>` and exit with status 2.
+Every subcommand takes `--config FILE` (from one parent parser) and, without it, looks for the
+same file (`find_config_file`), so that they all open the same store as `serve`. Configuration
+errors print `postwire: <message>` and exit with status 2; so does a command other than `serve`
+that would start a new, empty spool in the current directory (`_check_data_dir`).
 """
 
 import argparse
@@ -11,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import postwire
-from postwire.config import Config, load_config
+from postwire.config import EMBEDDED_DATA_DIR, Config, find_config_file, load_config
 from postwire.errors import ConfigError, PostwireError
 
 EXIT_USAGE = 2  # argparse's status for bad usage; a bad config is the same kind of mistake
@@ -24,7 +26,10 @@ def _config_parent() -> argparse.ArgumentParser:
         metavar="FILE",
         type=Path,
         default=None,
-        help="TOML configuration file (default: the embedded default, data in ./postwire-data)",
+        help="TOML configuration file (default: $POSTWIRE_CONFIG, else the first that exists of "
+        "~/.config/postwire/postwire.toml and /etc/postwire/postwire.toml, else the embedded "
+        "default: data in ./postwire-data, which other commands then only find when run in the "
+        "same directory as serve)",
     )
     return parent
 
@@ -181,8 +186,33 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     configure_logging()
     try:
-        config = load_config(args.config)
+        config = load_config(find_config_file(args.config))
+        if args.command != "serve":
+            _check_data_dir(config)
     except ConfigError as exc:
         print(f"postwire: {exc}", file=sys.stderr)
         sys.exit(EXIT_USAGE)
     sys.exit(args.handler(config, args))
+
+
+def _check_data_dir(config: Config) -> None:
+    """Refuse to let a command other than `serve` start a spool that `serve` would not use.
+
+    Without a config file the data directory is ./postwire-data in the current directory, so
+    a command run elsewhere would silently start a second, empty spool (and its keys would be
+    refused by the running server): refused unless a spool is there already. A data directory
+    named by a config file or POSTWIRE_DATA_DIR is the one `serve` uses with the same settings:
+    a new spool may start there, and the log says so.
+    """
+    if (config.data_dir / "spool").exists():
+        return
+    if config.config_file is None and config.data_dir == Path.cwd() / EMBEDDED_DATA_DIR:
+        raise ConfigError(
+            f"no Postwire data in {config.data_dir}: with no config file, Postwire keeps its "
+            "data in ./postwire-data under the current directory, so run this command in the "
+            "directory `postwire serve` runs in, or give both the same config file "
+            "(--config FILE, or POSTWIRE_CONFIG=FILE)"
+        )
+    logging.getLogger("postwire").warning(
+        "no Postwire data in %s yet: starting a new spool there", config.data_dir
+    )

@@ -11,11 +11,13 @@
     ├── webhooks          WebhooksConfig: SSRF guard
     └── spool             SpoolConfig: LMDB map size and group-commit tuning
 
-`load_config(path, environ)` layers, lowest first: defaults (the embedded default when no file is
-given, production defaults when one is), the file, then `POSTWIRE_<SECTION>_<KEY>` variables. The
-dataclass field types drive parsing: every key is found by introspecting these classes, so adding
-a field adds a key, its environment variable and its type check. Any invalid or unknown key is a
-`ConfigError` that names it. docs/configuration.md documents every key.
+`find_config_file(given, environ)` says which file every `postwire` command reads (see
+docs/configuration.md, "Which configuration"). `load_config(path, environ)` layers, lowest first:
+defaults (the embedded default when no file is given, production defaults when one is), the file,
+then `POSTWIRE_<SECTION>_<KEY>` variables. The dataclass field types drive parsing: every key is
+found by introspecting these classes, so adding a field adds a key, its environment variable and
+its type check. Any invalid or unknown key is a `ConfigError` that names it. docs/configuration.md
+documents every key.
 """
 
 import dataclasses
@@ -39,6 +41,9 @@ from postwire.errors import ConfigError
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 ENV_PREFIX = "POSTWIRE_"
+# Names the config file when --config is not given; not a key.
+CONFIG_ENV_VAR = "POSTWIRE_CONFIG"
+SYSTEM_CONFIG_FILE = Path("/etc/postwire/postwire.toml")
 
 
 def _local_fqdn() -> str:
@@ -254,6 +259,24 @@ KEYS, _SECTIONS = _collect_keys()
 def env_var_name(key: str) -> str:
     """The environment variable that overrides a dotted key: "api.listen" -> POSTWIRE_API_LISTEN."""
     return ENV_PREFIX + key.replace(".", "_").upper()
+
+
+def find_config_file(given: Path | None, environ: Mapping[str, str] = os.environ) -> Path | None:
+    """The config file a `postwire` command reads, so that every command finds `serve`'s data
+    wherever it runs: `given` (--config), else $POSTWIRE_CONFIG, else the first file that exists
+    of $XDG_CONFIG_HOME/postwire/postwire.toml (~/.config/...) and /etc/postwire/postwire.toml.
+    None: the embedded default."""
+    if given is not None:
+        return given
+    if environ.get(CONFIG_ENV_VAR):
+        return Path(environ[CONFIG_ENV_VAR]).expanduser()
+    config_home = environ.get("XDG_CONFIG_HOME") or os.path.join(
+        environ.get("HOME", "~"), ".config"
+    )
+    for candidate in (Path(config_home, "postwire", "postwire.toml"), SYSTEM_CONFIG_FILE):
+        if candidate.expanduser().is_file():
+            return candidate.expanduser()
+    return None
 
 
 # --- addresses ---------------------------------------------------------------------------------
@@ -723,7 +746,7 @@ def _values_from_file(document: Mapping[str, object], origin: _Origin) -> _Value
 def _values_from_env(environ: Mapping[str, str], cwd: Path) -> _Values:
     values: _Values = {}
     for var in sorted(environ):
-        if not var.startswith(ENV_PREFIX):
+        if not var.startswith(ENV_PREFIX) or var == CONFIG_ENV_VAR:
             continue
         rest = var[len(ENV_PREFIX) :].lower()
         origin = _Origin(f"from environment variable {var}", cwd)

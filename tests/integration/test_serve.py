@@ -9,6 +9,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import trio
 
@@ -195,6 +196,56 @@ def test_unknown_env_var_exits_2(tmp_path: Path) -> None:
     assert "unknown config key 'spool.mapsize'" in result.stderr
     assert "POSTWIRE_SPOOL_MAPSIZE" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_keys_create_elsewhere_refuses_to_start_a_new_spool(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "postwire", "keys", "create", "--name", "mine"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=clean_env(XDG_CONFIG_HOME=str(tmp_path / "no-config")),
+        timeout=START_TIMEOUT,
+    )
+    assert result.returncode == 2, result.stderr
+    assert f"postwire: no Postwire data in {tmp_path / 'postwire-data'}" in result.stderr
+    assert "POSTWIRE_CONFIG" in result.stderr and "--config FILE" in result.stderr
+    assert result.stdout == ""
+    assert not (tmp_path / "postwire-data").exists()
+
+
+@pytest.mark.parametrize("found_by", ["POSTWIRE_CONFIG", "XDG_CONFIG_HOME"])
+def test_keys_create_from_another_directory_finds_serves_data(
+    tmp_path: Path, processes: list[ServeProcess], found_by: str
+) -> None:
+    (tmp_path / "config" / "postwire").mkdir(parents=True)
+    config = write_config(tmp_path / "config" / "postwire")  # where XDG_CONFIG_HOME finds it
+    where = {"POSTWIRE_CONFIG": str(config), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    env = clean_env(**{found_by: where[found_by]})
+    (tmp_path / "serve").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    serve = ServeProcess(["serve"], tmp_path / "serve", env)
+    processes.append(serve)
+    serve.wait_for("REST API listening on ")
+    api_url = serve.lines[-1].split("REST API listening on ")[1].split(",")[0].strip()
+    serve.wait_for(READY)
+    assert f"configuration: {config}" in serve.stderr
+
+    created = subprocess.run(
+        [sys.executable, "-m", "postwire", "keys", "create", "--name", "mine"],
+        cwd=tmp_path / "elsewhere",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=START_TIMEOUT,
+    )
+    assert created.returncode == 0, created.stderr
+    answer = httpx.get(
+        f"{api_url}/api-keys", headers={"Authorization": f"Bearer {created.stdout.strip()}"}
+    )
+    assert answer.status_code == 200, answer.text  # the running server knows the key
+    assert serve.stop(signal.SIGTERM) == 0, serve.stderr
+    assert not any(tmp_path.rglob("postwire-data")), "no spool in either directory"
 
 
 def test_unwritable_data_dir_exits_2(tmp_path: Path) -> None:

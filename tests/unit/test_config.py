@@ -9,9 +9,11 @@ import pytest
 
 from postwire.config import (
     KEYS,
+    SYSTEM_CONFIG_FILE,
     Config,
     DeliveryConfig,
     env_var_name,
+    find_config_file,
     load_config,
     process_count,
     split_host_port,
@@ -589,3 +591,34 @@ def test_route_auth_and_tls_follow_the_route_patterns() -> None:
     ]:
         with pytest.raises(ConfigError, match=message):
             load_config(None, {**HOST, key: value})
+
+
+# --- which file ---------------------------------------------------------------------------------
+
+
+def test_the_config_file_is_found_where_every_command_looks(tmp_path: Path) -> None:
+    given = tmp_path / "given.toml"
+    named = tmp_path / "named.toml"
+    xdg = tmp_path / "xdg"
+    (xdg / "postwire").mkdir(parents=True)
+    found_in_xdg = xdg / "postwire" / "postwire.toml"
+    found_in_xdg.write_text("")
+    home = tmp_path / "home"
+    (home / ".config" / "postwire").mkdir(parents=True)
+    found_in_home = home / ".config" / "postwire" / "postwire.toml"
+    found_in_home.write_text("")
+    env = {"POSTWIRE_CONFIG": str(named), "XDG_CONFIG_HOME": str(xdg), "HOME": str(home)}
+    assert find_config_file(given, env) == given
+    assert find_config_file(None, env) == named
+    del env["POSTWIRE_CONFIG"]
+    assert find_config_file(None, env) == found_in_xdg
+    del env["XDG_CONFIG_HOME"]
+    assert find_config_file(None, env) == found_in_home
+    found_in_home.unlink()
+    system = None if not SYSTEM_CONFIG_FILE.is_file() else SYSTEM_CONFIG_FILE
+    assert find_config_file(None, env) == system  # None: the embedded default
+
+
+def test_postwire_config_names_the_file_and_is_no_key(tmp_path: Path) -> None:
+    config = load_config(None, {"POSTWIRE_CONFIG": str(tmp_path / "postwire.toml")})
+    assert config.config_file is None
