@@ -5,7 +5,7 @@ BIN       := $(VENV)/bin
 INSTALLED := $(VENV)/.postwire-installed
 RUST_SRC  := $(shell find rust -name '*.rs' -o -name Cargo.toml) Cargo.toml Cargo.lock
 
-.PHONY: help setup serve test test-rust test-python lint bench-core bench-api bench-delivery bench-smtp \
+.PHONY: help setup serve sandbox test test-rust test-python lint bench-core bench-api bench-delivery bench-smtp \
 	bench-webhooks bench bench-gate clean need-knot need-postfix need-swaks need-openssl need-stunnel \
 	need-opendkim need-nginx need-wrk need-py-spy
 
@@ -26,6 +26,9 @@ setup: $(INSTALLED)  ## create the virtualenv, build the extension (release), in
 
 serve: setup  ## run `postwire serve` on the embedded default
 	$(BIN)/postwire serve
+
+sandbox: setup  ## run `postwire serve --sandbox`: mail is held in a local inbox, nothing leaves
+	$(BIN)/postwire serve --sandbox
 
 # The real peers the tests run against (each need-* below installs its own when missing). A test
 # whose peer is missing fails: it never skips.

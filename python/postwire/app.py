@@ -203,9 +203,11 @@ async def _start_processing(stage: Stage, config: Config, deps: ServiceDeps) -> 
     """
     from postwire.delivery.engine import serve_delivery
     from postwire.domains.verification import serve_domain_verifier
+    from postwire.sandbox import serve_sandbox
     from postwire.store.idempotency import serve_idempotency_sweeper
     from postwire.webhooks.dispatcher import serve_webhooks
 
+    await stage.start(serve_sandbox, config, deps)  # first: its domain is ready before intake
     verifier = await stage.start(serve_domain_verifier, config, deps)
     await stage.start(serve_idempotency_sweeper, config, deps)
     engine = await stage.start(serve_delivery, config, deps)

@@ -13,7 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import postwire
-from postwire.config import EMBEDDED_DATA_DIR, Config, find_config_file, load_config
+from postwire.config import (
+    EMBEDDED_DATA_DIR,
+    Config,
+    enable_sandbox,
+    find_config_file,
+    load_config,
+)
 from postwire.errors import ConfigError, PostwireError
 
 EXIT_USAGE = 2  # argparse's status for bad usage; a bad config is the same kind of mistake
@@ -51,6 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
         "with the config's `processes` > 1 also in worker processes that serve SMTP and "
         "deliver. SIGINT or SIGTERM shuts down gracefully; a second signal skips the grace "
         "period.",
+    )
+    serve.add_argument(
+        "--sandbox",
+        action="store_true",
+        help="hold every message in a local inbox instead of delivering it, with a verified "
+        "sandbox.postwire.test domain for every team (loopback listeners only)",
     )
     serve.set_defaults(handler=_serve)
 
@@ -95,6 +107,21 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("name")
     verify.add_argument("--team", metavar="TEAM_ID", help="the team (default: the only team)")
     verify.set_defaults(handler=_verify_domain)
+
+    sandbox = commands.add_parser(
+        "sandbox", help="read the inbox of `postwire serve --sandbox`"
+    ).add_subparsers(dest="sandbox_command", metavar="ACTION", required=True)
+    listing = sandbox.add_parser(
+        "list", parents=[config_parent], help="list the messages held, newest first (every team)"
+    )
+    listing.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
+    listing.set_defaults(handler=_list_sandbox)
+    show = sandbox.add_parser(
+        "show", parents=[config_parent], help="show a held message: who, what, and its text"
+    )
+    show.add_argument("id", help="the email's id, as `postwire sandbox list` shows it")
+    show.add_argument("--raw", action="store_true", help="the exact source bytes, DKIM header too")
+    show.set_defaults(handler=_show_sandbox)
     return parser
 
 
@@ -142,6 +169,37 @@ def _verify_domain(config: Config, args: argparse.Namespace) -> int:
     return 0 if verified else 1
 
 
+def _list_sandbox(config: Config, args: argparse.Namespace) -> int:
+    import trio
+
+    from postwire.sandbox import inbox_listing
+
+    try:
+        print(trio.run(inbox_listing, config, max(1, args.limit)))
+    except PostwireError as exc:
+        print(f"postwire: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _show_sandbox(config: Config, args: argparse.Namespace) -> int:
+    import trio
+
+    from postwire.sandbox import describe_held, held_message
+
+    try:
+        held, source = trio.run(held_message, config, args.id)
+    except PostwireError as exc:
+        print(f"postwire: {exc}", file=sys.stderr)
+        return 1
+    if args.raw:
+        sys.stdout.buffer.write(source)
+        sys.stdout.buffer.flush()
+    else:
+        print(describe_held(held, source))
+    return 0
+
+
 def _serve(config: Config, args: argparse.Namespace) -> int:
     import trio  # imported here so `postwire --version` stays fast
 
@@ -149,6 +207,8 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
 
     status = 0
     try:
+        if args.sandbox:
+            config = enable_sandbox(config)
         trio.run(app.run, config)
     except* ConfigError as group:
         _report(group)

@@ -2,6 +2,7 @@
 
     Config
     ├── data_dir          where the spool and everything else lives
+    ├── sandbox           hold every message in a local inbox (one machine, loopback only)
     ├── api               ApiConfig: REST API and dashboard
     ├── smtp              SmtpConfig: submission listeners, TLS, size limit, trusted networks
     ├── dns               DnsConfig: nameservers for MX and domain verification
@@ -190,6 +191,9 @@ class Config:
     # Service processes sharing the spool: SMTP submission and delivery run in each, so they
     # use more than one core. 0: one per CPU core available to the service.
     processes: int = 1
+    # Hold every message in a local inbox instead of delivering it (`serve --sandbox`): only
+    # while every listener is on loopback (`check_sandbox_allowed`).
+    sandbox: bool = False
     api: ApiConfig = field(default_factory=ApiConfig)
     smtp: SmtpConfig = field(default_factory=SmtpConfig)
     dns: DnsConfig = field(default_factory=DnsConfig)
@@ -822,4 +826,44 @@ def load_config(path: Path | None, environ: Mapping[str, str] = os.environ) -> C
         config = dataclasses.replace(config, api=dataclasses.replace(config.api, public_url=url))
     if (config.smtp.tls_cert is None) != (config.smtp.tls_key is None):
         raise ConfigError("config keys 'smtp.tls_cert' and 'smtp.tls_key' must be set together")
+    if config.sandbox:
+        check_sandbox_allowed(config)
     return config
+
+
+def enable_sandbox(config: Config) -> Config:
+    """`config` with sandbox mode on (`postwire serve --sandbox`); ConfigError where it may not
+    be (`check_sandbox_allowed`)."""
+    sandboxed = dataclasses.replace(config, sandbox=True)
+    check_sandbox_allowed(sandboxed)
+    return sandboxed
+
+
+def check_sandbox_allowed(config: Config) -> None:
+    """Refuse sandbox mode unless every listener is on a loopback address.
+
+    The sandbox hides every message from its recipients, so it must never run where anyone but
+    this machine's user can reach the service: the production defaults (SMTP on 0.0.0.0) and
+    any public listener are refused, whatever turned the sandbox on.
+    """
+    listeners = [("api.listen", config.api.listen)]
+    listeners += [("smtp.starttls_listen", value) for value in config.smtp.starttls_listen]
+    listeners += [("smtp.tls_listen", value) for value in config.smtp.tls_listen]
+    for key, value in listeners:
+        host, _ = split_host_port(value)
+        if not is_loopback_host(host):
+            raise ConfigError(
+                f"sandbox mode is for one machine, but config key {key!r} listens on {value}: "
+                "with the sandbox on, every listener must be on a loopback address "
+                "(127.0.0.1, ::1)"
+            )
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether `host` (a name or an address, IPv6 without brackets) is this machine alone."""
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

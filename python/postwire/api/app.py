@@ -24,7 +24,7 @@ from quart import Response, g, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from postwire.api import api_keys, domains, emails, suppressions, tracking, webhooks
+from postwire.api import api_keys, domains, emails, sandbox, suppressions, tracking, webhooks
 from postwire.api.auth import authenticate_caller
 from postwire.api.context import ApiContext
 from postwire.api.errors import install_error_handlers
@@ -99,6 +99,7 @@ def create_app(ctx: ApiContext) -> QuartTrio:
     app.register_blueprint(domains.routes(ctx))
     app.register_blueprint(suppressions.routes(ctx))
     app.register_blueprint(webhooks.routes(ctx))
+    app.register_blueprint(sandbox.routes(ctx))
     app.register_blueprint(tracking.routes(ctx))
     return app
 

@@ -266,3 +266,23 @@ class ReplayedWebhookEvent(TypedDict):
     object: Literal["webhook_event"]
     id: str
     status: Literal["pending"]
+
+
+# --- sandbox -----------------------------------------------------------------------------------
+
+SandboxMessageObject = TypedDict(
+    "SandboxMessageObject",
+    {
+        "object": Literal["sandbox_message"],
+        "id": str,  # the email's id
+        "from": str,
+        "to": list[str],
+        "subject": str,
+        "message_id": str,
+        "envelope_from": str,
+        "recipients": list[str],
+        "created_at": str,  # when the inbox took it
+        "size": int,
+        "raw": NotRequired[str],  # GET /sandbox/messages/{id} only
+    },
+)

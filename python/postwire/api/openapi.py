@@ -84,6 +84,11 @@ OPERATIONS: tuple[Operation, ...] = (
               "Retrieve an event with its payload and attempts", models.WebhookEventObject),
     Operation("post", "/webhooks/{webhook_id}/events/{event_id}/replay",
               "Send an event to the endpoint again", models.ReplayedWebhookEvent),
+    Operation("get", "/sandbox/messages", "List the sandbox inbox, newest first",
+              models.ListBody, list_item=models.SandboxMessageObject, query=PAGE_QUERY),
+    Operation("get", "/sandbox/messages/{message_id}",
+              "Retrieve a message the sandbox held, with its raw source",
+              models.SandboxMessageObject),
 )  # fmt: skip
 
 

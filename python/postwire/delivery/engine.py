@@ -33,6 +33,7 @@ from postwire.delivery.bounces import Outcome, classify_failure, classify_reply,
 from postwire.delivery.pool_sizing import ideal_connection_count
 from postwire.delivery.resolver import Destination, DestinationError, MxResolver
 from postwire.delivery.retry_policy import next_attempt_at, stable_jitter
+from postwire.delivery.sandbox import held_outcomes
 from postwire.errors import DeliveryError, LeaseLostError, NoSuchMessageError, ProtocolError
 from postwire.smtp.client_connection import (
     SmtpConnection,
@@ -50,6 +51,7 @@ from postwire.store.deliveries import (
     suppression_key,
 )
 from postwire.store.emails import EMAILS, email_key, next_last_event
+from postwire.store.sandbox_inbox import hold_message
 from postwire.store.spool import Spool
 from postwire.config import process_count
 
@@ -314,6 +316,9 @@ class DeliveryEngine:
                 return
             await self._pool(destination, policy).deliver(job)
 
+        if self.config.sandbox:  # nothing leaves the machine: the local inbox takes everyone
+            outcomes.update(held_outcomes(to_send))
+            by_domain.clear()
         if len(by_domain) == 1:  # the usual case: no nursery to pay for
             ((domain, recipients),) = by_domain.items()
             await deliver_domain(domain, recipients)
@@ -354,6 +359,10 @@ class DeliveryEngine:
         now_ms = self.now_ms()
         team = delivery.team_id
         batch = _core.WriteBatch()
+        if self.config.sandbox and outcomes:  # its bytes move to the inbox as the ack drops them
+            hold_message(
+                batch, self.spool, team, message_id, delivery.envelope_from, list(outcomes), now_ms
+            )
         finished = dict(delivery.finished)
         last_event: str | None = None
         if first_attempt and outcomes:

@@ -353,6 +353,16 @@ def _unindexed_owners(spool: Spool) -> dict[str, DomainOwner] | None:
         cursor = rows[-1][0]
 
 
+async def save_domain(spool: Spool, domain: DomainRecord) -> None:
+    """Store `domain` as it is, with its name entry: for a domain whose state Postwire sets
+    itself rather than from DNS (the sandbox's own, verified by construction)."""
+    async with _lock_for(_domain_key(domain.team_id, domain.id)):
+        batch = _core.WriteBatch()
+        DOMAIN_NAMES.put(batch, _name_key(domain.team_id, domain.name), DomainNameEntry(domain.id))
+        DOMAINS.put(batch, _domain_key(domain.team_id, domain.id), domain)
+        await spool.commit(batch)
+
+
 def _registered_already(name: str) -> ApiError:
     return validation_error(f"The `{name}` domain has been registered already.", status=403)
 

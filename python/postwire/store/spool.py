@@ -45,6 +45,7 @@ TABLES: tuple[str, ...] = (
     "audiences",
     "broadcasts",
     "meta",
+    "sandbox_inbox",
 )
 
 
