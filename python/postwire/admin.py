@@ -3,6 +3,7 @@ same spool as a running `serve` (LMDB lets both processes use it at once)."""
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 
 import trio
@@ -11,12 +12,15 @@ from postwire.api.api_keys import MAX_NAME_LENGTH
 from postwire.config import Config
 from postwire.domains import store as domain_store
 from postwire.domains.records import DnsRecord, parse_domain_name
+from postwire.domains.setup_warnings import domain_warnings
 from postwire.domains.store import load_domain
 from postwire.domains.verification import build_resolver, verify_domain
 from postwire.errors import ApiError, PostwireError
 from postwire.store import accounts
 from postwire.store.accounts import Permission
 from postwire.store.spool import Spool, serve_spool
+
+log = logging.getLogger("postwire")
 
 DEFAULT_TEAM_NAME = "default"
 
@@ -73,7 +77,8 @@ def _record_lines(records: list[DnsRecord], statuses: dict[str, str] | None = No
 
 
 async def add_domain(config: Config, name: str, region: str | None, team_id: str | None) -> str:
-    """Add a sending domain; return the DNS records to publish, one per line."""
+    """Add a sending domain; return the DNS records to publish, one per line. What in the
+    config keeps them from working (`domain_warnings`) goes to the log."""
     config.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     async with trio.open_nursery() as nursery:
         spool = await nursery.start(serve_spool, config)
@@ -84,6 +89,10 @@ async def add_domain(config: Config, name: str, region: str | None, team_id: str
             raise PostwireError(refusal.message) from None
         nursery.cancel_scope.cancel()
     records = domain_store.domain_dns_records(domain, config)
+    for warning in domain_warnings(
+        config, open_tracking=domain.open_tracking, click_tracking=domain.click_tracking
+    ):
+        log.warning("%s", warning.message)
     header = f"Domain {domain.name} added (id {domain.id}). Publish these records:"
     return "\n".join([header, *_record_lines(records)])
 

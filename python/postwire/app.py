@@ -20,12 +20,10 @@ each runs the same stages with only the spool, delivery and SMTP submission (`ru
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import logging
 import math
 import os
 import signal
-import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -190,7 +188,7 @@ async def _run_stages(
                     await _start_worker_intake(intake, config, deps, role.listeners)
                 shutdown.ready = True
                 if role.index == 0:
-                    _log_ready(config)
+                    _log_ready(config, spool)
                 report_ready()
                 await shutdown.requested.wait()
 
@@ -274,7 +272,7 @@ def _create_data_dir(config: Config) -> None:
         ) from None
 
 
-def _log_ready(config: Config) -> None:
+def _log_ready(config: Config, spool: Spool) -> None:
     if config.config_file is None:
         log.info("configuration: embedded default (no --config, POSTWIRE_CONFIG or config file)")
         # Its data is ./postwire-data: other commands find it only from the same directory.
@@ -284,12 +282,8 @@ def _log_ready(config: Config) -> None:
         key_command = f"postwire keys create --name NAME --config {config.config_file}"
     log.info("data directory: %s", config.data_dir)
     log.info("spool: %s (map size %s)", config.data_dir / "spool", _gib(config.spool.map_size))
-    if config.config_file is not None and _is_loopback_url(config.api.public_url):
-        log.warning(
-            "api.public_url is %s: links in sent mail will not reach recipients; set it to the "
-            "address the API is reachable at",
-            config.api.public_url,
-        )
+    for warning in _setup_warnings(config, spool):
+        log.warning("%s", warning)
     processes = process_count(config)
     extra = f", {processes} processes" if processes > 1 else ""
     log.info("postwire is ready (pid %d%s)", os.getpid(), extra)
@@ -300,11 +294,22 @@ def _gib(size: int) -> str:
     return f"{size / 1024**3:.3g} GiB" if size >= 1024**3 else f"{math.ceil(size / 1024**2)} MiB"
 
 
-def _is_loopback_url(url: str) -> bool:
-    host = urllib.parse.urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+def _setup_warnings(config: Config, spool: Spool) -> list[str]:
+    """What in the config the Internet will not accept: about the records every domain
+    publishes, always; about tracked links, when some domain has tracking on."""
+    from postwire.domains.setup_warnings import record_warnings, tracking_warnings
+    from postwire.domains.store import scan_all_domains
+
+    messages = [warning.message for warning in record_warnings(config)]
+    tracking = tracking_warnings(config)
+    if tracking:
+        tracked = sorted(
+            {d.name for d in scan_all_domains(spool) if d.open_tracking or d.click_tracking}
+        )
+        if tracked:
+            more = f" and {len(tracked) - 3} more" if len(tracked) > 3 else ""
+            domains = ", ".join(tracked[:3]) + more
+            messages += [
+                f"{warning.message} (tracking is on for {domains})" for warning in tracking
+            ]
+    return messages

@@ -148,6 +148,19 @@ def test_serve_embedded_default_creates_postwire_data(
     assert "Traceback" not in serve.stderr
 
 
+def test_serve_warns_at_start_up_when_the_helo_name_is_local(
+    tmp_path: Path, processes: list[ServeProcess]
+) -> None:
+    config = write_config(tmp_path, extra='[delivery]\nhelo_name = "localhost"')
+    serve = ServeProcess(["serve", "--config", str(config)], tmp_path, clean_env())
+    processes.append(serve)
+    serve.wait_for(READY)
+    (warning,) = [line for line in serve.lines if " WARNING " in line]
+    assert "delivery.helo_name is 'localhost', not a public DNS name" in warning
+    assert "Set delivery.helo_name" in warning
+    assert serve.stop(signal.SIGTERM) == 0, serve.stderr
+
+
 def test_serve_reopens_its_data(tmp_path: Path, processes: list[ServeProcess]) -> None:
     config = write_config(tmp_path)
     for _ in range(2):

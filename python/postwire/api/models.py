@@ -173,6 +173,14 @@ class DomainRecordBody(TypedDict):
     priority: NotRequired[int]
 
 
+class DomainWarning(TypedDict):
+    """Not in the contract (SDKs ignore it): a setting that keeps the domain's records or its
+    tracking from working outside this machine, and the config key that fixes it."""
+
+    setting: str
+    message: str
+
+
 class DomainObject(TypedDict):
     object: NotRequired[Literal["domain"]]
     id: str
@@ -185,6 +193,7 @@ class DomainObject(TypedDict):
     tracking_subdomain: NotRequired[str | None]
     capabilities: dict[str, str]
     records: NotRequired[list[DomainRecordBody]]
+    warnings: NotRequired[list[DomainWarning]]
 
 
 # --- suppressions ------------------------------------------------------------------------------

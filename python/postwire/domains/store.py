@@ -40,6 +40,7 @@ from postwire.domains.records import (
     parse_subdomain_label,
     statuses_after_checks,
 )
+from postwire.domains.setup_warnings import domain_warnings
 from postwire.errors import ApiError, KeyExistsError, validation_error
 from postwire.store.tables import Table
 
@@ -492,7 +493,9 @@ def to_json(
 
     With `include_records` False, the shape of a GET /domains item: no `object`, no
     `tracking_subdomain`, no `records`. `config` supplies the records' values (SPF, bounce
-    host), so a change of sending IPs shows at once. Never the private key.
+    host), so a change of sending IPs shows at once. With records, `warnings` (not in the
+    contract) lists what in the config keeps them or the domain's tracking from working, when
+    anything does. Never the private key.
     """
     common: dict[str, object] = {
         "id": domain.id,
@@ -512,13 +515,19 @@ def to_json(
         for record in domain_dns_records(domain, config)
         if record.required
     ]
-    return {
+    body: dict[str, object] = {
         "object": "domain",
         **common,
         "tracking_subdomain": domain.tracking_subdomain,
         "capabilities": capabilities,
         "records": records,
     }
+    warnings = domain_warnings(
+        config, open_tracking=domain.open_tracking, click_tracking=domain.click_tracking
+    )
+    if warnings:
+        body["warnings"] = [warning.to_json() for warning in warnings]
+    return body
 
 
 def reference_json(domain_id: str, *, deleted: bool = False) -> dict[str, object]:
