@@ -31,11 +31,13 @@ from postwire.compose.message import build_mime_message
 from postwire.compose.request import SendRequest
 from postwire.domains.store import DomainRecord, find_verified_domain_for_sender
 from postwire.errors import ApiError, KeyExistsError, validation_error
+from postwire.inbound.verp import VERP_SECRET, verp_address
 from postwire.signing import SigningQueue
 from postwire.store.accounts import ApiKeyRecord, contract_timestamp
 from postwire.store.deliveries import DELIVERIES, DeliveryRecord
 from postwire.store.emails import EmailRecord, add_email
 from postwire.store.idempotency import IdempotencyKeys, IdempotencyScope
+from postwire.store.server_secrets import server_secret
 from postwire.store.spool import Spool
 from postwire.webhooks.tracking import EmailTracking, Tracking
 
@@ -177,10 +179,11 @@ def _millis(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)
 
 
-def verp_return_path(email_id: str, domain: DomainRecord) -> str:
+def verp_return_path(email_id: str, domain: DomainRecord, secret: bytes) -> str:
     """The envelope sender: unique per email, under the domain's return-path subdomain, so a
-    bounce that reaches it names the email it is about."""
-    return f"bounces+{email_id}@{domain.return_path_host}"
+    bounce that reaches it names the email it is about; tagged with a MAC under `secret` (the
+    spool's VERP secret), so nobody else can name an email in one."""
+    return verp_address(secret, email_id, domain.return_path_host)
 
 
 class Acceptor:
@@ -191,8 +194,15 @@ class Acceptor:
         self.tracking = tracking  # None: no tracking
         self.idempotency = IdempotencyKeys(spool)
         self.signing = SigningQueue()
+        self._return_path_secret: bytes | None = None
         # Parsing a PEM key costs more than a signature: keep one signer per domain key.
         self._signers: dict[tuple[str, str], _core.DkimSigner] = {}
+
+    async def return_path_secret(self) -> bytes:
+        """The spool's VERP secret (made on the first start), read once."""
+        if self._return_path_secret is None:
+            self._return_path_secret = await server_secret(self.spool, VERP_SECRET)
+        return self._return_path_secret
 
     def signer_for(self, domain: DomainRecord) -> _core.DkimSigner:
         cache_key = (domain.id, domain.dkim_dns_txt)
@@ -301,7 +311,7 @@ class Acceptor:
             message_id=message_id,
             created_at=contract_timestamp(now),
             last_event="queued",
-            envelope_from=verp_return_path(email_id, domain),
+            envelope_from=verp_return_path(email_id, domain, await self.return_path_secret()),
             recipients=list(recipients),
             cc=cc,
             bcc=[r for r in recipients if r.lower() not in visible],
@@ -355,7 +365,7 @@ class Acceptor:
             message_id=message_id,
             created_at=contract_timestamp(now),
             last_event="scheduled" if scheduled is not None else "queued",
-            envelope_from=verp_return_path(email_id, domain),
+            envelope_from=verp_return_path(email_id, domain, await self.return_path_secret()),
             recipients=[address for _, address in (*request.to, *request.cc, *request.bcc)],
             cc=list(request.cc_as_sent),
             bcc=list(request.bcc_as_sent),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -16,6 +17,7 @@ from typing import Any
 
 import dkim
 import dns.resolver
+import lmdb
 import pytest
 import resend
 
@@ -167,6 +169,16 @@ def serving(
 def server(tmp_path: Path, dns_server: AuthoritativeDnsServer) -> Iterator[LiveServer]:
     with serving(tmp_path, dns_server) as live:
         yield live
+
+
+def spool_events(data_dir: Path) -> list[dict[str, Any]]:
+    """The events, read with the independent `lmdb` package (server stopped)."""
+    env = lmdb.open(str(data_dir / "spool"), readonly=True, lock=False, max_dbs=32)
+    events_db = env.open_db(b"events", create=False)
+    with env.begin() as txn:
+        events = [json.loads(bytes(raw)) for _, raw in txn.cursor(db=events_db)]
+    env.close()
+    return events
 
 
 def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import resend
 
+from postwire.inbound.verp import parse_verp
 from tests.dns_server import AuthoritativeDnsServer
 from tests.e2e.conftest import (
     DOMAIN,
@@ -68,10 +69,11 @@ def test_kill_mid_delivery_then_restart_delivers_everything(
     resend.api_url = routed_server.base_url
 
     def arrived() -> set[str]:
-        # The envelope sender names the email: bounces+{id}@send.{domain}.
+        # The envelope sender names the email: bounces+{id}-{tag}@send.{domain}.
         return {
-            message.mail_from.removeprefix("bounces+").partition("@")[0]
+            verp.email_id
             for message in slow_receiver.received()
+            if (verp := parse_verp(message.mail_from)) is not None
         }
 
     wait_until(lambda: set(ids) <= arrived(), "every email reached the receiver")

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 import resend
 
+from postwire.inbound.verp import parse_verp
 from tests.dns_server import AuthoritativeDnsServer
 from tests.e2e.conftest import (
     DOMAIN,
@@ -167,7 +168,8 @@ def test_swaks_and_smtplib_mail_is_signed_delivered_and_listed(
     for subject, message in by_subject.items():
         assert dkim_verifies(message.content, dns_server), subject
         email_id = ids[subject]
-        assert message.mail_from == f"bounces+{email_id}@send.{DOMAIN}"
+        verp = parse_verp(message.mail_from)
+        assert verp is not None and (verp.email_id, verp.host) == (email_id, f"send.{DOMAIN}")
     assert sorted(by_subject["smtplib"].rcpt_tos) == ["ann@example.org", "bob@example.org"]
 
     # SMTP mail shows in the API like API mail.

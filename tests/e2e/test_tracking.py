@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import email
 import email.policy
-import json
 import re
 import socket
 from collections.abc import Iterator
 from email.message import EmailMessage
 from pathlib import Path
-from typing import Any
 
 import httpx
-import lmdb
 import pytest
 import resend
 
@@ -28,6 +25,7 @@ from tests.e2e.conftest import (
     LiveServer,
     dkim_verifies,
     serving,
+    spool_events,
     verified_domain,
     wait_until,
 )
@@ -81,16 +79,6 @@ def html_and_text(message: bytes) -> tuple[str, str]:
 
 def last_event(email_id: str) -> str:
     return str(resend.Emails.get(email_id)["last_event"])
-
-
-def spool_events(data_dir: Path) -> list[dict[str, Any]]:
-    """The events, read with the independent `lmdb` package (server stopped)."""
-    env = lmdb.open(str(data_dir / "spool"), readonly=True, lock=False, max_dbs=32)
-    events_db = env.open_db(b"events", create=False)
-    with env.begin() as txn:
-        events = [json.loads(bytes(raw)) for _, raw in txn.cursor(db=events_db)]
-    env.close()
-    return events
 
 
 def test_opens_and_clicks_are_tracked_in_signed_mail(

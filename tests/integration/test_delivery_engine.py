@@ -9,8 +9,10 @@ from pathlib import Path
 import dkim
 import trio
 
-from postwire.inbound.apply import apply_report
+from postwire.config import load_config
+from postwire.inbound.apply import apply_report, load_return_path_key
 from postwire.inbound.reports import parse_report
+from postwire.inbound.verp import verp_address
 from postwire.store.deliveries import email_events, is_suppressed
 from tests.integration.delivery_harness import TEAM, engine_for, route
 
@@ -23,12 +25,13 @@ async def test_delivered_bytes_verify_with_dkimpy(tmp_path: Path, smtp_receiver)
     async with engine_for(tmp_path, {"example.org": route(receiver)}) as harness:
         email_id = await harness.send(["ann@example.org", "bob@example.org"])
         body = harness.spool.message_body(email_id)
+        secret = await harness.acceptor.return_path_secret()
         await harness.until(lambda: harness.last_event(email_id) == "delivered")
         assert harness.events(email_id) == ["email.sent", "email.delivered", "email.delivered"]
         assert harness.spool.message_body(email_id) is None, "acked once everyone has it"
     (received,) = await trio.to_thread.run_sync(receiver.received)
     assert received.content == body, "the bytes on the wire are exactly the signed bytes"
-    assert received.mail_from == f"bounces+{email_id}@send.sender.test"
+    assert received.mail_from == verp_address(secret, email_id, "send.sender.test")
     assert sorted(received.rcpt_tos) == ["ann@example.org", "bob@example.org"]
     txt = harness.domain.dkim_dns_txt.encode()
     assert dkim.verify(received.content, dnsfunc=lambda name, timeout=5: txt)
@@ -47,7 +50,8 @@ async def test_a_bounce_reported_during_delivery_is_not_hidden(
         sample = (DATA / "inbound" / "postfix-failed.eml").read_bytes()
         report = parse_report(sample.replace(SAMPLE_VERP.encode(), verp.encode()))
         assert report is not None
-        assert await apply_report(harness.spool, report, verp, harness.now_ms()) is not None
+        key = await load_return_path_key(harness.spool, load_config(None, {}))
+        assert await apply_report(harness.spool, key, report, verp, harness.now_ms()) is not None
         assert harness.last_event(email_id) == "bounced"
         await harness.until(lambda: harness.spool.message_body(email_id) is None)
         assert harness.events(email_id) == ["email.bounced", "email.sent", "email.delivered"]

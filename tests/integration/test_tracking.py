@@ -25,9 +25,9 @@ from postwire.config import load_config
 from postwire.domains import store as domain_store
 from postwire.store.deliveries import OUTBOX, email_events
 from postwire.store.emails import EMAILS, email_key
+from postwire.store.server_secrets import SERVER_SECRETS
 from postwire.store.spool import TABLES, Spool
 from postwire.webhooks.tracking import (
-    META,
     SECRET_KEY,
     TrackedEmail,
     TrackedLink,
@@ -99,7 +99,7 @@ def dkim_verifies(message: bytes, domain: domain_store.DomainRecord) -> bool:
 
 async def test_secret_is_made_once_and_kept(tmp_path: Path) -> None:
     async with open_spool(tmp_path / "spool") as spool:
-        assert META.get(spool, SECRET_KEY) is None
+        assert SERVER_SECRETS.get(spool, SECRET_KEY) is None
         secrets: list[bytes] = []
 
         async def take() -> None:
@@ -140,7 +140,7 @@ async def test_mail_of_a_domain_without_tracking_is_untouched(tmp_path: Path) ->
         _, message = await accept(spool, Acceptor(spool, tracking=Tracking(spool, BASE)))
         assert dkim_verifies(message, domain)
         assert parts(message)[0].rstrip("\n") == HTML
-        assert META.get(spool, SECRET_KEY) is None  # not even the secret was needed
+        assert SERVER_SECRETS.get(spool, SECRET_KEY) is None  # not even the secret was needed
 
 
 async def test_opens_and_clicks_are_events_and_last_event(tmp_path: Path) -> None:

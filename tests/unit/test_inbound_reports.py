@@ -1,7 +1,9 @@
-"""The DSN and ARF parser on realistic samples, malformed input, and VERP addresses."""
+"""The DSN and ARF parser on realistic samples and malformed input; VERP return paths, their
+tags and the age of untagged ones."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -12,8 +14,17 @@ from postwire.inbound.reports import (
     FeedbackReport,
     RecipientStatus,
     parse_report,
-    verp_email_id,
 )
+from postwire.inbound.verp import (
+    LEGACY_MARGIN,
+    ReturnPathKey,
+    legacy_return_path_alive,
+    parse_verp,
+    tag_matches,
+    verp_address,
+)
+from postwire.store.accounts import contract_timestamp
+from postwire.store.emails import EmailRecord
 
 SAMPLES = Path(__file__).parent.parent / "data" / "inbound"
 EMAIL_ID = "0192f0a4-7b3c-7d2e-8f10-1a2b3c4d5e6f"
@@ -119,10 +130,46 @@ def test_status_field_that_does_not_parse_is_dropped() -> None:
     assert report.recipients[0].status is None
 
 
-def test_verp_email_id() -> None:
-    assert verp_email_id(VERP) == EMAIL_ID
-    assert verp_email_id(f"<{VERP}>") == EMAIL_ID
-    assert verp_email_id(VERP.upper()) == EMAIL_ID
+SECRET = bytes(range(32))
+HOST = "send.sender.test"
+TAGGED = verp_address(SECRET, EMAIL_ID, HOST)
+
+
+def test_return_paths_are_tagged_and_fit_a_local_part() -> None:
+    local, _, host = TAGGED.partition("@")
+    assert host == HOST
+    assert len(local) <= 64  # RFC 5321 4.5.3.1.1
+    assert TAGGED.islower()  # unchanged by MTAs that lowercase local parts
+    verp = parse_verp(TAGGED)
+    assert verp is not None and verp.tag is not None
+    assert (verp.email_id, verp.host, verp.address) == (EMAIL_ID, HOST, TAGGED)
+    assert tag_matches(SECRET, verp)
+    # Angle brackets and any change of case still name the same return path.
+    assert parse_verp(f"<{TAGGED.upper()}>") == verp
+    assert verp_address(SECRET, EMAIL_ID.upper(), HOST.upper()) == TAGGED
+
+
+def _last_tag_character_changed(address: str) -> str:
+    local, _, host = address.partition("@")
+    return f"{local[:-1]}{'b' if local[-1] == 'a' else 'a'}@{host}"
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        pytest.param(verp_address(b"x" * 32, EMAIL_ID, HOST), id="another secret"),
+        pytest.param(
+            TAGGED.replace(EMAIL_ID, "0192f0a4-7b3c-7d2e-8f10-1a2b3c4d5e70"), id="another email"
+        ),
+        pytest.param(TAGGED.replace(HOST, "send.other.test"), id="another host"),
+        pytest.param(_last_tag_character_changed(TAGGED), id="one character changed"),
+        pytest.param(VERP, id="untagged"),
+    ],
+)
+def test_tags_made_without_the_secret_do_not_match(address: str) -> None:
+    verp = parse_verp(address)
+    assert verp is not None
+    assert not tag_matches(SECRET, verp)
 
 
 @pytest.mark.parametrize(
@@ -134,14 +181,52 @@ def test_verp_email_id() -> None:
         f"bounces+../{EMAIL_ID}@send.sender.test",
         f"bounces+{EMAIL_ID}/x@send.sender.test",
         f"bounces+{EMAIL_ID}@send.sender.test\r\nRCPT TO:<x@y>",
+        f"{TAGGED}\r\nRCPT TO:<x@y>",
         f"bounces+{EMAIL_ID}@",
         f"bounces+{EMAIL_ID}@a b",
         f"other+{EMAIL_ID}@send.sender.test",
         f"bounces+{EMAIL_ID.replace('a', 'g')}@send.sender.test",
+        f"bounces+{EMAIL_ID}-{'a' * 15}@send.sender.test",  # a tag too short
+        f"bounces+{EMAIL_ID}-{'a' * 17}@send.sender.test",  # too long
+        f"bounces+{EMAIL_ID}-{'a' * 15}1@send.sender.test",  # not base32
+        f"bounces+{EMAIL_ID}-@send.sender.test",
     ],
 )
-def test_forged_verp_addresses_name_no_email(address: str) -> None:
-    assert verp_email_id(address) is None
+def test_other_addresses_are_no_return_paths(address: str) -> None:
+    assert parse_verp(address) is None
+
+
+LEGACY_KEY = ReturnPathKey(SECRET, timedelta(hours=72) + LEGACY_MARGIN)
+SENT = datetime(2026, 3, 1, 12, tzinfo=UTC)
+
+
+def _email_at(created: datetime, scheduled: datetime | None = None) -> EmailRecord:
+    return EmailRecord(
+        id=EMAIL_ID, team_id="team-1", domain_id="domain-1", sender="shop@sender.test",
+        to=["ann@example.org"], subject="Hi", message_id=f"<{EMAIL_ID}@sender.test>",
+        created_at=contract_timestamp(created), last_event="delivered", envelope_from=VERP,
+        recipients=["ann@example.org"],
+        scheduled_at=None if scheduled is None else contract_timestamp(scheduled),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("record", "after", "alive"),
+    [
+        (_email_at(SENT), timedelta(0), True),
+        (_email_at(SENT), timedelta(days=10) - timedelta(milliseconds=1), True),
+        (_email_at(SENT), timedelta(days=10), False),
+        (_email_at(SENT), timedelta(days=365), False),
+        # A scheduled email was sent when it was due: its age counts from then.
+        (_email_at(SENT - timedelta(days=20), scheduled=SENT), timedelta(days=9), True),
+        (_email_at(SENT - timedelta(days=20), scheduled=SENT), timedelta(days=10), False),
+    ],
+)
+def test_untagged_return_paths_live_for_the_delivery_age_and_a_margin(
+    record: EmailRecord, after: timedelta, alive: bool
+) -> None:
+    now_ms = int((SENT + after).timestamp() * 1000)
+    assert legacy_return_path_alive(LEGACY_KEY, record, now_ms) is alive
 
 
 def test_dsn_outcomes_classify_like_live_replies() -> None:

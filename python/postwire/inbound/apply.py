@@ -1,27 +1,31 @@
 """Turning a parsed DSN or feedback report into events and suppressions of the email it is about.
 
-Finding the email: a report names only the email id, in our VERP return path
-`bounces+<email_id>@<return_path>.<domain>`, while records are keyed by team. The address's
-domain part names the sending domain, so the candidates are the teams that have a domain whose
-return-path host is exactly that one (a scan of the domains table, which is small: no scan of
-emails and no index to keep in step with the accept path). The email is then a point look-up
-per candidate, and it counts only if its envelope sender is exactly the VERP address, so a
-report cannot name an email of another domain or team.
+Which email: a report is about the email its envelope recipient names, a VERP return path
+(`postwire.inbound.verp`) whose tag only Postwire can make. A report to the complaint address
+(`complaints@<return-path host>`, for feedback loops) names its email by the return path of the
+message it quotes, which must be one of that same host's. The address's host names the sending
+domain, so the candidates are the teams that have a domain whose return-path host is exactly
+that one (a scan of the domains table, which is small: no scan of emails and no index to keep in
+step with the accept path); the email is then a point look-up per candidate, and it counts only
+if its envelope sender is exactly that return path. A report that quotes the return path of
+another email, of this domain or any other, is applied to nobody: it is not about the email it
+was sent for.
 
 What a report may change: only addresses that were recipients of the email. A recipient the
 report names but the email never had is ignored, except that a report about an email with a
 single recipient is taken to mean that recipient (forwarding rewrites the final recipient).
 
-Idempotence: the suppression is written only if the address is not suppressed already, so a
-report applied twice leaves one suppression; its events, though, are added again each time
-(a DSN carries no id we could remember cheaply, and a repeated event is harmless to webhooks
-consumers, which must already tolerate at-least-once delivery).
+Each report is applied once per email, recipient and status (`postwire.store.applied_reports`,
+written in the same commit as the events, under the email's record lock): the same DSN sent
+twenty times raises one event. A suppression is written only if the address is not suppressed
+already.
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from postwire import _core
 from postwire.delivery.bounces import Outcome, classify_reply, should_suppress
@@ -31,8 +35,15 @@ from postwire.inbound.reports import (
     FeedbackReport,
     RecipientStatus,
     Report,
-    verp_email_id,
 )
+from postwire.inbound.verp import (
+    VERP_SECRET,
+    ReturnPathKey,
+    legacy_return_path_alive,
+    parse_verp,
+    tag_matches,
+)
+from postwire.store.applied_reports import applied_report_key, mark_applied, was_applied
 from postwire.store.deliveries import (
     SUPPRESSIONS,
     add_event,
@@ -41,9 +52,21 @@ from postwire.store.deliveries import (
     suppression_key,
 )
 from postwire.store.emails import EMAILS, EmailRecord, email_key, next_last_event
+from postwire.store.server_secrets import server_secret
 from postwire.store.spool import Spool
 
+if TYPE_CHECKING:
+    from postwire.config import Config
+
 COMPLAINTS_LOCAL_PART: Final = "complaints"
+
+
+class InboundAddress(enum.Enum):
+    """What a recipient address is to Postwire."""
+
+    OTHER = "other"  # not one of Postwire's own: mail to send
+    REPORTS = "reports"  # a return path or complaint address of ours: takes reports
+    UNKNOWN = "unknown"  # shaped like one of our return paths, but not one we made (or expired)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,55 +79,112 @@ class AppliedReport:
     suppressed: tuple[str, ...]  # addresses newly put on the suppression list
 
 
-def is_inbound_address(spool: Spool, address: str) -> bool:
-    """Whether `address` is one of Postwire's own: a VERP return path or the complaint address
-    (`complaints@`, to register with feedback loops) at the return-path host of a domain. The
-    local part is checked first, so ordinary recipients cost no look-up."""
+async def load_return_path_key(spool: Spool, config: Config) -> ReturnPathKey:
+    """The spool's return-path key, its secret made on the first start."""
+    return ReturnPathKey.for_config(await server_secret(spool, VERP_SECRET), config)
+
+
+def recognise_address(
+    spool: Spool, key: ReturnPathKey, address: str, now_ms: int
+) -> InboundAddress:
+    """Whether `address` is one of Postwire's own: a valid VERP return path or the complaint
+    address at the return-path host of a domain. The local part is checked first, so ordinary
+    recipients cost no look-up."""
+    verp = parse_verp(address)
     local, _, host = address.strip().strip("<>").lower().rpartition("@")
-    if verp_email_id(address) is None and local != COMPLAINTS_LOCAL_PART:
-        return False
+    if verp is None and local != COMPLAINTS_LOCAL_PART:
+        return InboundAddress.OTHER
     host = host.rstrip(".")
-    return any(domain.return_path_host == host for domain in scan_all_domains(spool))
+    if not any(domain.return_path_host == host for domain in scan_all_domains(spool)):
+        return InboundAddress.OTHER
+    if verp is None or tag_matches(key.secret, verp):
+        return InboundAddress.REPORTS
+    if verp.tag is None and find_email_by_return_path(spool, key, address, now_ms) is not None:
+        return InboundAddress.REPORTS
+    return InboundAddress.UNKNOWN
 
 
-def find_email_by_return_path(spool: Spool, address: str) -> EmailRecord | None:
-    """The email whose VERP envelope sender is exactly `address`, or None."""
-    email_id = verp_email_id(address)
-    if email_id is None:
+def find_email_by_return_path(
+    spool: Spool, key: ReturnPathKey, address: str, now_ms: int
+) -> EmailRecord | None:
+    """The email whose return path is exactly `address`, if `address` is valid: tagged with our
+    MAC, or untagged but made before tags existed and still within its age."""
+    verp = parse_verp(address)
+    if verp is None or (verp.tag is not None and not tag_matches(key.secret, verp)):
         return None
-    wanted = address.strip().strip("<>").lower()
-    host = wanted.rpartition("@")[2]
     teams = {
-        domain.team_id for domain in scan_all_domains(spool) if domain.return_path_host == host
+        domain.team_id for domain in scan_all_domains(spool) if domain.return_path_host == verp.host
     }
     for team_id in sorted(teams):
-        record = EMAILS.get(spool, email_key(team_id, email_id))
-        if record is not None and record.envelope_from.lower() == wanted:
-            return record
+        record = EMAILS.get(spool, email_key(team_id, verp.email_id))
+        if record is None or parse_verp(record.envelope_from) != verp:
+            continue
+        if verp.tag is None and not legacy_return_path_alive(key, record, now_ms):
+            return None
+        return record
     return None
 
 
+def reported_email(
+    spool: Spool, key: ReturnPathKey, report: Report, rcpt_to: str, now_ms: int
+) -> EmailRecord | None:
+    """The email `report`, sent to `rcpt_to`, is about (see the module docstring), or None."""
+    quoted = [verp for path in _quoted_return_paths(report) if (verp := parse_verp(path))]
+    sent_to = parse_verp(rcpt_to)
+    if sent_to is None:
+        local, _, host = rcpt_to.strip().strip("<>").lower().rpartition("@")
+        if local != COMPLAINTS_LOCAL_PART or not quoted or quoted[0].host != host.rstrip("."):
+            return None
+        sent_to = quoted[0]
+    if any(verp != sent_to for verp in quoted):
+        return None
+    return find_email_by_return_path(spool, key, sent_to.address, now_ms)
+
+
 async def apply_report(
-    spool: Spool, report: Report, rcpt_to: str, now_ms: int
+    spool: Spool, key: ReturnPathKey, report: Report, rcpt_to: str, now_ms: int
 ) -> AppliedReport | None:
     """Commit the events, `last_event` and suppressions `report` implies for its email, all in
-    one batch. None when the report names no email of ours or nothing in it applies.
-
-    The email is found from `rcpt_to` (the envelope recipient of the report, normally our
-    VERP address) or else from the return path the report quotes.
-    """
-    record = None
-    for return_path in (rcpt_to, *_quoted_return_paths(report)):
-        record = find_email_by_return_path(spool, return_path)
-        if record is not None:
-            break
+    one batch with the marks that it was applied. None when the report, sent to `rcpt_to` (one
+    of Postwire's own addresses), names no email of ours, or nothing in it applies, or all of it
+    was applied already."""
+    record = reported_email(spool, key, report, rcpt_to, now_ms)
     if record is None:
         return None
+    record_key = email_key(record.team_id, record.id)
+    # Under the record's lock, so that two copies of one report (in this process or another)
+    # cannot both find themselves not yet applied.
+    async with spool.record_lock(record_key):
+        applied = _report_changes(spool, record, report, now_ms)
+        if applied is None:
+            return None
+        batch, last_event, result = applied
+        current = EMAILS.get(spool, record_key) or record  # the engine may have recorded since
+        updated = replace(current, last_event=next_last_event(current.last_event, last_event))
+        EMAILS.put(batch, record_key, updated)
+        await spool.commit(batch)
+    return result
+
+
+def _report_changes(
+    spool: Spool, record: EmailRecord, report: Report, now_ms: int
+) -> tuple[_core.WriteBatch, str, AppliedReport] | None:
+    """The batch of what `report` changes that was not applied before, the email's new
+    `last_event` and the summary; None if nothing is left to apply."""
     batch = _core.WriteBatch()
     events: list[str] = []
     suppressed: list[str] = []
     last_event: str | None = None
     team, email_id = record.team_id, record.id
+    marked: set[str] = set()  # this batch's marks
+
+    def first_time(address: str, status: str) -> bool:
+        key = applied_report_key(team, email_id, address, status)
+        if was_applied(spool, key) or key in marked:
+            return False
+        mark_applied(batch, key, now_ms)
+        marked.add(key)
+        return True
 
     def suppress(address: str, origin: str) -> None:
         if address in suppressed or is_suppressed(spool, team, address):
@@ -116,9 +196,10 @@ async def apply_report(
     if isinstance(report, DeliveryStatusReport):
         for status in report.recipients:
             address = _email_recipient(record, (status.original_recipient, status.final_recipient))
-            if address is None:
+            if address is None or status.action not in ("failed", "delayed"):
                 continue
-            if status.action == "failed":
+            code = "none" if status.status is None else ".".join(map(str, status.status))
+            if status.action == "failed" and first_time(address, f"bounced:{code}"):
                 outcome = dsn_outcome(status)
                 add_event(
                     batch, team, email_id, "email.bounced", now_ms,
@@ -128,7 +209,7 @@ async def apply_report(
                 last_event = "bounced"
                 if should_suppress(outcome):
                     suppress(address, "bounce")
-            elif status.action == "delayed":
+            elif status.action == "delayed" and first_time(address, f"delivery_delayed:{code}"):
                 outcome = dsn_outcome(status)
                 add_event(
                     batch, team, email_id, "email.delivery_delayed", now_ms,
@@ -138,6 +219,8 @@ async def apply_report(
                 last_event = last_event or "delivery_delayed"
     else:
         for address in _complainants(record, report):
+            if not first_time(address, f"complained:{report.feedback_type}"):
+                continue
             add_event(
                 batch, team, email_id, "email.complained", now_ms,
                 to=address, feedback_type=report.feedback_type,
@@ -147,13 +230,7 @@ async def apply_report(
             suppress(address, "complaint")
     if last_event is None:
         return None
-    key = email_key(team, email_id)
-    async with spool.record_lock(key):
-        current = EMAILS.get(spool, key) or record  # the engine may have recorded since
-        updated = replace(current, last_event=next_last_event(current.last_event, last_event))
-        EMAILS.put(batch, key, updated)
-        await spool.commit(batch)
-    return AppliedReport(team, email_id, tuple(events), tuple(suppressed))
+    return batch, last_event, AppliedReport(team, email_id, tuple(events), tuple(suppressed))
 
 
 def dsn_outcome(status: RecipientStatus) -> Outcome:

@@ -17,13 +17,6 @@ from typing import Final
 
 from postwire.delivery.resolver import EnhancedStatus
 
-# Our envelope senders (`postwire.accept.verp_return_path`): ids are lower-case UUID strings.
-# Matching the whole address strictly means a forged local part names no email at all.
-_VERP: Final = re.compile(
-    r"bounces\+([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
-    r"@[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?",
-    re.IGNORECASE,
-)
 _STATUS: Final = re.compile(r"([245])\.(\d{1,3})\.(\d{1,3})(?![\d.])")
 # A bare mailbox: no spaces, brackets, quotes or controls, which keeps it safe to store and show.
 _ADDRESS: Final = re.compile(r"[^\s<>\"(),;:\\@]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251})")
@@ -69,12 +62,6 @@ class FeedbackReport:
 
 
 Report = DeliveryStatusReport | FeedbackReport
-
-
-def verp_email_id(address: str) -> str | None:
-    """The email id in one of our VERP return paths, or None for any other address."""
-    match = _VERP.fullmatch(address.strip().strip("<>"))
-    return None if match is None else match.group(1).lower()
 
 
 def parse_report(message: bytes) -> Report | None:

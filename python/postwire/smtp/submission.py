@@ -41,8 +41,14 @@ from postwire.config import Config, split_host_port
 from postwire.domains.records import parse_domain_name
 from postwire.domains.store import DomainRecord, scan_all_domains
 from postwire.errors import ApiError, ConfigError, SpoolFullError
-from postwire.inbound.apply import apply_report, is_inbound_address
-from postwire.inbound.reports import parse_report, verp_email_id
+from postwire.inbound.apply import (
+    InboundAddress,
+    apply_report,
+    load_return_path_key,
+    recognise_address,
+)
+from postwire.inbound.reports import parse_report
+from postwire.inbound.verp import ReturnPathKey, parse_verp
 from postwire.rate_limit import RateLimiter
 from postwire.smtp import submission_policy as policy
 from postwire.smtp.submission_policy import Reply, SessionFacts
@@ -296,9 +302,10 @@ class _SubmissionSMTP(SMTP):
 class SubmissionHandler:
     """aiosmtpd's handler: asks the policy, and hands accepted DATA to the accept path."""
 
-    def __init__(self, config: Config, deps: ServiceDeps) -> None:
+    def __init__(self, config: Config, deps: ServiceDeps, return_path_key: ReturnPathKey) -> None:
         self.config = config
         self.deps = deps
+        self.return_path_key = return_path_key  # checks who may send reports, and about what
         # Tracking as for API mail: URLs at `api.public_url`, the spool's secret.
         self.acceptor = Acceptor(deps.spool, tracking=Tracking(deps.spool, config.api.public_url))
         self.auth_failures = RateLimiter(config.smtp.max_auth_failures, window_seconds=60)
@@ -354,7 +361,10 @@ class SubmissionHandler:
     ) -> str:
         assert isinstance(envelope, _Envelope)
         facts = self.facts(session)
-        inbound = policy.is_inbound(facts, is_inbound_address(self.deps.spool, address))
+        kind = recognise_address(self.deps.spool, self.return_path_key, address, _now_ms())
+        inbound = policy.is_inbound(facts, kind is not InboundAddress.OTHER)
+        if inbound and kind is InboundAddress.UNKNOWN:  # a forged or expired return path
+            return policy.format_reply(policy.UNKNOWN_RETURN_PATH)
         refusal = policy.on_rcpt(facts, len(envelope.rcpt_tos), inbound, envelope.inbound)
         if refusal is not None:
             return policy.format_reply(refusal)
@@ -406,9 +416,11 @@ class SubmissionHandler:
             if report is None:
                 return policy.NOT_A_REPORT
             # The VERP address names the email; a complaint address leaves it to the report.
-            rcpt_to = next((r for r in recipients if verp_email_id(r)), recipients[0])
+            rcpt_to = next((r for r in recipients if parse_verp(r)), recipients[0])
             try:
-                applied = await apply_report(self.deps.spool, report, rcpt_to, _now_ms())
+                applied = await apply_report(
+                    self.deps.spool, self.return_path_key, report, rcpt_to, _now_ms()
+                )
             except SpoolFullError:
                 return policy.INSUFFICIENT_STORAGE
             if applied is None:
@@ -543,7 +555,7 @@ async def serve_submission(
 
     cert, key = await ensure_tls_material(config)
     tls_context = server_tls_context(cert, key)
-    handler = SubmissionHandler(config, deps)
+    handler = SubmissionHandler(config, deps, await load_return_path_key(deps.spool, config))
 
     def session_factory(*, implicit_tls: bool) -> Callable[[], SMTP]:
         def make() -> SMTP:

@@ -45,6 +45,7 @@ TABLES: tuple[str, ...] = (
     "audiences",
     "broadcasts",
     "meta",
+    "applied_reports",
     "sandbox_inbox",
 )
 

@@ -20,13 +20,11 @@ document), in one linear pass: the sender controls the HTML, so no input may mak
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import hmac
 import html
 import logging
 import re
-import secrets
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -38,16 +36,14 @@ from urllib.parse import quote
 import trio
 
 from postwire._core import WriteBatch
-from postwire.errors import KeyExistsError, SpoolError
 from postwire.store.deliveries import add_event
 from postwire.store.emails import EMAILS, email_key, next_last_event
+from postwire.store.server_secrets import SECRET_BYTES, server_secret
 from postwire.store.spool import Spool
-from postwire.store.tables import Table
 from postwire.webhooks.payloads import iso_from_ms
 
 log = logging.getLogger("postwire.tracking")
 
-SECRET_BYTES: Final = 32
 TAG_BYTES: Final = 16  # 128 bits: forging one is out of reach, and links stay short
 # Links whose token would make a URL longer than servers and proxies reliably take stay as
 # they are (the tracked URL is 4/3 of this plus the base).
@@ -292,29 +288,12 @@ def redirect_location(link: str) -> str:
 # --- the server's side -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class TrackingSecret:
-    key: str  # base64 of SECRET_BYTES random bytes
-
-
-META: Final = Table("meta", TrackingSecret)
 SECRET_KEY: Final = "tracking_secret"
 
 
 async def tracking_secret(spool: Spool) -> bytes:
-    """The spool's tracking secret, made on first use. An insert, so two processes making it at
-    once agree on the first one committed."""
-    stored = META.get(spool, SECRET_KEY)
-    if stored is None:
-        batch = WriteBatch()
-        fresh = base64.b64encode(secrets.token_bytes(SECRET_BYTES)).decode("ascii")
-        META.insert(batch, SECRET_KEY, TrackingSecret(fresh))
-        with contextlib.suppress(KeyExistsError):  # another process made it first
-            await spool.commit(batch)
-        stored = META.get(spool, SECRET_KEY)
-        if stored is None:
-            raise SpoolError("the tracking secret was committed but cannot be read")
-    return base64.b64decode(stored.key)
+    """The spool's tracking secret, made on first use."""
+    return await server_secret(spool, SECRET_KEY)
 
 
 class Tracking:
