@@ -2,8 +2,9 @@
 
 Each test sets the script through `ReceiverScript`: defer the first N transactions (451 at
 MAIL), refuse chosen recipients with any reply (e.g. "550 5.1.1 ..."), advertise STARTTLS with
-a self-signed certificate, answer slowly, or hang up right after "354". Every accepted message
-is recorded with its envelope and the exact bytes received (dot-unstuffed, as stored).
+a self-signed certificate, leave SMTPUTF8 out, answer slowly, or hang up right after "354".
+Every accepted message is recorded with its envelope and the exact bytes received
+(dot-unstuffed, as stored).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class ReceiverScript:
     delay_data_end_seconds: float = 0.0
     hang_up_after_354: bool = False
     refuse_ehlo: bool = False  # an RFC 821 server: 502 to EHLO, HELO works
+    smtputf8: bool = True  # advertise SMTPUTF8 (RFC 6531), as aiosmtpd does by default
 
 
 @dataclass(frozen=True)
@@ -174,6 +176,7 @@ class ScriptedSmtpReceiver:
             context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
             context.load_cert_chain(cert, key)
             kwargs["tls_context"] = context
+        kwargs["enable_SMTPUTF8"] = self.script.smtputf8
         self.port = _free_port()
         self._controller = _ScriptedController(
             self,

@@ -27,6 +27,7 @@ from typing import Any
 import trio
 
 from postwire import _core
+from postwire.compose.addresses import ascii_domain
 from postwire.compose.message import build_mime_message
 from postwire.compose.request import SendRequest
 from postwire.domains.store import DomainRecord, find_verified_domain_for_sender
@@ -312,7 +313,7 @@ class Acceptor:
             created_at=contract_timestamp(now),
             last_event="queued",
             envelope_from=verp_return_path(email_id, domain, await self.return_path_secret()),
-            recipients=list(recipients),
+            recipients=[ascii_domain(address) for address in recipients],
             cc=cc,
             bcc=[r for r in recipients if r.lower() not in visible],
             reply_to=_addresses(message.values(b"reply-to")),
@@ -366,7 +367,10 @@ class Acceptor:
             created_at=contract_timestamp(now),
             last_event="scheduled" if scheduled is not None else "queued",
             envelope_from=verp_return_path(email_id, domain, await self.return_path_secret()),
-            recipients=[address for _, address in (*request.to, *request.cc, *request.bcc)],
+            # The envelope, as DNS, RCPT TO and bounce reports name it: IDN domains as A-labels.
+            recipients=[
+                ascii_domain(address) for _, address in (*request.to, *request.cc, *request.bcc)
+            ],
             cc=list(request.cc_as_sent),
             bcc=list(request.bcc_as_sent),
             reply_to=list(request.reply_to_as_sent),

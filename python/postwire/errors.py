@@ -23,7 +23,7 @@ The Rust extension raises the classes defined here (it imports them), so there i
         │                        defers: certificates get fixed, a STARTTLS-stripper goes away)
         ├── SessionRejected      greeting, EHLO/HELO, AUTH or RSET refused; transient iff 4xx
         └── InvalidCommandArgument  (also ValueError) an address holds CR, LF or NUL, or is
-                                 non-ASCII without SMTPUTF8 (permanent)
+                                 non-ASCII without SMTPUTF8: refused by Postwire (permanent)
 """
 
 
@@ -158,7 +158,12 @@ class SessionRejected(DeliveryError):
 
 
 class InvalidCommandArgument(DeliveryError, ValueError):
-    """An SMTP command argument holds CR, LF or NUL, or needs SMTPUTF8 the peer lacks."""
+    """An SMTP command argument holds CR, LF or NUL, or needs SMTPUTF8 the peer lacks.
 
-    def __init__(self, message: str) -> None:
+    Postwire's own refusal, made before the command is sent: `enhanced` is the RFC 3463 code
+    that stands for it (5.6.7 "non-ASCII addresses not permitted" for SMTPUTF8, RFC 6531).
+    """
+
+    def __init__(self, message: str, *, enhanced: tuple[int, int, int] = (5, 5, 4)) -> None:
         super().__init__(message, transient=False)
+        self.enhanced = enhanced

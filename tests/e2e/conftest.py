@@ -98,12 +98,14 @@ def write_config(
     api_listen: str = "127.0.0.1:0",
     public_url: str = "http://127.0.0.1:3000",
     processes: int = 1,
+    delivery_port: int = 25,
 ) -> None:
     """`routes` (domain pattern -> "host:port") becomes the `[delivery.routes]` table;
     `starttls_listen` and `tls_listen` ("host:port" each) the SMTP listeners, none by default;
     `allow_private_webhooks` lets webhooks reach receivers on loopback; `api_listen` and
     `public_url` where the API listens and the base of the links it puts in mail; `processes`
-    the service processes (the production default would be one per core)."""
+    the service processes (the production default would be one per core); `delivery_port`
+    the port of the MX hosts DNS names (a receiver on loopback)."""
     servers = ", ".join(f'"{server}"' for server in nameservers)
     listeners = ", ".join(f'"{listener}"' for listener in starttls_listen)
     tls_listeners = ", ".join(f'"{listener}"' for listener in tls_listen)
@@ -129,6 +131,9 @@ tls_listen = [{tls_listeners}]
 
 [webhooks]
 allow_private_targets = {"true" if allow_private_webhooks else "false"}
+
+[delivery]
+port = {delivery_port}
 {routes_table}"""
     )
 

@@ -59,6 +59,9 @@ def test_domain_lifecycle_follows_dns(
 
     updated = resend.Domains.update({"id": created["id"], "open_tracking": True})
     assert updated["id"] == created["id"]
+    with pytest.raises(resend.exceptions.ResendError, match="Missing a field to change") as empty:
+        resend.Domains.update({"id": created["id"]})
+    assert empty.value.code == 422
     assert resend.Domains.get(created["id"])["open_tracking"] is True
     listed = resend.Domains.list()
     assert [d["name"] for d in listed["data"]] == [DOMAIN]

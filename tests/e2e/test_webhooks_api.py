@@ -172,6 +172,13 @@ def test_update_is_checked_like_create(sdk: LiveServer) -> None:
         ):
             response = client.patch(f"/webhooks/{created['id']}", json=body)
             assert (response.status_code, response.json()["name"]) == (422, "validation_error")
+        # Nothing to change is a mistake, not a no-op (the id the SDK repeats does not count).
+        for body in ({}, {"webhook_id": created["id"]}, {"status": None}):
+            response = client.patch(f"/webhooks/{created['id']}", json=body)
+            assert (response.status_code, response.json()["name"]) == (
+                422,
+                "missing_required_field",
+            )
     assert resend.Webhooks.get(created["id"])["events"] == ["email.sent"]
 
 

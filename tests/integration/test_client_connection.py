@@ -195,6 +195,28 @@ async def test_injected_address_refused_and_connection_kept(smtp_receiver: Start
     assert receiver.received()[0].rcpt_tos == ["b@y.test"]
 
 
+async def test_utf8_recipients_need_smtputf8_at_the_server(smtp_receiver: StartReceiver) -> None:
+    recipients = ["ann@y.test", "josé@y.test", "bob@y.test"]
+    plain = await connect(smtp_receiver(smtputf8=False))
+    transaction = await plain.send_message("a@x.test", recipients, b"x\r\n")
+    # Never offered to a server without SMTPUTF8: refused by Postwire, the others sent.
+    assert transaction.accepted == ["ann@y.test", "bob@y.test"]
+    ((address, refusal),) = transaction.refused_locally
+    assert (address, refusal.enhanced) == ("josé@y.test", (5, 6, 7))
+    alone = await plain.send_message("a@x.test", ["josé@y.test"], b"x\r\n")
+    assert alone.mail_reply is None and len(alone.refused_locally) == 1
+    await plain.quit()
+
+    utf8 = smtp_receiver()
+    connection = await connect(utf8)
+    transaction = await connection.send_message("a@x.test", recipients, b"x\r\n")
+    await connection.quit()
+    assert transaction.accepted == recipients and not transaction.refused_locally
+    (received,) = utf8.received()
+    assert received.rcpt_tos == recipients
+    assert "SMTPUTF8" in received.mail_options
+
+
 async def test_helo_fallback(smtp_receiver: StartReceiver) -> None:
     receiver = smtp_receiver(refuse_ehlo=True)
     connection = await connect(receiver)

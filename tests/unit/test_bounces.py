@@ -182,7 +182,9 @@ def test_bounce_object_follows_the_contract() -> None:
         (TlsRequired("no STARTTLS"),
          "transient", "Transient", "General", (4, 7, 5), "tls; no STARTTLS"),
         (InvalidCommandArgument("CR in address"),
-         "permanent", "Transient", "General", (5, 5, 4), "smtp; invalid command argument"),
+         "permanent", "Transient", "General", (5, 5, 4), "local; CR in address"),
+        (InvalidCommandArgument("not ASCII", enhanced=(5, 6, 7)),
+         "permanent", "Transient", "General", (5, 6, 7), "local; not ASCII"),
         (DeliveryError("other", transient=False),
          "permanent", "Transient", "General", (5, 0, 0), "smtp; other"),
         (RuntimeError("a bug"),
@@ -221,3 +223,21 @@ def test_only_a_null_mx_or_missing_domain_suppresses_among_failures() -> None:
         if should_suppress(classify_failure(exc))
     ]
     assert suppressed == ["NullMxError", "NoSuchDomainError"]
+
+
+def test_postwires_own_refusal_is_not_told_as_the_servers() -> None:
+    refusal = InvalidCommandArgument(
+        "the address 'josé@example.org' is not ASCII and the recipient's mail server does not"
+        " offer SMTPUTF8",
+        enhanced=(5, 6, 7),
+    )
+    outcome = classify_failure(refusal)
+    bounce = outcome.bounce()
+    assert bounce["message"] == (
+        "Postwire did not send the email: the address 'josé@example.org' is not ASCII and the"
+        " recipient's mail server does not offer SMTPUTF8."
+    )
+    assert bounce["diagnosticCode"] == [f"local; {refusal}"]
+    assert not any(bounce["message"] == told for told in BOUNCE_MESSAGES.values())
+    # The address may be fine: no hard bounce, so it is not suppressed.
+    assert not should_suppress(outcome)

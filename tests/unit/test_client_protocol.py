@@ -10,6 +10,7 @@ from postwire.errors import InvalidCommandArgument
 from postwire.smtp.client_protocol import (
     MAX_REPLY_LINE,
     NEED_DATA,
+    Capabilities,
     ConnectionClosed,
     EhloReply,
     Event,
@@ -18,6 +19,7 @@ from postwire.smtp.client_protocol import (
     Reply,
     SmtpClientProtocol,
     dot_stuff,
+    needing_smtputf8,
 )
 
 EHLO_REPLY = (
@@ -268,6 +270,26 @@ def test_smtputf8() -> None:
     plain = ready_session(b"250 mx.example.test\r\n")
     with pytest.raises(InvalidCommandArgument):
         plain.mail_from("josé@x.test", ["b@y.test"], smtputf8=True)
+
+
+@pytest.mark.parametrize(
+    ("recipients", "advertised", "sendable", "refused"),
+    [
+        (["a@y.test", "josé@y.test"], False, ["a@y.test"], ["josé@y.test"]),
+        (["josé@y.test", "用户@y.test"], False, [], ["josé@y.test", "用户@y.test"]),
+        (["a@y.test", "josé@y.test"], True, ["a@y.test", "josé@y.test"], []),
+        (["a@y.test", "b@xn--bcher-kva.test"], False, ["a@y.test", "b@xn--bcher-kva.test"], []),
+    ],
+)
+def test_non_ascii_recipients_need_smtputf8_advertised(
+    recipients: list[str], advertised: bool, sendable: list[str], refused: list[str]
+) -> None:
+    capabilities = Capabilities(smtputf8=advertised)
+    offered, refusals = needing_smtputf8(recipients, capabilities)
+    assert offered == sendable
+    assert [address for address, _ in refusals] == refused
+    assert all(refusal.enhanced == (5, 6, 7) for _, refusal in refusals)
+    assert needing_smtputf8(recipients, None)[0] == [r for r in recipients if r.isascii()]
 
 
 def test_starttls_forgets_capabilities_and_refuses_injected_bytes() -> None:

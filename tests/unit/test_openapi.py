@@ -1,4 +1,5 @@
-"""The OpenAPI document covers exactly the routes the app serves."""
+"""The OpenAPI document covers exactly the routes the app serves, and says exactly what they
+answer (tests/e2e/test_openapi_conformance.py holds a live server's answers to it)."""
 
 from __future__ import annotations
 
@@ -45,3 +46,25 @@ def test_document_is_valid_enough_to_resolve_every_reference() -> None:
     for name in re.findall(r"#/components/schemas/(\w+)", text):
         assert name in schemas
     assert document["paths"]["/emails"]["post"]["requestBody"]["required"] is True
+
+
+def test_answers_are_exact_and_request_bodies_open() -> None:
+    document = openapi_document("http://127.0.0.1:3000")
+    schemas = document["components"]["schemas"]
+    webhook = schemas["WebhookObject"]
+    assert webhook["additionalProperties"] is False
+    assert "disabled_reason" in webhook["properties"]
+    assert "disabled_reason" not in webhook["required"]  # NotRequired, whatever Python 3.11 says
+    assert "additionalProperties" not in schemas["SendEmailBody"]  # unknown fields are ignored
+    # GET /domains items are summaries; a domain's records say `priority` on MX records only.
+    listed = document["paths"]["/domains"]["get"]["responses"]["200"]["content"]
+    items = listed["application/json"]["schema"]["allOf"][1]["properties"]["data"]["items"]
+    assert items == {"$ref": "#/components/schemas/DomainSummary"}
+    assert not {"object", "records"} & set(schemas["DomainSummary"]["properties"])
+    assert {"object", "records", "tracking_subdomain"} <= set(schemas["DomainObject"]["required"])
+    assert "priority" in schemas["DomainMxRecord"]["required"]
+    assert "priority" not in schemas["DomainTxtRecord"]["properties"]
+    # An update names at least one thing to change.
+    update = schemas["UpdateDomainBody"]
+    assert update["required"] == []
+    assert {"required": ["open_tracking"]} in update["anyOf"]

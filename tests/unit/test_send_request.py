@@ -16,7 +16,7 @@ from postwire.api.send_request import (
     parse_send_request,
     resolve_attachments,
 )
-from postwire.compose.addresses import parse_mailbox
+from postwire.compose.addresses import ascii_domain, parse_mailbox
 from postwire.compose.html_text import html_to_text
 from postwire.compose.message import build_mime_message
 from postwire.compose.request import SendRequest, Tag
@@ -147,12 +147,45 @@ async def test_resolving_without_remote_attachments_is_a_no_op() -> None:
 
 
 def test_what_the_builder_still_refuses_becomes_a_422() -> None:
-    # An IDN label that looks like a word but that UTS 46 refuses (U+037A).
-    request = parse(minimal(to="ann@\u037a.example"))
+    # A word too long to fold into a header line: only the builder can tell.
+    request = parse(minimal(headers={"X-Long": "x" * 3000}))
     with pytest.raises(ApiError) as caught:
         build_mime_message(request)
     assert (caught.value.status, caught.value.name) == (422, "validation_error")
     assert caught.value.message.startswith("The email cannot be built: ")
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "ann@\u037a.example",  # looks like a word, but IDNA 2008 refuses U+037A
+        "ann@xn--zz.example",  # not a valid A-label
+        "ann@xn--ab-.example",
+        "ann@ä\u200d.example",  # a ZERO WIDTH JOINER out of its context (CONTEXTJ)
+    ],
+)
+def test_an_invalid_idn_domain_is_refused_at_intake(address: str) -> None:
+    assert refused_with(minimal(to=address)) == (422, "validation_error", INVALID_TO)
+
+
+@pytest.mark.parametrize(
+    ("address", "envelope"),
+    [
+        ("ann@exämple.org", "ann@xn--exmple-cua.org"),
+        ("ann@EXÄMPLE.org", "ann@xn--exmple-cua.org"),  # UTS 46 maps case
+        ("ann@ＥＸÄＭＰＬＥ.org", "ann@xn--exmple-cua.org"),  # and full-width forms
+        ("jöse@bücher.example", "jöse@xn--bcher-kva.example"),  # the local part stays
+        ("a@straße.de", "a@xn--strae-oqa.de"),  # not transitional: ß is kept, not "ss"
+        ("a@例子.测试", "a@xn--fsqu00a.xn--0zwm56d"),
+        ("Ann@Example.ORG", "Ann@Example.ORG"),  # ASCII as given
+        ("a@xn--bcher-kva.example", "a@xn--bcher-kva.example"),
+    ],
+)
+def test_ascii_domain_gives_the_a_label_the_header_shows(address: str, envelope: str) -> None:
+    assert ascii_domain(address) == envelope
+    # The envelope names the domain as the Rust builder writes it in To:.
+    message = _core.build_message(sender=(None, "a@example.com"), to=[(None, address)])
+    assert f"To: <{envelope}>".encode() in message
 
 
 # --- validation order and required fields --------------------------------------------------

@@ -8,9 +8,16 @@ from quart import Blueprint, request
 
 from postwire.api.auth import current_caller
 from postwire.api.context import ApiContext
-from postwire.api.models import DeletedReference, DomainObject, ListBody, Reference
+from postwire.api.models import (
+    DeletedReference,
+    DomainObject,
+    DomainSummary,
+    ListBody,
+    Reference,
+    UpdateDomainBody,
+)
 from postwire.api.pagination import list_response, parse_page_request
-from postwire.api.request_body import json_body, json_object
+from postwire.api.request_body import json_body, json_object, require_a_change
 from postwire.domains import store
 from postwire.errors import ApiError
 from postwire.sandbox import SANDBOX_DOMAIN as SANDBOX
@@ -19,10 +26,11 @@ from postwire.sandbox import SANDBOX_DOMAIN as SANDBOX
 def routes(ctx: ApiContext) -> Blueprint:
     blueprint = Blueprint("domains", __name__)
 
-    def domain_json(domain: store.DomainRecord, *, include_records: bool) -> DomainObject:
-        return cast(
-            DomainObject, store.to_json(domain, ctx.config, include_records=include_records)
-        )
+    def domain_json(domain: store.DomainRecord) -> DomainObject:
+        return cast(DomainObject, store.to_json(domain, ctx.config))
+
+    def domain_summary(domain: store.DomainRecord) -> DomainSummary:
+        return cast(DomainSummary, store.to_json(domain, ctx.config, include_records=False))
 
     @blueprint.post("/domains")
     async def create_domain() -> tuple[DomainObject, int]:
@@ -42,7 +50,7 @@ def routes(ctx: ApiContext) -> Blueprint:
             capabilities=body.get("capabilities"),
             tracking_subdomain=body.get("tracking_subdomain"),
         )
-        return domain_json(domain, include_records=True), 201
+        return domain_json(domain), 201
 
     @blueprint.get("/domains")
     async def list_domains() -> ListBody:
@@ -51,19 +59,18 @@ def routes(ctx: ApiContext) -> Blueprint:
             ctx.spool, current_caller().team_id, limit=page.limit, after=page.after,
             before=page.before,
         )  # fmt: skip
-        data: list[dict[str, Any]] = [
-            dict(domain_json(domain, include_records=False)) for domain in domains
-        ]
+        data: list[dict[str, Any]] = [dict(domain_summary(domain)) for domain in domains]
         return list_response(data, has_more)
 
     @blueprint.get("/domains/<id:domain_id>")
     async def get_domain(domain_id: str) -> DomainObject:
         domain = store.get_domain(ctx.spool, current_caller().team_id, domain_id)
-        return domain_json(domain, include_records=True)
+        return domain_json(domain)
 
     @blueprint.patch("/domains/<id:domain_id>")
     async def update_domain(domain_id: str) -> Reference:
         body = await json_object()
+        require_a_change(body, UpdateDomainBody)
         domain = await store.update_domain(
             ctx.spool,
             current_caller().team_id,

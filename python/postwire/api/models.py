@@ -163,14 +163,47 @@ class UpdateDomainBody(TypedDict):
     capabilities: NotRequired[dict[str, Literal["enabled", "disabled"]]]
 
 
-class DomainRecordBody(TypedDict):
-    record: str
+DomainStatus = Literal[
+    "not_started", "pending", "verified", "failed", "partially_verified", "partially_failed"
+]
+RecordStatus = Literal["not_started", "pending", "verified", "failed", "temporary_failure"]
+
+
+class DomainMxRecord(TypedDict):
+    record: Literal["SPF"]
     name: str
-    type: str
+    type: Literal["MX"]
     ttl: str
-    status: str
+    status: RecordStatus
     value: str
-    priority: NotRequired[int]
+    priority: int  # MX records only (contract 5.3)
+
+
+class DomainTxtRecord(TypedDict):
+    record: Literal["SPF", "DKIM"]
+    name: str
+    type: Literal["TXT"]
+    ttl: str
+    status: RecordStatus
+    value: str
+
+
+class DomainCapabilities(TypedDict):
+    sending: Literal["enabled", "disabled"]
+    receiving: Literal["enabled", "disabled"]
+
+
+class DomainSummary(TypedDict):
+    """A `GET /domains` item: no `object`, `tracking_subdomain` or `records` (contract 5.1)."""
+
+    id: str
+    name: str
+    status: DomainStatus
+    created_at: str
+    region: str
+    open_tracking: bool
+    click_tracking: bool
+    capabilities: DomainCapabilities
 
 
 class DomainWarning(TypedDict):
@@ -182,17 +215,17 @@ class DomainWarning(TypedDict):
 
 
 class DomainObject(TypedDict):
-    object: NotRequired[Literal["domain"]]
+    object: Literal["domain"]
     id: str
     name: str
-    status: str
+    status: DomainStatus
     created_at: str
     region: str
     open_tracking: bool
     click_tracking: bool
-    tracking_subdomain: NotRequired[str | None]
-    capabilities: dict[str, str]
-    records: NotRequired[list[DomainRecordBody]]
+    tracking_subdomain: str | None
+    capabilities: DomainCapabilities
+    records: list[DomainMxRecord | DomainTxtRecord]
     warnings: NotRequired[list[DomainWarning]]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from quart import request
@@ -52,6 +53,16 @@ def _too_deep() -> ApiError:
     return validation_error(
         f"The request body nests arrays and objects more than {MAX_NESTING} levels deep."
     )
+
+
+def require_a_change(body: Mapping[str, Any], fields: type) -> None:
+    """422 `missing_required_field` unless `body` sets one of the fields of `fields` (an update
+    body's TypedDict): an update naming nothing to change is a client's mistake, not a no-op.
+    Other keys do not count (the SDKs repeat the resource's id in the body)."""
+    names = list(fields.__annotations__)
+    if not any(body.get(name) is not None for name in names):
+        listed = ", ".join(f"`{name}`" for name in names)
+        raise ApiError(422, "missing_required_field", f"Missing a field to change: {listed}.")
 
 
 async def json_object() -> dict[str, Any]:

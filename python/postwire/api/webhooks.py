@@ -26,13 +26,14 @@ from postwire.api.models import (
     ListBody,
     Reference,
     ReplayedWebhookEvent,
+    UpdateWebhookBody,
     WebhookAttemptObject,
     WebhookEventObject,
     WebhookEventSummary,
     WebhookObject,
 )
 from postwire.api.pagination import list_response, page_of, parse_page_request
-from postwire.api.request_body import json_body, json_object
+from postwire.api.request_body import json_body, json_object, require_a_change
 from postwire.domains.store import format_timestamp
 from postwire.errors import ApiError, validation_error
 from postwire.outbound_http import IPAddress, is_refused_address, parse_http_url
@@ -231,6 +232,7 @@ def routes(ctx: ApiContext) -> Blueprint:
     async def update_webhook(webhook_id: str) -> Reference:
         # Unknown keys are ignored: the Python SDK repeats `webhook_id` in the body.
         body = await json_object()
+        require_a_change(body, UpdateWebhookBody)
         changes: dict[str, Any] = {}
         if body.get("endpoint") is not None:
             allow_private = ctx.config.webhooks.allow_private_targets

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import re
+
+import idna
 
 from postwire.compose.header_text import is_header_safe, is_unicode_text
 
@@ -60,7 +63,36 @@ def is_address(address: str) -> bool:
     labels = domain.split(".")
     if len(labels) < 2 or len(domain) > 253 or labels[-1].isdigit():
         return False
-    return all(_is_domain_label(label) for label in labels)
+    if not all(_is_domain_label(label) for label in labels):
+        return False
+    if domain.isascii() and "xn--" not in domain.lower():
+        return True
+    try:  # an IDN, or an A-label that must decode to one
+        a_label = _a_label(domain)
+    except ValueError:
+        return False
+    return len(a_label) <= 253 and len(local.encode()) + 1 + len(a_label) <= 254
+
+
+def ascii_domain(address: str) -> str:
+    """`address` with its domain as SMTP and DNS carry it: an internationalized domain becomes
+    its A-label (`ann@exämple.org` -> `ann@xn--exmple-cua.org`); the local part stays as given
+    (a non-ASCII one still needs SMTPUTF8). Raises ValueError for a domain that is not a valid
+    IDN; an address `is_address` accepts never raises."""
+    local, _, domain = address.rpartition("@")
+    if domain.isascii():
+        return address
+    return f"{local}@{_a_label(domain)}"
+
+
+@functools.lru_cache(maxsize=4096)
+def _a_label(domain: str) -> str:
+    # IDNA 2008 with the UTS 46 mapping (case folding, full-width forms), not transitional:
+    # `ß` stays `ß`, as browsers and the Rust core's builder (which writes the To: header) do.
+    try:
+        return idna.encode(domain, uts46=True, transitional=False).decode("ascii")
+    except idna.IDNAError as error:
+        raise ValueError(f"{domain!r} is not a valid internationalized domain: {error}") from None
 
 
 def _is_domain_label(label: str) -> bool:
@@ -68,5 +100,5 @@ def _is_domain_label(label: str) -> bool:
         return False
     if label.isascii():
         return _ASCII_LABEL.fullmatch(label) is not None
-    # An IDN label; the MIME builder converts it to punycode (UTS 46) and checks it fully.
+    # An IDN label: `_a_label` checks it fully (IDNA 2008).
     return all(char.isalnum() or char == "-" for char in label) and label[0] != "-" != label[-1]

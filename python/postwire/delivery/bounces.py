@@ -14,6 +14,9 @@ An `Outcome` has two views:
   that does not exist or takes no mail), and only those addresses are suppressed
   (`should_suppress`). Everything else, a full mailbox or a policy block included, is
   `Transient`: the address may receive mail later.
+
+A refusal of Postwire's own, made before the server was asked (an address it could not be
+offered), is told as such (`local;` diagnostic, its own message), never as the server's words.
 """
 
 from dataclasses import dataclass
@@ -58,13 +61,16 @@ class Outcome:
     enhanced: EnhancedStatus | None
     # As the contract's diagnosticCode: "smtp; 550 5.1.1 user unknown".
     diagnostic: str
+    # The bounce's message when Postwire itself refused to send (the server was never asked);
+    # None: the sub-type's, which speak of the recipient's mail server.
+    message: str | None = None
 
     def bounce(self) -> dict[str, object]:
         """The contract's `bounce` object of an email.bounced event."""
         if self.bounce_type is None or self.bounce_sub_type is None:
             raise ValueError("a delivered message has no bounce")
         return {
-            "message": BOUNCE_MESSAGES[self.bounce_sub_type],
+            "message": self.message or BOUNCE_MESSAGES[self.bounce_sub_type],
             "type": self.bounce_type,
             "subType": self.bounce_sub_type,
             "diagnosticCode": [self.diagnostic],
@@ -161,7 +167,12 @@ def _classify_session_error(exc: DeliveryError) -> Outcome:
     if isinstance(exc, TlsRequired):  # not a content verdict, so not X.7.x's ContentRejected
         return Outcome("transient", "Transient", "General", (4, 7, 5), f"tls; {exc}")
     if isinstance(exc, InvalidCommandArgument):
-        return _from_enhanced((5, 5, 4), f"smtp; invalid command argument: {exc}")
+        # Postwire's refusal, not a reply: retrying cannot help, and the address may well be
+        # fine (so not a hard bounce, which would suppress it).
+        return Outcome(
+            "permanent", "Transient", "General", exc.enhanced, f"local; {exc}",
+            message=f"Postwire did not send the email: {exc}.",
+        )  # fmt: skip
     status: EnhancedStatus = (4, 0, 0) if exc.transient else (5, 0, 0)
     return _from_enhanced(status, f"smtp; {exc}")
 

@@ -164,6 +164,8 @@ class SitePool:
                         job.outcomes[address] = classify_reply(
                             reply.code, reply.enhanced, reply.text
                         )
+                    for address, refusal in transaction.refused_locally:  # never offered
+                        job.outcomes[address] = classify_failure(refusal)
                     unanswered = classify_failure(ProtocolError("no reply for the recipient"))
                     for address in job.recipients:
                         job.outcomes.setdefault(address, unanswered)

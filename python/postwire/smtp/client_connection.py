@@ -35,6 +35,7 @@ from postwire.smtp.client_protocol import (
     Reply,
     SmtpClientProtocol,
     Transaction,
+    needing_smtputf8,
 )
 
 TlsPolicy = Literal["opportunistic", "enforced", "none"]
@@ -190,19 +191,29 @@ class SmtpConnection:
 
         Pipelines MAIL, RCPT and DATA when the server offers PIPELINING. The body's bytes are
         sent exactly (dot-stuffed only). A second message on the connection is preceded by RSET.
+        SMTPUTF8 is asked for when `smtputf8` is set or an address is not ASCII. A server that
+        does not offer it is never offered a non-ASCII recipient: those are the transaction's
+        `refused_locally` and the others are sent (with none left, nothing is); a non-ASCII
+        sender, or `smtputf8` set, raises `InvalidCommandArgument` then.
         Raises `DeliveryError` when the session itself fails; the connection is closed then.
         """
         if not self.usable:
             raise RuntimeError("this SMTP connection failed or was closed; open a new one")
         if not recipients:
             raise ValueError("a message needs at least one recipient")
+        sendable, refused = needing_smtputf8(list(recipients), self.capabilities)
+        if not sendable:
+            return Transaction(envelope_from, [], refused_locally=refused)
+        smtputf8 = smtputf8 or not envelope_from.isascii() or any(not r.isascii() for r in sendable)
         try:
-            return await self._send_message(envelope_from, list(recipients), body, smtputf8)
+            transaction = await self._send_message(envelope_from, sendable, body, smtputf8)
         except InvalidCommandArgument:
             raise  # refused before a byte of the transaction was sent: the session is intact
         except BaseException:
             await self._abort()
             raise
+        transaction.refused_locally = refused
+        return transaction
 
     async def _send_message(
         self, envelope_from: str, recipients: list[str], body: bytes, smtputf8: bool

@@ -148,7 +148,9 @@ class Transaction:
 
     `mail_reply`: to MAIL FROM; `recipient_replies`: (address, reply to its RCPT TO) in order;
     `data_reply`: to DATA (354 to go on); `message_reply`: to the final dot. A reply still
-    missing is None (the transaction stopped before it).
+    missing is None (the transaction stopped before it). `refused_locally`: recipients left
+    out of it by Postwire, never offered to the server, with the reason (the driver's SMTPUTF8
+    rule); they are not among `recipients`.
     """
 
     envelope_from: str
@@ -157,6 +159,7 @@ class Transaction:
     recipient_replies: list[tuple[str, Reply]] = field(default_factory=list)
     data_reply: Reply | None = None
     message_reply: Reply | None = None
+    refused_locally: list[tuple[str, InvalidCommandArgument]] = field(default_factory=list)
 
     @property
     def is_complete(self) -> bool:
@@ -208,12 +211,43 @@ class _Expect(enum.Enum):
     QUIT = "QUIT"
 
 
+# RFC 6531: "non-ASCII addresses not permitted for that sender/recipient".
+NON_ASCII_ADDRESS: tuple[int, int, int] = (5, 6, 7)
+
+
 def _check_argument(value: str, what: str, *, allow_utf8: bool) -> bytes:
     if any(c in value for c in "\r\n\0"):
         raise InvalidCommandArgument(f"{what} contains CR, LF or NUL: {value!r}")
     if not value.isascii() and not allow_utf8:
-        raise InvalidCommandArgument(f"{what} is not ASCII and SMTPUTF8 is not in use: {value!r}")
+        raise InvalidCommandArgument(
+            f"{what} is not ASCII and SMTPUTF8 is not in use: {value!r}",
+            enhanced=NON_ASCII_ADDRESS,
+        )
     return value.encode("utf-8")
+
+
+def needing_smtputf8(
+    recipients: list[str], capabilities: Capabilities | None
+) -> tuple[list[str], list[tuple[str, InvalidCommandArgument]]]:
+    """The recipients that can be offered to a server, and those that cannot, each with
+    Postwire's refusal: a non-ASCII address (domains travel as A-labels, so a UTF-8 local
+    part) needs SMTPUTF8, which RFC 6531 section 3.2 forbids using unless advertised.
+    """
+    if (capabilities is not None and capabilities.smtputf8) or all(r.isascii() for r in recipients):
+        return recipients, []
+    refused = [
+        (
+            address,
+            InvalidCommandArgument(
+                f"the address {address!r} is not ASCII and the recipient's mail server"
+                " does not offer SMTPUTF8",
+                enhanced=NON_ASCII_ADDRESS,
+            ),
+        )
+        for address in recipients
+        if not address.isascii()
+    ]
+    return [address for address in recipients if address.isascii()], refused
 
 
 def dot_stuff(body: bytes) -> bytes:
@@ -421,7 +455,9 @@ class SmtpClientProtocol:
             raise RuntimeError("MAIL FROM inside an open transaction: RSET first")
         capabilities = self.capabilities or Capabilities()
         if smtputf8 and not capabilities.smtputf8:
-            raise InvalidCommandArgument("the message needs SMTPUTF8, which the server lacks")
+            raise InvalidCommandArgument(
+                "the message needs SMTPUTF8, which the server lacks", enhanced=NON_ASCII_ADDRESS
+            )
         line = b"MAIL FROM:<" + _check_argument(address, "sender", allow_utf8=smtputf8) + b">"
         if size is not None and capabilities.size is not None:
             line += b" SIZE=%d" % size
