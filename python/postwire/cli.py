@@ -45,6 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="postwire",
         description="Self-hosted email delivery: REST API, SMTP submission, DKIM, durable spool.",
+        epilog="Every command reads the same configuration, so that it finds serve's data: "
+        "--config FILE, else the file $POSTWIRE_CONFIG names, else the first that exists of "
+        "~/.config/postwire/postwire.toml ($XDG_CONFIG_HOME) and /etc/postwire/postwire.toml, "
+        "else the embedded default, whose data is ./postwire-data in the current directory.",
     )
     parser.add_argument("--version", action="version", version=f"postwire {postwire.__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

@@ -622,3 +622,10 @@ def test_the_config_file_is_found_where_every_command_looks(tmp_path: Path) -> N
 def test_postwire_config_names_the_file_and_is_no_key(tmp_path: Path) -> None:
     config = load_config(None, {"POSTWIRE_CONFIG": str(tmp_path / "postwire.toml")})
     assert config.config_file is None
+
+
+def test_the_help_says_where_every_command_finds_its_config() -> None:
+    from postwire.cli import build_parser
+
+    text = " ".join(build_parser().format_help().split())
+    assert "POSTWIRE_CONFIG" in text and "/etc/postwire/postwire.toml" in text
