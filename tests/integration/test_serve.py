@@ -148,19 +148,6 @@ def test_serve_embedded_default_creates_postwire_data(
     assert "Traceback" not in serve.stderr
 
 
-def test_serve_warns_at_start_up_when_the_helo_name_is_local(
-    tmp_path: Path, processes: list[ServeProcess]
-) -> None:
-    config = write_config(tmp_path, extra='[delivery]\nhelo_name = "localhost"')
-    serve = ServeProcess(["serve", "--config", str(config)], tmp_path, clean_env())
-    processes.append(serve)
-    serve.wait_for(READY)
-    (warning,) = [line for line in serve.lines if " WARNING " in line]
-    assert "delivery.helo_name is 'localhost', not a public DNS name" in warning
-    assert "Set delivery.helo_name" in warning
-    assert serve.stop(signal.SIGTERM) == 0, serve.stderr
-
-
 def test_serve_reopens_its_data(tmp_path: Path, processes: list[ServeProcess]) -> None:
     config = write_config(tmp_path)
     for _ in range(2):
@@ -227,36 +214,40 @@ def test_keys_create_elsewhere_refuses_to_start_a_new_spool(tmp_path: Path) -> N
     assert not (tmp_path / "postwire-data").exists()
 
 
-@pytest.mark.parametrize("found_by", ["POSTWIRE_CONFIG", "XDG_CONFIG_HOME"])
-def test_keys_create_from_another_directory_finds_serves_data(
-    tmp_path: Path, processes: list[ServeProcess], found_by: str
+def test_every_command_finds_serves_config_from_any_directory(
+    tmp_path: Path, processes: list[ServeProcess]
 ) -> None:
+    """serve finds its file in $XDG_CONFIG_HOME; keys create, run elsewhere, through
+    $POSTWIRE_CONFIG or the same $XDG_CONFIG_HOME, makes keys the running server knows. Its
+    start-up warns of the HELO name no one else can resolve."""
     (tmp_path / "config" / "postwire").mkdir(parents=True)
-    config = write_config(tmp_path / "config" / "postwire")  # where XDG_CONFIG_HOME finds it
-    where = {"POSTWIRE_CONFIG": str(config), "XDG_CONFIG_HOME": str(tmp_path / "config")}
-    env = clean_env(**{found_by: where[found_by]})
+    config = write_config(tmp_path / "config" / "postwire", '[delivery]\nhelo_name = "localhost"')
     (tmp_path / "serve").mkdir()
     (tmp_path / "elsewhere").mkdir()
-    serve = ServeProcess(["serve"], tmp_path / "serve", env)
+    xdg = clean_env(XDG_CONFIG_HOME=str(tmp_path / "config"))
+    serve = ServeProcess(["serve"], tmp_path / "serve", xdg)
     processes.append(serve)
     serve.wait_for("REST API listening on ")
     api_url = serve.lines[-1].split("REST API listening on ")[1].split(",")[0].strip()
     serve.wait_for(READY)
     assert f"configuration: {config}" in serve.stderr
+    (warning,) = [line for line in serve.lines if " WARNING " in line]
+    assert "delivery.helo_name is 'localhost', not a public DNS name" in warning
+    assert "Set delivery.helo_name" in warning
 
-    created = subprocess.run(
-        [sys.executable, "-m", "postwire", "keys", "create", "--name", "mine"],
-        cwd=tmp_path / "elsewhere",
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=START_TIMEOUT,
-    )
-    assert created.returncode == 0, created.stderr
-    answer = httpx.get(
-        f"{api_url}/api-keys", headers={"Authorization": f"Bearer {created.stdout.strip()}"}
-    )
-    assert answer.status_code == 200, answer.text  # the running server knows the key
+    for env in (clean_env(POSTWIRE_CONFIG=str(config)), xdg):
+        created = subprocess.run(
+            [sys.executable, "-m", "postwire", "keys", "create", "--name", "mine"],
+            cwd=tmp_path / "elsewhere",
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=START_TIMEOUT,
+        )
+        assert created.returncode == 0, created.stderr
+        token = created.stdout.strip()
+        answer = httpx.get(f"{api_url}/api-keys", headers={"Authorization": f"Bearer {token}"})
+        assert answer.status_code == 200, answer.text  # the running server knows the key
     assert serve.stop(signal.SIGTERM) == 0, serve.stderr
     assert not any(tmp_path.rglob("postwire-data")), "no spool in either directory"
 
