@@ -74,6 +74,7 @@ UNKNOWN_ENDPOINTS = [
     ("GET", "/nothing/here"),
     ("GET", "/domains/not-an-id/verify"),
     ("GET", "/webhooks/01a20f9a-67fe-77e1-8da4-6826a52d0d20/events/evt_1"),
+    ("GET", "/sandbox/messages/latest"),
 ]
 
 WRONG_METHODS = [

@@ -58,7 +58,7 @@ def routes(ctx: ApiContext) -> Blueprint:
         )
         return list_response([dict(held_json(message)) for message in held], has_more)
 
-    @blueprint.get("/sandbox/messages/<message_id>")
+    @blueprint.get("/sandbox/messages/<id:message_id>")
     async def get_message(message_id: str) -> SandboxMessageObject:
         team_id = current_caller().team_id
         held = get_held(ctx.spool, team_id, message_id)
