@@ -43,8 +43,9 @@ def stuff_data(body: bytes) -> bytes:
     final CRLF is added when missing, then the terminating ".\\r\\n". Bare CR or LF pass as
     given (the body is signed)."""
 
-def data_faults(message: bytes) -> tuple[bool, bool]:
-    """(a NUL octet is in `message`, a LF not preceded by CR is in `message`)."""
+def data_faults(message: bytes) -> tuple[bool, bool, bool]:
+    """(a NUL octet is in `message`, a LF not preceded by CR is in `message`, a CR not
+    followed by LF is in `message`)."""
 
 # --- mime --------------------------------------------------------------------------------------
 

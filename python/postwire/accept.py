@@ -278,10 +278,13 @@ class Acceptor:
         recipients: Sequence[str],
         message: SubmittedMessage,
         now: datetime,
+        *,
+        received: Callable[[str], bytes] | None = None,
     ) -> PreparedEmail:
         """Check and sign a message submitted already built (SMTP DATA) for `recipients` (the
-        envelope). Raises 403 if its From is not under a verified domain the key may send
-        from, 422 if it has no single From address."""
+        envelope). `received` makes the `Received:` field put on top, given the email's id.
+        Raises 403 if its From is not under a verified domain the key may send from, 422 if it
+        has no single From address."""
         senders = getaddresses(message.values(b"from"))
         if len(senders) != 1 or "@" not in senders[0][1]:
             raise validation_error("The message must have a From header with one address.")
@@ -289,6 +292,8 @@ class Acceptor:
         domain = self.sending_domain(team_id, key, sender_domain)
         email_id = _core.new_id()
         message = message.without(_STRIPPED_HEADERS)
+        if received is not None:  # trace fields go on top (RFC 5321 4.4)
+            message = SubmittedMessage([received(email_id), *message.fields], message.body)
         message_ids = message.values(b"message-id")
         if message_ids:
             message_id = message_ids[0]

@@ -1,5 +1,5 @@
-"""Fixed-window rate limits: API requests per team (contract section 12), and failed SMTP
-AUTH attempts per client address.
+"""Fixed-window rate limits of API requests per team (contract section 12). (Failed SMTP AUTH
+attempts are counted in the store, shared by every process: `store/auth_failures.py`.)
 
 A fixed window is what the `ratelimit-*` headers (IETF draft-06) describe: a limit, what is
 left of it, and the seconds until the window resets.
@@ -53,10 +53,6 @@ class RateLimiter:
             return RateDecision(False, self.limit, 0, reset, self.window_seconds)
         self._window[key] = (start, count + 1)
         return RateDecision(True, self.limit, self.limit - count - 1, reset, self.window_seconds)
-
-    def exhausted(self, key: str, now: float) -> bool:
-        """Whether `key` has used the whole limit of the current window, without counting."""
-        return self.limit > 0 and self._current(key, now)[1] >= self.limit
 
     def _current(self, key: str, now: float) -> tuple[int, int]:
         start = math.floor(now / self.window_seconds) * self.window_seconds

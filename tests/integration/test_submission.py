@@ -8,6 +8,7 @@ import dataclasses
 import email
 import email.policy
 import json
+import logging
 import re
 import smtplib
 import socket
@@ -27,12 +28,12 @@ import pytest
 import trio
 
 from postwire import _core
-from postwire.config import load_config
+from postwire.config import Config, load_config
 from postwire.domains import store as domain_store
 from postwire.services import ServiceDeps
 from postwire.smtp import submission
 from postwire.smtp.submission import SubmissionListeners, serve_submission
-from postwire.smtp.submission_policy import BARE_LF
+from postwire.smtp.submission_policy import AUTH_SOURCE_CEILING_FACTOR, BARE_LF
 from postwire.store.accounts import create_api_key, create_team
 from postwire.store.deliveries import email_events, list_suppressions
 from postwire.store.emails import EMAILS
@@ -73,9 +74,8 @@ def free_port() -> int:
         return port
 
 
-@asynccontextmanager
-async def submission_server(tmp_path: Path, **env: str) -> AsyncIterator[Submission]:
-    config = load_config(
+def submission_config(tmp_path: Path, **env: str) -> Config:
+    return load_config(
         None,
         {
             "POSTWIRE_DATA_DIR": str(tmp_path),
@@ -85,6 +85,11 @@ async def submission_server(tmp_path: Path, **env: str) -> AsyncIterator[Submiss
             **env,
         },
     )
+
+
+@asynccontextmanager
+async def submission_server(tmp_path: Path, **env: str) -> AsyncIterator[Submission]:
+    config = submission_config(tmp_path, **env)
     spool = Spool(_core.Spool(tmp_path / "spool", tables=list(TABLES)))
     now = datetime.now(UTC)
     async with trio.open_nursery() as nursery:
@@ -192,6 +197,102 @@ async def test_implicit_tls_auth_login_accepts(tmp_path: Path) -> None:
         assert code == 250
         spooled = server.spool.message_body(email_id_of(reply))
         assert spooled is not None and verifies_with_dkimpy(spooled, server.domain)
+
+
+async def test_ehlo_offers_exactly_these_extensions(tmp_path: Path) -> None:
+    async with submission_server(tmp_path) as server:
+
+        def ehlo_replies() -> list[tuple[int, bytes]]:
+            with smtplib.SMTP(*server.starttls, timeout=10) as client:
+                replies = [client.ehlo()]
+                client.starttls(context=server.client_tls())
+                replies += [client.ehlo(), client.docmd("AUTH", "failures")]
+            with smtplib.SMTP_SSL(
+                *server.implicit_tls, context=server.client_tls(), timeout=10
+            ) as client:
+                replies.append(client.ehlo())
+            return replies
+
+        plain, after_starttls, bogus, implicit_tls = await in_thread(ehlo_replies)
+        size = b"SIZE 41943040"
+        assert plain == (
+            250,
+            b"\n".join([b"mx.postwire.test", size, b"8BITMIME", b"STARTTLS", b"HELP"]),
+        )
+        with_auth = b"\n".join(
+            [b"mx.postwire.test", size, b"8BITMIME", b"AUTH LOGIN PLAIN", b"HELP"]
+        )
+        assert after_starttls == implicit_tls == (250, with_auth)
+        # No attribute of the handler is a mechanism.
+        assert bogus == (504, b"5.5.4 Unrecognized authentication type")
+
+
+async def test_auth_uses_no_deprecated_aiosmtpd_interface(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING)
+    async with submission_server(tmp_path) as server:
+        raw = message().as_bytes(policy=SMTP)
+        code, _ = await in_thread(lambda: send_raw(server, raw, ["ann@example.org"]))
+        assert code == 250
+    deprecated = [r.getMessage() for r in caplog.records if "deprecated" in r.getMessage()]
+    assert deprecated == []
+
+
+def received_of(spooled: bytes) -> bytes:
+    """The message's first field after its DKIM signature, which must be its trace."""
+    fields = re.split(rb"\r\n(?![ \t])", spooled.split(b"\r\n\r\n", 1)[0])
+    assert fields[0].startswith(b"DKIM-Signature:"), fields[0]
+    assert sum(f.lower().startswith(b"received:") for f in fields) == 1
+    return fields[1]
+
+
+async def test_received_field_traces_the_submission(tmp_path: Path) -> None:
+    async with submission_server(tmp_path) as server:
+
+        def send(helo: bytes, implicit_tls: bool) -> tuple[int, bytes]:
+            if implicit_tls:
+                client = smtplib.SMTP_SSL(
+                    *server.implicit_tls, context=server.client_tls(), timeout=10
+                )
+            else:
+                client = smtplib.SMTP(*server.starttls, timeout=10)
+                client.starttls(context=server.client_tls())
+            with client:
+                client.send(b"EHLO " + helo + b"\r\n")  # raw: the HELO is the client's own
+                client.ehlo_resp = client.getreply()[1]
+                plain = base64.b64encode(f"\0postwire\0{server.token}".encode()).decode()
+                assert client.docmd("AUTH", f"PLAIN {plain}")[0] == 235
+                client.mail("shop@sender.test")
+                client.rcpt("ann@example.org")
+                return client.data(message().as_bytes(policy=SMTP))
+
+        tls = rb"\(using TLSv1\.3 with cipher TLS_[A-Z0-9_]+ \(\d+ bits\)\)"
+        date = rb"[A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d \+0000"
+        for helo, implicit_tls, shown in [
+            (b"client.example", False, rb"from client\.example \(\[127\.0\.0\.1\]\)"),
+            (b"[127.0.0.1]", True, rb"from \[127\.0\.0\.1\] \(\[127\.0\.0\.1\]\)"),
+            # A HELO that would end the comment, or the field, is no name: a comment shows it.
+            (
+                b"evil.example\rX-Injected: yes (a\\b)",
+                True,
+                rb"from \[127\.0\.0\.1\] \(helo=evil\.example\?X-Injected:\?yes\?\?a\?b\?\)",
+            ),
+        ]:
+            code, reply = await in_thread(lambda h=helo, i=implicit_tls: send(h, i))
+            assert code == 250, reply
+            email_id = email_id_of(reply)
+            spooled = server.spool.message_body(email_id)
+            assert spooled is not None and verifies_with_dkimpy(spooled, server.domain)
+            expected = (
+                b"Received: " + shown + b"\r\n\t" + tls + b"\r\n\tby mx\\.postwire\\.test "
+                b"\\(Postwire\\) with ESMTPSA id " + email_id.encode() + b";\r\n\t" + date
+            )
+            received = received_of(spooled)
+            assert re.fullmatch(expected, received), received
+            assert server.token.encode() not in spooled and b"X-Injected" not in spooled.replace(
+                received, b""
+            )
 
 
 async def test_mail_and_auth_before_starttls_need_tls(tmp_path: Path) -> None:
@@ -439,10 +540,54 @@ async def test_bare_lf_is_refused_not_guessed_at(tmp_path: Path) -> None:
             return send
 
         code, reply = await in_thread(lambda: refused_reply(server, send_raw(short)))
-        assert (code, reply) == (554, b"5.6.0 " + BARE_LF[2].encode())
+        assert (code, reply) == (550, b"5.5.2 " + BARE_LF[2].encode())
         code, reply = await in_thread(lambda: refused_reply(server, send_raw(long)))
         assert (code, reply[:6]) == (500, b"5.5.2 ") and b"bare LF" in reply
         assert server.records() == []
+
+
+# The end-of-data look-alikes of SMTP smuggling: a server downstream that took one for the
+# end of the data would read the next lines as a second transaction.
+SMUGGLED_ENDINGS = [
+    b"\r.\r", b"\n.\n", b"\r\n.\n", b"\n.\r\n", b"\r.\r\n", b"\r\n.\r", b"\n.\r", b"\r.\n",
+]  # fmt: skip
+SMUGGLED = (
+    b"MAIL FROM:<shop@sender.test>\r\nRCPT TO:<victim@example.org>\r\nDATA\r\n"
+    b"From: Shop <shop@sender.test>\r\nTo: victim@example.org\r\nSubject: smuggled\r\n\r\n"
+    b"smuggled\r\n"
+)
+
+
+async def test_smtp_smuggling_endings_are_refused_and_nothing_is_relayed(tmp_path: Path) -> None:
+    async with submission_server(tmp_path) as server:
+        head = message().as_bytes(policy=SMTP)
+
+        def smuggle() -> list[tuple[bytes, int, bytes, tuple[int, bytes]]]:
+            """Each ending in a transaction of its own, sent as raw octets (smtplib's `data`
+            would stuff a dot after a bare LF); the reply to the data and then to a NOOP."""
+            replies = []
+            with smtplib.SMTP_SSL(
+                *server.implicit_tls, context=server.client_tls(), timeout=10
+            ) as client:
+                client.login("postwire", server.token)
+                for ending in SMUGGLED_ENDINGS:
+                    client.mail("shop@sender.test")
+                    client.rcpt("ann@example.org")
+                    assert client.docmd("DATA")[0] == 354
+                    assert client.sock is not None
+                    client.sock.sendall(head + b"Hello" + ending + SMUGGLED + b"\r\n.\r\n")
+                    code, reply = client.getreply()
+                    # Had the server taken the ending for one, its replies to the smuggled
+                    # commands would come before the NOOP's.
+                    replies.append((ending, code, reply, client.noop()))
+            return replies
+
+        for ending, code, reply, after in await in_thread(smuggle):
+            assert (code, reply[:6]) == (550, b"5.5.2 "), ending
+            assert b"bare" in reply and b"RFC 5321 2.3.8" in reply
+            assert after == (250, b"OK"), ending
+        assert server.records() == []
+        assert server.spool.scan("emails", limit=10) == []
 
 
 async def test_disconnect_mid_data_leaves_nothing(tmp_path: Path) -> None:
@@ -484,30 +629,78 @@ async def test_swaks_submits(tmp_path: Path, implicit_tls: bool, swaks_path: str
         assert spooled is not None and verifies_with_dkimpy(spooled, server.domain)
 
 
-async def test_failed_auth_is_limited_per_client_address(tmp_path: Path) -> None:
-    async with submission_server(tmp_path, POSTWIRE_SMTP_MAX_AUTH_FAILURES="3") as server:
+@asynccontextmanager
+async def another_process(server: Submission, tmp_path: Path, **env: str) -> AsyncIterator[Any]:
+    """A second submission service on the same spool, as another process of the service is:
+    its own handler and listeners, nothing shared but the store. Yields its listeners."""
+    config = submission_config(tmp_path, **env)
+    deps = ServiceDeps(spool=server.spool)
+    async with trio.open_nursery() as nursery:
+        yield await nursery.start(serve_submission, config, deps)
+        deps.stopping.set()
 
-        def login(password: str) -> tuple[int, bytes]:
-            """One attempt (smtplib's `login` would try each mechanism in turn)."""
-            with smtplib.SMTP_SSL(
-                *server.implicit_tls, context=server.client_tls(), timeout=10
-            ) as client:
-                client.ehlo()
-                client.user, client.password = "postwire", password
-                try:
-                    return client.auth("PLAIN", client.auth_plain)
-                except smtplib.SMTPAuthenticationError as refusal:
-                    return refusal.smtp_code, refusal.smtp_error
 
-        assert (await in_thread(lambda: login(server.token)))[0] == 235
-        wrong_key = "re_" + "x" * 8 + "_" + "y" * 24
-        for _ in range(3):
-            code, reply = await in_thread(lambda: login(wrong_key))
-            assert (code, reply[:6]) == (535, b"5.7.8 ")
-        # The limit is reached: even the right key is not looked at until the minute is over.
-        for password in (wrong_key, server.token):
-            code, reply = await in_thread(lambda p=password: login(p))
-            assert (code, reply[:6]) == (454, b"4.7.0 ")
+def auth_attempts(server: Submission, address: tuple[str, int], passwords: list[str]) -> list[int]:
+    """The reply codes of AUTH PLAIN with each password in turn, in one session."""
+    with smtplib.SMTP_SSL(*address, context=server.client_tls(), timeout=10) as client:
+        client.ehlo()
+        codes = []
+        for password in passwords:
+            plain = base64.b64encode(f"\0postwire\0{password}".encode()).decode()
+            code, _ = client.docmd("AUTH", f"PLAIN {plain}")
+            codes.append(code)
+            if code == 235:
+                break
+        return codes
+
+
+# Failures are counted per minute: the tests' minute does not roll over.
+A_MINUTE_START_MS = 1_700_000_040_000
+
+
+async def test_failed_auth_locks_the_key_guessed_at_from_that_address_in_every_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(submission, "_now_ms", lambda: A_MINUTE_START_MS)
+    limit = {"POSTWIRE_SMTP_MAX_AUTH_FAILURES": "3"}
+    async with (
+        submission_server(tmp_path, **limit) as server,
+        another_process(server, tmp_path, **limit) as other,
+    ):
+        first, second = server.implicit_tls, other.tls[0]
+        # The right key's lookup part with a wrong secret: someone guessing at that key.
+        guess = server.token[:12] + "g" * 24
+        assert await in_thread(lambda: auth_attempts(server, first, [guess, guess])) == [
+            535,
+            535,
+        ]
+        assert await in_thread(lambda: auth_attempts(server, second, [guess])) == [535]
+        # Three failures in all: that key is locked from this address in both processes,
+        # its right secret included, until the minute is over.
+        for address in (first, second):
+            codes = await in_thread(lambda a=address: auth_attempts(server, a, [guess]))
+            assert codes == [454]
+            codes = await in_thread(lambda a=address: auth_attempts(server, a, [server.token]))
+            assert codes == [454]
+        # Another key used from the same address (behind the same NAT) still gets in.
+        _, colleague = await create_api_key(
+            server.spool, server.team_id, "colleague", "full_access", None, datetime.now(UTC)
+        )
+        assert await in_thread(lambda: auth_attempts(server, second, [colleague])) == [235]
+
+
+async def test_spraying_keys_from_one_address_meets_its_ceiling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(submission, "_now_ms", lambda: A_MINUTE_START_MS)
+    async with submission_server(tmp_path, POSTWIRE_SMTP_MAX_AUTH_FAILURES="2") as server:
+        ceiling = 2 * AUTH_SOURCE_CEILING_FACTOR
+        sprayed = [f"re_{n:08d}_" + "y" * 24 for n in range(ceiling)]  # a key each
+        codes = await in_thread(lambda: auth_attempts(server, server.implicit_tls, sprayed))
+        assert codes == [535] * ceiling
+        # Every credential is refused from this address now, even a right one.
+        codes = await in_thread(lambda: auth_attempts(server, server.implicit_tls, [server.token]))
+        assert codes == [454]
 
 
 # --- inbound reports: DSNs and feedback reports to Postwire's own addresses, without AUTH ------

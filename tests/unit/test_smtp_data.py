@@ -24,8 +24,9 @@ def stuff_reference(body: bytes) -> bytes:
     return stuffed + b".\r\n"
 
 
-def faults_reference(message: bytes) -> tuple[bool, bool]:
-    return b"\x00" in message, message.count(b"\n") != message.count(b"\r\n")
+def faults_reference(message: bytes) -> tuple[bool, bool, bool]:
+    crlf = message.count(b"\r\n")
+    return b"\x00" in message, message.count(b"\n") != crlf, message.count(b"\r") != crlf
 
 
 def test_random_content_answers_as_the_reference() -> None:

@@ -27,12 +27,50 @@ def test_on_auth(username: str, key_found: bool, expected: Reply | None) -> None
 
 
 @pytest.mark.parametrize(
-    ("exhausted", "expected"), [(False, None), (True, policy.AUTH_TOO_MANY_FAILURES)]
+    ("from_source", "with_credential", "limit", "expected"),
+    [
+        (0, 0, 10, None),
+        (9, 9, 10, None),
+        (10, 10, 10, policy.AUTH_CREDENTIAL_LOCKED),
+        # Other keys failed from this source (a shared NAT): this one still gets in.
+        (60, 0, 10, None),
+        (99, 9, 10, None),
+        (100, 0, 10, policy.AUTH_TOO_MANY_FAILURES),  # the source's ceiling: spraying keys
+        (1000, 1000, 0, None),  # no limit
+    ],
 )
-def test_on_auth_attempt(exhausted: bool, expected: Reply | None) -> None:
-    assert policy.on_auth_attempt(exhausted) == expected
+def test_on_auth_attempt(
+    from_source: int, with_credential: int, limit: int, expected: Reply | None
+) -> None:
+    assert policy.on_auth_attempt(from_source, with_credential, limit) == expected
     if expected is not None:
         assert expected[:2] == (454, "4.7.0")  # transient: the client may come back later
+
+
+@pytest.mark.parametrize(
+    ("host", "source"),
+    [
+        ("192.0.2.7", "192.0.2.7"),
+        ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"),
+        ("2001:db8:1:2::ffff", "2001:db8:1:2::/64"),  # one subscriber's /64 is one source
+        ("::ffff:192.0.2.7", "192.0.2.7"),
+        ("", ""),
+    ],
+)
+def test_auth_source(host: str, source: str) -> None:
+    assert policy.auth_source(host) == source
+
+
+def test_auth_credential_names_the_key_not_the_secret() -> None:
+    token = "re_AbCdEfGh_" + "s" * 24
+    guess = "re_AbCdEfGh_" + "g" * 24
+    other = "re_ZyXwVuTs_" + "s" * 24
+    credential = policy.auth_credential("postwire", token)
+    assert policy.auth_credential("postwire", guess) == credential, "guesses at one key"
+    assert policy.auth_credential("postwire", other) != credential
+    assert policy.auth_credential("resend", token) != credential
+    assert "s" * 24 not in credential and "AbCdEfGh" not in credential
+    assert policy.auth_credential("postwire", "hunter2") != policy.auth_credential("postwire", "x")
 
 
 @pytest.mark.parametrize("session", [ANONYMOUS, AUTHENTICATED, TRUSTED])
@@ -91,7 +129,10 @@ def test_on_rcpt(
         (b"From: a@b.test\r\n\r\nh\x00i\r\n", 100, policy.NUL_IN_MESSAGE),
         (b"From: a@b.test\n\nhi\n", 100, policy.BARE_LF),
         (b"From: a@b.test\r\n\r\nh\ni\r\n", 100, policy.BARE_LF),
-        (b"From: a@b.test\r\n\r\nh\ri\r\n", 100, None),
+        (b"From: a@b.test\r\n\r\nh\ri\r\n", 100, policy.BARE_CR),
+        (b"From: a@b.test\r\n\r\nhi\r", 100, policy.BARE_CR),
+        (b"From: a@b.test\r\n\r\nhi\r.\rMAIL FROM:<x@y.test>\r\n", 100, policy.BARE_CR),
+        (b"From: a@b.test\r\n\r\nhi\r\n.\nMAIL FROM:<x@y.test>\r\n", 100, policy.BARE_LF),
     ],
 )
 def test_on_data(message: bytes, limit: int, expected: Reply | None) -> None:

@@ -18,8 +18,9 @@ import hashlib
 import logging
 import re
 import socket
+import ssl
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -49,11 +50,12 @@ from postwire.inbound.apply import (
 )
 from postwire.inbound.reports import parse_report
 from postwire.inbound.verp import ReturnPathKey, parse_verp
-from postwire.rate_limit import RateLimiter
 from postwire.smtp import submission_policy as policy
+from postwire.smtp.received import SubmissionTrace, received_field
 from postwire.smtp.submission_policy import Reply, SessionFacts
 from postwire.smtp.tls_material import ensure_tls_material, server_tls_context
 from postwire.store.accounts import ApiKeyRecord, authenticate
+from postwire.store.auth_failures import count_auth_failures, record_auth_failure
 from postwire.store.idempotency import IdempotencyScope, validate_key
 from postwire.webhooks.tracking import Tracking
 
@@ -63,6 +65,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("postwire.smtp")
 
 ParsedT = TypeVar("ParsedT")
+ResultT = TypeVar("ResultT")
 
 IDEMPOTENCY_ENDPOINT = "SMTP DATA"
 
@@ -224,10 +227,58 @@ _PLAIN_PATH = re.compile(
 # A session that sends nothing for this long is closed (aiosmtpd's default, RFC 5321 §4.5.3.2).
 IDLE_TIMEOUT_SECONDS = 300.0
 
+# The SASL mechanisms offered (RFC 4954), in EHLO's order. aiosmtpd would offer every `auth_*`
+# attribute of the session class and of the handler as a mechanism, whatever it is.
+AUTH_MECHANISMS = ("LOGIN", "PLAIN")
+
+
+class _Session(Session):
+    """aiosmtpd's session without `login_data`: aiosmtpd 1.4 sets that deprecated attribute
+    itself after every successful AUTH, logging a deprecation warning each time (its issue
+    347). Postwire reads `auth_data`, which the authenticator fills; the login is dropped."""
+
+    # The credential whose AUTH just failed, until the failure is counted in the store.
+    failed_credential: str | None = None
+
+    @property
+    def login_data(self) -> None:
+        return None
+
+    @login_data.setter
+    def login_data(self, value: object) -> None:
+        pass
+
 
 class _SubmissionSMTP(SMTP):
     line_length_limit = _READ_LIMIT  # the reader's buffer limit: see `read_data`
     _idle_deadline = 0.0
+
+    def __init__(self, handler: SubmissionHandler, **settings: Any) -> None:
+        super().__init__(handler, **settings)
+        self._auth_methods = {name: self._auth_methods[name] for name in AUTH_MECHANISMS}
+
+    def _create_session(self) -> Session:
+        return _Session(self.loop)
+
+    # aiosmtpd's mechanisms, then the failure counted (a commit) before the 535 goes out, so
+    # parallel sessions cannot guess ahead of the count. The authenticator itself is synchronous.
+    async def auth_PLAIN(self, server: SMTP, args: list[str]) -> AuthResult:
+        result = await super().auth_PLAIN(server, args)
+        await self._count_failure()
+        return result
+
+    async def auth_LOGIN(self, server: SMTP, args: list[str]) -> AuthResult:
+        result = await super().auth_LOGIN(server, args)
+        await self._count_failure()
+        return result
+
+    async def _count_failure(self) -> None:
+        session = self.session
+        if isinstance(session, _Session) and session.failed_credential is not None:
+            credential, session.failed_credential = session.failed_credential, None
+            assert isinstance(self.event_handler, SubmissionHandler)
+            record = _on_trio(self.event_handler.record_auth_failure)
+            await record(_peer_host(session), credential)
 
     def _reset_timeout(self, duration: float | None = None) -> None:
         """The idle timeout, pushed back on every command. aiosmtpd cancels and re-arms a timer
@@ -308,7 +359,6 @@ class SubmissionHandler:
         self.return_path_key = return_path_key  # checks who may send reports, and about what
         # Tracking as for API mail: URLs at `api.public_url`, the spool's secret.
         self.acceptor = Acceptor(deps.spool, tracking=Tracking(deps.spool, config.api.public_url))
-        self.auth_failures = RateLimiter(config.smtp.max_auth_failures, window_seconds=60)
         self._verified_snapshot: tuple[float, list[DomainRecord]] | None = None
         self.in_flight = _InFlight()
         self.in_flight.idle.set()
@@ -322,19 +372,30 @@ class SubmissionHandler:
     def authenticator(
         self, server: SMTP, session: Session, envelope: Envelope, mechanism: str, auth_data: Any
     ) -> AuthResult:
-        if not isinstance(auth_data, LoginPassword):
+        if not isinstance(auth_data, LoginPassword) or not isinstance(session, _Session):
             return AuthResult(success=False, handled=False)
-        client, now = _peer_host(session), time.monotonic()
-        refusal = policy.on_auth_attempt(self.auth_failures.exhausted(client, now))
+        username = auth_data.login.decode("utf-8", "replace")
+        password = auth_data.password.decode("utf-8", "replace")
+        credential = policy.auth_credential(username, password)
+        source = policy.auth_source(_peer_host(session))
+        failures = count_auth_failures(self.deps.spool, source, credential, _now_ms())
+        refusal = policy.on_auth_attempt(
+            failures.from_source, failures.with_credential, self.config.smtp.max_auth_failures
+        )
         if refusal is None:
-            username = auth_data.login.decode("utf-8", "replace")
-            key = authenticate(self.deps.spool, auth_data.password.decode("utf-8", "replace"))
+            key = authenticate(self.deps.spool, password)
             refusal = policy.on_auth(username, key is not None)
             if refusal is None:
                 return AuthResult(success=True, auth_data=key)
-            self.auth_failures.check(client, now)
-            log.info("failed SMTP AUTH from %s", client)
+            session.failed_credential = credential  # counted by the session before replying
+            log.info("failed SMTP AUTH from %s", _peer_host(session))
         return AuthResult(success=False, handled=False, message=policy.format_reply(refusal))
+
+    async def record_auth_failure(self, client: str, credential: str) -> None:
+        """Count a failed AUTH in the store that every process shares (a Trio task)."""
+        if self.config.smtp.max_auth_failures > 0:
+            source = policy.auth_source(client)
+            await record_auth_failure(self.deps.spool, source, credential, _now_ms())
 
     async def handle_MAIL(
         self,
@@ -382,25 +443,43 @@ class SubmissionHandler:
         if refusal is not None:
             return policy.format_reply(refusal)
         recipients = list(envelope.rcpt_tos)
-        import trio_asyncio  # type: ignore[import-untyped]  # imported already, see below
-
         if envelope.inbound:
-            receive = trio_asyncio.trio_as_aio(self.receive_report)
+            receive = _on_trio(self.receive_report)
             reply: Reply = await receive(recipients, content)
         else:
             key = session.auth_data if isinstance(session.auth_data, ApiKeyRecord) else None
-            accept = trio_asyncio.trio_as_aio(self.accept)
-            reply = await accept(key, recipients, content)
+            accept = _on_trio(self.accept)
+            reply = await accept(key, recipients, content, self.trace(server, session))
         return policy.format_reply(reply)
 
+    def trace(self, server: SMTP, session: Session) -> SubmissionTrace:
+        """What the `Received:` field of this session's messages says."""
+        transport = server.transport
+        tls = None if transport is None else transport.get_extra_info("ssl_object")
+        cipher = tls.cipher() if isinstance(tls, ssl.SSLObject | ssl.SSLSocket) else None
+        return SubmissionTrace(
+            helo=session.host_name,
+            client_address=_peer_host(session),
+            server_name=self.config.delivery.helo_name,
+            extended=session.extended_smtp,
+            authenticated=bool(session.authenticated),
+            tls_version=None if cipher is None else cipher[1],
+            tls_cipher=None if cipher is None else cipher[0],
+            tls_bits=None if cipher is None else cipher[2],
+        )
+
     async def accept(
-        self, key: ApiKeyRecord | None, recipients: list[str], content: bytes
+        self,
+        key: ApiKeyRecord | None,
+        recipients: list[str],
+        content: bytes,
+        trace: SubmissionTrace,
     ) -> Reply:
         """Accept one message (a Trio task); the reply is 250 only once it is committed. If the
         client goes away meanwhile, the commit either happened whole or not at all."""
         with self._in_flight():
             try:
-                return await self._accept(key, recipients, content)
+                return await self._accept(key, recipients, content, trace)
             except ApiError as refusal:
                 return policy.reply_for_refusal(refusal)
             except SpoolFullError:
@@ -453,7 +532,11 @@ class SubmissionHandler:
                 self.in_flight.idle.set()
 
     async def _accept(
-        self, key: ApiKeyRecord | None, recipients: list[str], content: bytes
+        self,
+        key: ApiKeyRecord | None,
+        recipients: list[str],
+        content: bytes,
+        trace: SubmissionTrace,
     ) -> Reply:
         message = await _off_thread_if_large(SubmittedMessage.parse, content)
         if key is not None:
@@ -473,7 +556,14 @@ class SubmissionHandler:
         now = datetime.now(UTC)
 
         async def prepare() -> tuple[list[PreparedEmail], dict[str, Any]]:
-            prepared = await self.acceptor.prepare_submitted(team_id, key, recipients, message, now)
+            prepared = await self.acceptor.prepare_submitted(
+                team_id,
+                key,
+                recipients,
+                message,
+                now,
+                received=lambda email_id: received_field(trace, email_id, now),
+            )
             return [prepared], {"id": prepared.record.id}
 
         response = await self.acceptor.accept(prepare, idempotent=idempotent, status=250, now=now)
@@ -481,6 +571,14 @@ class SubmissionHandler:
             self.deps.delivery.wake()
         log.info("accepted %s over SMTP for %d recipients", response["id"], len(recipients))
         return policy.accepted(str(response["id"]))
+
+
+def _on_trio(task: Callable[..., Awaitable[ResultT]]) -> Callable[..., Awaitable[ResultT]]:
+    """`task`, a Trio coroutine function, callable from aiosmtpd's asyncio side."""
+    import trio_asyncio  # type: ignore[import-untyped]  # imported already, see serve_submission
+
+    wrapped: Callable[..., Awaitable[ResultT]] = trio_asyncio.trio_as_aio(task)
+    return wrapped
 
 
 def _peer_host(session: Session) -> str:

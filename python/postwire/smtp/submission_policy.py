@@ -8,12 +8,15 @@ rules are table-tested without sockets.
 
 from __future__ import annotations
 
+import hashlib
+import ipaddress
 import re
 from dataclasses import dataclass
 from typing import Final
 
 from postwire import _core
 from postwire.errors import ApiError
+from postwire.store.accounts import token_lookup
 
 # (code, enhanced status code, text): `550 5.7.1 relaying denied`.
 Reply = tuple[int, str, str]
@@ -30,6 +33,16 @@ AUTH_TOO_MANY_FAILURES: Reply = (
     "4.7.0",
     "Too many failed authentication attempts from this address, try again in a minute",
 )
+AUTH_CREDENTIAL_LOCKED: Reply = (
+    454,
+    "4.7.0",
+    "Too many failed authentication attempts with this key from this address, "
+    "try again in a minute",
+)
+# Failed AUTH attempts one source may make per minute, across all credentials, as a multiple
+# of `smtp.max_auth_failures` (the allowance of one credential from one source): high enough
+# that clients behind one NAT do not lock each other out, low enough to stop spraying keys.
+AUTH_SOURCE_CEILING_FACTOR = 10
 RELAYING_DENIED: Reply = (550, "5.7.1", "relaying denied")
 # 452 (not 550 5.5.3): RFC 5321 4.5.3.1.10 says a client that gets 452 for too many
 # recipients sends the rest in a later transaction, so nobody is lost.
@@ -42,9 +55,11 @@ LINE_TOO_LONG: Reply = (
 )
 COMMAND_TOO_LONG: Reply = (500, "5.5.2", "Command line too long")
 NUL_IN_MESSAGE: Reply = (554, "5.6.0", "Message contains NUL bytes")
-# Refused, not repaired: reading a bare LF as a line end is what SMTP smuggling exploits, and
+# Refused, not repaired: reading a bare LF or CR as a line end is what SMTP smuggling exploits
+# (a "\n.\n" or "\r.\r" that one server takes for the end of data and the next does not), and
 # current MTAs refuse it too (Postfix's smtpd_forbid_bare_newline).
-BARE_LF: Reply = (554, "5.6.0", "Message contains a bare LF: lines end with CRLF (RFC 5321 2.3.8)")
+BARE_LF: Reply = (550, "5.5.2", "Message contains a bare LF: lines end with CRLF (RFC 5321 2.3.8)")
+BARE_CR: Reply = (550, "5.5.2", "Message contains a bare CR: lines end with CRLF (RFC 5321 2.3.8)")
 # 452 4.5.3 again: the client sends the other recipients in a transaction of their own.
 MIXED_RECIPIENTS: Reply = (
     452,
@@ -109,10 +124,43 @@ class SessionFacts:
     trusted_peer: bool  # the client's address is in smtp.trusted_networks
 
 
-def on_auth_attempt(failures_exhausted: bool) -> Reply | None:
-    """A client address that used up its failed attempts of the minute is refused before its
-    credentials are looked at, so guessing keys gains nothing."""
-    return AUTH_TOO_MANY_FAILURES if failures_exhausted else None
+def auth_source(host: str) -> str:
+    """Where failed AUTH attempts are counted from: the client's IPv4 address, or the /64 of
+    its IPv6 address (one subscriber's smallest allocation, whose addresses cost nothing)."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
+
+
+def auth_credential(username: str, password: str) -> str:
+    """What names the credential of an AUTH attempt without keeping it: a digest of the
+    username and of the key the password names (its lookup part, which is no secret), so
+    every guess at one key's secret counts against that key."""
+    named = token_lookup(password) or password
+    return hashlib.sha256(f"{username}\0{named}".encode()).hexdigest()[:32]
+
+
+def on_auth_attempt(
+    source_failures: int, credential_failures: int, max_failures: int
+) -> Reply | None:
+    """A credential that failed `max_failures` times this minute from one source is refused
+    there before it is looked at again, so guessing a key gains nothing; any source that
+    failed `AUTH_SOURCE_CEILING_FACTOR` times as often is refused whatever it presents.
+    Another key from the same source (a client behind the same NAT) still gets in until
+    then. `max_failures` 0: no limit."""
+    if max_failures <= 0:
+        return None
+    if source_failures >= max_failures * AUTH_SOURCE_CEILING_FACTOR:
+        return AUTH_TOO_MANY_FAILURES
+    if credential_failures >= max_failures:
+        return AUTH_CREDENTIAL_LOCKED
+    return None
 
 
 def on_auth(username: str, key_found: bool) -> Reply | None:
@@ -166,11 +214,13 @@ def on_data(message: bytes, max_message_size: int) -> Reply | None:
     size rule stands here too, so that the rules of a message are all in one place."""
     if len(message) > max_message_size:
         return MESSAGE_TOO_BIG
-    nul, bare_line_feed = _core.data_faults(message)
+    nul, bare_line_feed, bare_carriage_return = _core.data_faults(message)
     if nul:
         return NUL_IN_MESSAGE
     if bare_line_feed:
         return BARE_LF
+    if bare_carriage_return:
+        return BARE_CR
     return None
 
 

@@ -130,11 +130,18 @@ async def create_api_key(
         return key, token
 
 
-def authenticate(spool: Spool, token: str) -> ApiKeyRecord | None:
-    """The live key whose token this is, or None. Compares hashes in constant time."""
+def token_lookup(token: str) -> str | None:
+    """The part of a token that names its key (no secret), or None if it is no token."""
     if not token.startswith(TOKEN_PREFIX):
         return None
-    lookup = token[len(TOKEN_PREFIX) : len(TOKEN_PREFIX) + _LOOKUP_LEN]
+    return token[len(TOKEN_PREFIX) : len(TOKEN_PREFIX) + _LOOKUP_LEN]
+
+
+def authenticate(spool: Spool, token: str) -> ApiKeyRecord | None:
+    """The live key whose token this is, or None. Compares hashes in constant time."""
+    lookup = token_lookup(token)
+    if lookup is None:
+        return None
     index = TOKEN_INDEX.get(spool, _token_key(lookup))
     key = None if index is None else API_KEYS.get(spool, _key_key(index.team_id, index.key_id))
     # Hash even when nothing was found, so timing does not tell whether the lookup part exists.

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 TABLES: tuple[str, ...] = (
     "teams",
     "api_keys",
+    "auth_failures",
     "domains",
     "emails",
     "deliveries",

@@ -56,13 +56,28 @@ pub struct Faults {
     pub nul: bool,
     /// A LF not preceded by CR: the ambiguity SMTP smuggling exploits.
     pub bare_line_feed: bool,
+    /// A CR not followed by LF: the same ambiguity, for servers that end lines at a CR.
+    pub bare_carriage_return: bool,
 }
 
 pub fn faults(message: &[u8]) -> Faults {
+    let mut line_feeds = 0;
+    let mut bare_line_feed = false;
+    for at in memchr::memchr_iter(b'\n', message) {
+        line_feeds += 1;
+        bare_line_feed |= at == 0 || message[at - 1] != b'\r';
+    }
+    // Without a bare LF every LF ends a CRLF, so any CR beyond one per LF is bare: counting
+    // CRs is a vectorised pass that never stops, where visiting each would stop at every line.
+    let bare_carriage_return = if bare_line_feed {
+        memchr::memchr_iter(b'\r', message).any(|at| message.get(at + 1) != Some(&b'\n'))
+    } else {
+        memchr::memchr_iter(b'\r', message).count() != line_feeds
+    };
     Faults {
         nul: memchr::memchr(0, message).is_some(),
-        bare_line_feed: memchr::memchr_iter(b'\n', message)
-            .any(|at| at == 0 || message[at - 1] != b'\r'),
+        bare_line_feed,
+        bare_carriage_return,
     }
 }
 
@@ -118,5 +133,29 @@ mod tests {
             !faults(b"a\rb").bare_line_feed,
             "a bare CR is not a bare LF"
         );
+    }
+
+    #[test]
+    fn finds_bare_carriage_returns() {
+        assert!(faults(b"a\rb").bare_carriage_return);
+        assert!(faults(b"a\r").bare_carriage_return, "a CR at the end");
+        assert!(faults(b"\r\r\n").bare_carriage_return);
+        assert!(!faults(b"a\r\nb\r\n").bare_carriage_return);
+        assert!(!faults(b"a\nb").bare_carriage_return);
+        // The SMTP smuggling end-of-data variants each have a bare CR or LF.
+        for smuggled in [
+            &b"a\r.\rb"[..],
+            b"a\n.\nb",
+            b"a\r\n.\nb",
+            b"a\n.\r\nb",
+            b"a\r.\r\nb",
+            b"a\r\n.\rb",
+        ] {
+            let found = faults(smuggled);
+            assert!(
+                found.bare_carriage_return || found.bare_line_feed,
+                "{smuggled:?}"
+            );
+        }
     }
 }

@@ -16,11 +16,11 @@ fn stuff_data<'py>(py: Python<'py>, body: &[u8]) -> Bound<'py, PyBytes> {
     PyBytes::new(py, &postwire_core::smtp_data::stuff(body))
 }
 
-/// (NUL octet found, bare LF found) in `message`.
+/// (NUL octet found, bare LF found, bare CR found) in `message`.
 #[pyfunction]
-fn data_faults(message: &[u8]) -> (bool, bool) {
+fn data_faults(message: &[u8]) -> (bool, bool, bool) {
     let found = postwire_core::smtp_data::faults(message);
-    (found.nul, found.bare_line_feed)
+    (found.nul, found.bare_line_feed, found.bare_carriage_return)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
