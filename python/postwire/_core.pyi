@@ -119,7 +119,10 @@ def build_message(
     multipart/mixed (as do inline parts when there is no html). Neither text, html nor
     attachments gives an empty text/plain body. Text and html may not contain NUL; their bare
     CR and bare LF become CRLF; mail-builder picks 7bit, quoted-printable or base64 for them.
-    Attachments are always base64, so their bytes arrive exactly as given.
+    A `text/*` attachment is 7bit when ASCII with lines of at most 998 octets, quoted-printable
+    when at most one octet in six needs escaping, base64 otherwise, its line breaks made CRLF;
+    one holding NUL or another control character but TAB is binary. Binary and non-text
+    attachments are base64, their bytes exactly as given.
 
     Determinism, for golden-byte tests: `date` is Unix seconds shown at `utc_offset_minutes`
     (-1439..1439; the current time when `date` is None). `message_id` is taken with or without
@@ -295,7 +298,9 @@ class Spool:
     Open it once per process. Reads run on the calling thread. Writes are gathered by a
     committer thread for up to `commit_window_us` (or `max_batch` batches) and committed with
     one fsync, GIL released. Errors are `postwire.errors.SpoolError` and its subclasses;
-    `SpoolFullError` when the map (`map_size` bytes) is full.
+    `SpoolFullError` when the map (`map_size` bytes) is full, and for a batch that enqueues
+    once the live data would reach the top `reserve` bytes of the map, which only other
+    batches (delivery outcomes, acks, leases) may use, so that a full spool can drain.
     """
 
     def __new__(
@@ -306,10 +311,12 @@ class Spool:
         map_size: int = ...,
         commit_window_us: int = 1000,
         max_batch: int = 512,
+        reserve: int | None = None,
     ) -> Spool:
         """Open or create the spool with the plain `tables` (names not starting with `_`).
 
-        `map_size` defaults to 1 GiB."""
+        `map_size` defaults to 1 GiB; `reserve` to an eighth of it, at least 1 MiB and at
+        most half."""
     def submit(self, batch: WriteBatch) -> int:
         """Queue `batch` for group commit and return its ticket without waiting."""
     def commit(self, batch: WriteBatch) -> list[Leased]:

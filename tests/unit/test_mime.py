@@ -97,7 +97,8 @@ def test_every_field_round_trips_through_python_email() -> None:
     ]
     assert attachments == [
         ("report 2024.pdf", "application/pdf", PDF),
-        ("données.csv", "text/csv", b"a,b\n1,2\n"),
+        # A text attachment's line breaks arrive as CRLF (text's canonical form).
+        ("données.csv", "text/csv", b"a,b\r\n1,2\r\n"),
     ]
 
     # The inline image sits beside the html in multipart/related, inside the alternative.
@@ -209,10 +210,66 @@ def test_bare_cr_and_lf_never_reach_the_wire() -> None:
     text_part = message.get_body(("plain",))
     assert text_part is not None
     assert text_part.get_content() == "x\r\n.\r\nRCPT TO:<evil@example.net>\r\n"
-    # Attachments are base64 whatever their type, so their bytes arrive exactly.
+    # A text attachment holding NUL is binary: base64, so its bytes arrive exactly.
     (attachment,) = message.iter_attachments()
     assert attachment["Content-Transfer-Encoding"] == "base64"
     assert attachment.get_payload(decode=True) == raw_file
+
+
+LATIN = "Grüße aus München: the quarterly report is attached, as agreed.\n" * 20
+CYRILLIC = "Отчёт во вложении, всё в порядке.\n" * 20
+
+
+@pytest.mark.parametrize(
+    ("content", "content_type", "encoding", "decoded"),
+    [
+        (b"name,total\r\nAnn,12\r\n", "text/csv", "7bit", None),
+        (b"name,total\nAnn,12\n", "text/csv", "7bit", b"name,total\r\nAnn,12\r\n"),
+        (b"old mac\rline ends\r", "text/plain", "7bit", b"old mac\r\nline ends\r\n"),
+        (b"ends without a line break", "text/plain", "7bit", None),
+        (
+            b"".join([b"x" * 1200, b"\r\n", b"trailing space \r\n"]),
+            "text/plain",
+            "quoted-printable",
+            None,
+        ),
+        (LATIN.encode().replace(b"\n", b"\r\n"), "text/plain", "quoted-printable", None),
+        (LATIN.encode(), "text/plain", "quoted-printable", LATIN.encode().replace(b"\n", b"\r\n")),
+        (
+            b"caf\xe9 au lait = 3 \x80 (Latin-1 and a stray byte)\r\n",
+            "text/plain",
+            "quoted-printable",
+            None,
+        ),
+        (CYRILLIC.encode().replace(b"\n", b"\r\n"), "text/plain", "base64", None),
+        (CYRILLIC.encode(), "text/plain", "base64", CYRILLIC.encode().replace(b"\n", b"\r\n")),
+        (b"a\x00b\nc\r", "text/plain", "base64", None),
+        (b"\xff\xfeh\x00i\x00\n\x00", "text/plain", "base64", None),
+        (b"ascii json\n", "application/json", "base64", None),
+        (PDF, "application/pdf", "base64", None),
+    ],
+)
+def test_attachment_transfer_encoding_follows_content(
+    content: bytes, content_type: str, encoding: str, decoded: bytes | None
+) -> None:
+    """ASCII text is 7bit (base64 around it is what rspamd scores as MIME_BASE64_TEXT_BOGUS),
+    text with a little non-ASCII or long lines quoted-printable, mostly non-ASCII text and
+    anything binary base64; Python's parser decodes each to the original bytes, or for text
+    with bare CR or LF line ends to the same text with CRLF."""
+    data = _core.build_message(
+        sender=(None, "a@example.com"),
+        to=[(None, "b@example.com")],
+        text="see attached\n",
+        attachments=[_core.Attachment(content, "file", content_type)],
+    )
+    assert re.search(rb"\r(?!\n)|(?<!\r)\n", data) is None
+    assert max(len(line) for line in data.split(b"\r\n")) <= 998
+    message = parse(data)
+    (attachment,) = message.iter_attachments()
+    assert attachment["Content-Transfer-Encoding"] == encoding
+    assert attachment.get_content_type() == content_type
+    assert attachment.get_payload(decode=True) == (content if decoded is None else decoded)
+    assert not attachment.defects
 
 
 def test_single_part_and_alternative_structures() -> None:

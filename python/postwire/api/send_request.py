@@ -411,7 +411,7 @@ def _is_filename(name: str) -> bool:
 def _attachment_content_type(value: object, field: str) -> str | None:
     if value is None:
         return None
-    # Parameters (`; charset=...`) are dropped: attachments travel base64, bytes as given.
+    # Parameters (`; charset=...`) are dropped: the core writes the media type alone.
     mime_type = value.partition(";")[0].strip().lower() if isinstance(value, str) else ""
     if not _MIME_TYPE.fullmatch(mime_type) or mime_type.startswith("multipart/"):
         raise validation_error(

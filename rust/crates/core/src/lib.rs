@@ -8,3 +8,4 @@ pub mod ids;
 pub mod mime;
 pub mod smtp_data;
 pub mod spool;
+pub mod transfer_encoding;

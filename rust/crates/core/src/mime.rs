@@ -2,8 +2,9 @@
 //!
 //! `mail-builder` does the encoding (RFC 2047 words, RFC 2231 parameters, quoted-printable or
 //! base64 bodies) and the folding. This module owns what it does not: refusing header injection
-//! and malformed fields, the MIME tree, IDN domains, and the nondeterministic parts (Date,
-//! Message-ID, boundaries), which callers may inject so tests can compare golden bytes.
+//! and malformed fields, the MIME tree, IDN domains, the transfer encoding of attachments (see
+//! [`crate::transfer_encoding`]), and the nondeterministic parts (Date, Message-ID, boundaries),
+//! which callers may inject so tests can compare golden bytes.
 //!
 //! Tree: `text` and `html` together make `multipart/alternative`; parts with a content id sit
 //! in `multipart/related` with the html (`alternative[text, related[html, inline...]]`); other
@@ -13,6 +14,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use mail_builder::encoders::QuotedPrintableEncoder;
 use mail_builder::headers::address::Address;
 use mail_builder::headers::content_type::ContentType;
 use mail_builder::headers::date::Date as RfcDate;
@@ -23,6 +25,8 @@ use mail_builder::headers::HeaderType;
 use mail_builder::mime::{BodyPart, MimePart};
 use mail_builder::MessageBuilder;
 use rand::RngCore;
+
+use crate::transfer_encoding::{choose_text_encoding, crlf_line_breaks, TextEncoding};
 
 #[derive(Debug, thiserror::Error)]
 pub enum MimeError {
@@ -555,24 +559,60 @@ fn build_attachment<'a>(
     if let Some(name) = filename {
         disposition = disposition.attribute("filename", name);
     }
-    // A raw Content-Type (a validated token/token) makes mail-builder base64 every attachment,
-    // text/* included: its bytes then arrive exactly as given, and no bare CR, LF or NUL of
-    // the file reaches the message as it would in a 7bit part.
-    let mut part = MimePart::raw(BodyPart::Binary(Cow::Borrowed(attachment.content)))
+    let (body, transfer_encoding) = encode_attachment(attachment.content, &content_type);
+    let mut part = MimePart::raw(BodyPart::Binary(body))
         .header("Content-Type", Raw::new(content_type))
         .header("Content-Disposition", disposition);
     if let Some(cid) = content_id {
         part = part.header("Content-ID", MessageId::new(cid));
     }
+    if let Some(transfer_encoding) = transfer_encoding {
+        part = part.header("Content-Transfer-Encoding", Raw::new(transfer_encoding));
+    }
     Ok(part)
 }
 
-/// Refuses a caller's seed that already occurs in the text or html: a line `--{seed}_n` inside
-/// a body would end the part early. Attachments are base64, which holds no `-`.
+/// The body of an attachment part and its Content-Transfer-Encoding, or `None` for base64.
+/// Text is written with CRLF line breaks, so a 7bit or quoted-printable part holds no bare CR
+/// or LF. A part with a raw Content-Type (a validated token/token) and no Content-Transfer-Encoding
+/// is base64-encoded by mail-builder, bytes as given.
+fn encode_attachment<'a>(
+    content: &'a [u8],
+    content_type: &str,
+) -> (Cow<'a, [u8]>, Option<&'static str>) {
+    if !content_type.starts_with("text/") {
+        return (Cow::Borrowed(content), None);
+    }
+    let encoding = choose_text_encoding(content);
+    if !encoding.is_text() {
+        return (Cow::Borrowed(content), None);
+    }
+    let text = crlf_line_breaks(content, true);
+    match encoding {
+        TextEncoding::SevenBit => (text, Some("7bit")),
+        TextEncoding::QuotedPrintable => {
+            let mut encoded = Vec::with_capacity(text.len() + text.len() / 4);
+            QuotedPrintableEncoder::new()
+                .preserve_line_breaks()
+                .encode_into(&text, &mut encoded);
+            (Cow::Owned(encoded), Some("quoted-printable"))
+        }
+        TextEncoding::Base64 | TextEncoding::Binary => (text, None),
+    }
+}
+
+/// Refuses a caller's seed that already occurs in the content: a line `--{seed}_n` inside a
+/// body or a 7bit or quoted-printable attachment would end the part early.
 fn check_seed_absent(seed: &str, spec: &MessageSpec<'_>) -> Result<(), MimeError> {
     let marker = format!("--{seed}");
-    for body in [spec.text, spec.html].into_iter().flatten() {
-        if body.contains(&marker) {
+    let finder = memchr::memmem::Finder::new(marker.as_bytes());
+    let bodies = [spec.text, spec.html]
+        .into_iter()
+        .flatten()
+        .map(str::as_bytes);
+    let attachments = spec.attachments.iter().map(|attachment| attachment.content);
+    for body in bodies.chain(attachments) {
+        if finder.find(body).is_some() {
             return Err(invalid(format!(
                 "boundary_seed {seed:?} occurs in the message content; choose another"
             )));
@@ -585,22 +625,11 @@ fn check_seed_absent(seed: &str, spec: &MessageSpec<'_>) -> Result<(), MimeError
 /// lone CR as is in a 7bit body, and receivers that take it for a line end are open to SMTP
 /// smuggling (`\r.\r`). Bodies without CR, nearly all of them, are borrowed.
 fn crlf_bare_cr(body: &str) -> Cow<'_, str> {
-    let bytes = body.as_bytes();
-    let is_bare = |at: usize| bytes.get(at + 1) != Some(&b'\n');
-    if !body.contains('\r') || !body.match_indices('\r').any(|(at, _)| is_bare(at)) {
-        return Cow::Borrowed(body);
+    match crlf_line_breaks(body.as_bytes(), false) {
+        Cow::Borrowed(_) => Cow::Borrowed(body),
+        // Only ASCII LF is inserted, after an ASCII CR: still UTF-8.
+        Cow::Owned(fixed) => Cow::Owned(String::from_utf8(fixed).expect("UTF-8 stays UTF-8")),
     }
-    let mut fixed = String::with_capacity(body.len() + 16);
-    let mut start = 0;
-    for (at, _) in body.match_indices('\r') {
-        fixed.push_str(&body[start..=at]);
-        if is_bare(at) {
-            fixed.push('\n');
-        }
-        start = at + 1;
-    }
-    fixed.push_str(&body[start..]);
-    Cow::Owned(fixed)
 }
 
 fn multipart<'a>(kind: &'static str, boundary: String, parts: Vec<MimePart<'a>>) -> MimePart<'a> {
@@ -1254,6 +1283,15 @@ mod tests {
         spec.boundary_seed = Some("x");
         spec.text = Some("a line\n--x_1\nmore\n");
         assert!(matches!(build_message(&spec), Err(MimeError::Invalid(_))));
+        // A 7bit attachment holds its lines as they are.
+        spec.text = Some("hello\n");
+        spec.attachments = vec![Attachment {
+            content: b"a line\n--x_1\n",
+            filename: Some("a.txt"),
+            content_type: None,
+            content_id: None,
+        }];
+        assert!(matches!(build_message(&spec), Err(MimeError::Invalid(_))));
     }
 
     #[test]
@@ -1268,7 +1306,80 @@ mod tests {
     }
 
     #[test]
-    fn mime_attachments_are_base64_whatever_their_type() {
+    fn mime_text_attachments_are_encoded_by_content() {
+        let latin = "Grüße aus München, the report is attached.\n";
+        let cyrillic = "Отчёт во вложении\n";
+        // (content, content type, transfer encoding, body as written)
+        let cases: [(&[u8], &str, &str, &str); 6] = [
+            (b"a,b\n1,2\n", "text/csv", "7bit", "a,b\r\n1,2\r\n"),
+            (b"bare\rcr", "text/plain", "7bit", "bare\r\ncr"),
+            (
+                latin.as_bytes(),
+                "text/plain",
+                "quoted-printable",
+                "Gr=C3=BC=C3=9Fe aus M=C3=BCnchen, the report is attached.\r\n",
+            ),
+            // Mostly non-ASCII: base64 of the text with its line break made CRLF.
+            (
+                cyrillic.as_bytes(),
+                "text/plain",
+                "base64",
+                "0J7RgtGH0ZHRgiDQstC+INCy0LvQvtC20LXQvdC40LgNCg==\r\n",
+            ),
+            // NUL: not text, the bytes as given.
+            (b"a\0b\n", "text/plain", "base64", "YQBiCg==\r\n"),
+            // Not a text type: base64, the bytes as given.
+            (
+                b"plain ascii\n",
+                "application/json",
+                "base64",
+                "cGxhaW4gYXNjaWkK\r\n",
+            ),
+        ];
+        for (content, content_type, encoding, body) in cases {
+            let mut spec = simple_spec();
+            spec.boundary_seed = Some("s");
+            spec.attachments = vec![Attachment {
+                content,
+                filename: Some("a"),
+                content_type: Some(content_type),
+                content_id: None,
+            }];
+            let message = build(&spec);
+            let part = format!(
+                "Content-Type: {content_type}\r\n\
+                 Content-Disposition: attachment; filename=\"a\"\r\n\
+                 Content-Transfer-Encoding: {encoding}\r\n\r\n{body}\r\n--s_1--\r\n"
+            );
+            assert!(
+                message.ends_with(&part),
+                "{content_type} {content:?}:\n{message}"
+            );
+            assert_well_formed(message.as_bytes());
+        }
+    }
+
+    #[test]
+    fn mime_text_attachment_with_long_lines_is_quoted_printable() {
+        let content = format!("{}\n", "word ".repeat(400));
+        let mut spec = simple_spec();
+        spec.attachments = vec![Attachment {
+            content: content.as_bytes(),
+            filename: Some("notes.txt"),
+            content_type: None,
+            content_id: None,
+        }];
+        let message = build(&spec);
+        assert!(message.contains("Content-Transfer-Encoding: quoted-printable\r\n"));
+        assert!(
+            message.contains("word=20\r\n"),
+            "trailing space escaped: {message}"
+        );
+        assert_well_formed(message.as_bytes());
+    }
+
+    #[test]
+    fn mime_text_attachments_with_controls_stay_base64() {
         let content = b"line\rbare cr\nbare lf\0nul\r\n";
         let mut spec = simple_spec();
         spec.attachments = vec![
