@@ -290,6 +290,9 @@ class MessageState:
     def deliveries(self) -> int: ...
     @property
     def enqueued_at_ms(self) -> int: ...
+    @property
+    def leased_at_ms(self) -> int:
+        """When last handed out (0: never): while leased, when the attempt in hand began."""
 
 @final
 class Spool:

@@ -9,6 +9,12 @@
 //! Leases are due-index entries: handing a message to a worker moves its due time to the lease's
 //! expiry, so a message whose worker died simply becomes due again when the lease runs out — also
 //! across a restart, with nothing to recover on open.
+//!
+//! Intake keeps out of a reserve at the top of the map: a batch that enqueues a message is refused
+//! ([`SpoolError::IntakeFull`]) once the live data would pass `map_size - reserve`, while every
+//! other batch (a delivery outcome, an ack, a lease) may use the reserve. LMDB copies every page a
+//! transaction touches, deletes included, so a map filled to the last page could no longer commit
+//! the acks that would empty it; with the reserve, a full spool always drains.
 
 use std::collections::HashMap;
 use std::ops::Bound;
@@ -35,6 +41,11 @@ const MAX_TABLES: u32 = 128;
 pub enum SpoolError {
     #[error("the spool is full (LMDB map size reached); raise spool.map_size or drain the queue")]
     MapFull,
+    #[error(
+        "the spool is full: {in_use} bytes in use, intake stops at {limit} (the rest of \
+         spool.map_size is kept for delivery to drain it)"
+    )]
+    IntakeFull { in_use: u64, limit: u64 },
     #[error("key already exists in table '{table}'")]
     KeyExists { table: String, key: Vec<u8> },
     #[error("lease lost for message '{0}': it expired or another worker holds it")]
@@ -76,6 +87,27 @@ pub struct SpoolOptions {
     pub max_batch: usize,
     /// The plain tables the caller uses; created on open when missing.
     pub tables: Vec<String>,
+    /// Bytes at the top of the map that batches enqueueing messages may not use (see the module
+    /// documentation); None: [`default_reserve`] of `map_size`.
+    pub reserve: Option<usize>,
+}
+
+impl SpoolOptions {
+    /// The live data past which a batch that enqueues is refused.
+    fn intake_limit(&self) -> u64 {
+        let reserve = self
+            .reserve
+            .unwrap_or_else(|| default_reserve(self.map_size));
+        (self.map_size - reserve.min(self.map_size)) as u64
+    }
+}
+
+/// An eighth of the map, but at least 1 MiB (and at most half the map): a commit copies every
+/// page it touches into fresh ones, and the pages it frees are reusable only two commits later,
+/// so draining needs room for a few commits' copies — a group of hundreds of outcomes dirties
+/// megabytes, whatever the map's size.
+fn default_reserve(map_size: usize) -> usize {
+    (map_size / 8).max(1 << 20).min(map_size / 2)
 }
 
 impl Default for SpoolOptions {
@@ -85,6 +117,7 @@ impl Default for SpoolOptions {
             commit_window: Duration::from_micros(1000),
             max_batch: 512,
             tables: Vec::new(),
+            reserve: None,
         }
     }
 }
@@ -101,9 +134,14 @@ pub struct MessageState {
     /// How many times the message was handed out, counting expired leases.
     pub deliveries: u32,
     pub enqueued_at_ms: u64,
+    /// When the message was last handed out (0: never): the start of the attempt in progress
+    /// while it is leased.
+    pub leased_at_ms: u64,
 }
 
-const STATE_LEN: usize = 32;
+const STATE_LEN: usize = 40;
+/// States written before `leased_at_ms` existed; they read as never handed out since.
+const STATE_LEN_V1: usize = 32;
 
 impl MessageState {
     fn encode(&self) -> [u8; STATE_LEN] {
@@ -113,11 +151,12 @@ impl MessageState {
         out[16..20].copy_from_slice(&self.attempts.to_le_bytes());
         out[20..24].copy_from_slice(&self.deliveries.to_le_bytes());
         out[24..32].copy_from_slice(&self.enqueued_at_ms.to_le_bytes());
+        out[32..40].copy_from_slice(&self.leased_at_ms.to_le_bytes());
         out
     }
 
     fn decode(raw: &[u8]) -> Result<Self> {
-        if raw.len() != STATE_LEN {
+        if raw.len() != STATE_LEN && raw.len() != STATE_LEN_V1 {
             return Err(SpoolError::Storage("corrupt message state record".into()));
         }
         let u64_at = |i: usize| u64::from_le_bytes(raw[i..i + 8].try_into().unwrap_or_default());
@@ -128,6 +167,11 @@ impl MessageState {
             attempts: u32_at(16),
             deliveries: u32_at(20),
             enqueued_at_ms: u64_at(24),
+            leased_at_ms: if raw.len() == STATE_LEN {
+                u64_at(32)
+            } else {
+                0
+            },
         })
     }
 
@@ -277,6 +321,7 @@ struct Completions {
 struct Shared {
     env: Env<WithoutTls>,
     tables: Tables,
+    intake_limit: u64,
 }
 
 struct Running {
@@ -347,6 +392,7 @@ impl Spool {
                 due,
                 plain,
             },
+            intake_limit: options.intake_limit(),
         });
         let (jobs, receiver) = crossbeam_channel::unbounded();
         let committer = {
@@ -659,7 +705,9 @@ fn try_commit<'a>(
     let mut wtxn = shared.env.write_txn()?;
     let mut results = Vec::new();
     for batch in batches {
-        match check_batch(&shared.tables, &wtxn, batch) {
+        let checked = check_batch(&shared.tables, &wtxn, batch)
+            .and_then(|()| check_intake_room(shared, &wtxn, batch));
+        match checked {
             Ok(()) => results.push(Ok(apply_batch(&shared.tables, &mut wtxn, batch)?)),
             Err(refusal) => results.push(Err(refusal)),
         }
@@ -726,6 +774,41 @@ fn check_batch(tables: &Tables, txn: &RwTxn<'_>, batch: &Batch) -> Result<()> {
     Ok(())
 }
 
+/// A batch that enqueues must leave the reserve free: the live data after it (this transaction's
+/// earlier writes included) stays within the intake limit. Other batches are not checked.
+fn check_intake_room(shared: &Shared, txn: &RwTxn<'_>, batch: &Batch) -> Result<()> {
+    if !batch.ops.iter().any(|op| matches!(op, Op::Enqueue { .. })) {
+        return Ok(());
+    }
+    let in_use = live_bytes(&shared.tables, txn)?;
+    // Keys, state and index entries are small beside bodies: a page per operation covers them.
+    let adding = (batch.payload_len() + batch.ops.len() * PAGE_ESTIMATE) as u64;
+    if in_use.saturating_add(adding) > shared.intake_limit {
+        return Err(SpoolError::IntakeFull {
+            in_use,
+            limit: shared.intake_limit,
+        });
+    }
+    Ok(())
+}
+
+/// What one operation's overhead is taken to be when estimating a batch's size.
+const PAGE_ESTIMATE: usize = 4096;
+
+/// Bytes of the pages that hold data as `txn` sees it: every table's branch, leaf and overflow
+/// pages. Free pages, reusable by later transactions, are not counted, so the figure falls as
+/// delivered messages are acked.
+fn live_bytes(tables: &Tables, txn: &RoTxn<'_, WithoutTls>) -> Result<u64> {
+    let mut bytes = 0u64;
+    let system = [&tables.bodies, &tables.states, &tables.due];
+    for db in system.into_iter().chain(tables.plain.values()) {
+        let stat = db.stat(txn)?;
+        let pages = stat.branch_pages + stat.leaf_pages + stat.overflow_pages;
+        bytes += pages as u64 * u64::from(stat.page_size);
+    }
+    Ok(bytes)
+}
+
 fn load_state(tables: &Tables, txn: &RoTxn<'_, WithoutTls>, id: &str) -> Result<MessageState> {
     match tables.states.get(txn, id.as_bytes())? {
         Some(raw) => MessageState::decode(raw),
@@ -773,6 +856,7 @@ fn apply_batch(tables: &Tables, txn: &mut RwTxn<'_>, batch: &Batch) -> Result<Ve
                     attempts: 0,
                     deliveries: 0,
                     enqueued_at_ms: *now_ms,
+                    leased_at_ms: 0,
                 };
                 store_state(tables, txn, id, &state)?;
                 tables.due.put(txn, &due_key(*due_at_ms, id), &[])?;
@@ -844,6 +928,7 @@ fn lease_due(
         state.due_at_ms = expires;
         state.lease = new_lease_token();
         state.deliveries = state.deliveries.saturating_add(1);
+        state.leased_at_ms = now_ms;
         store_state(tables, txn, &id, &state)?;
         out.push(Leased {
             id,
@@ -1310,12 +1395,12 @@ mod tests {
         let big = std::thread::spawn({
             let spool = Arc::clone(&spool);
             move || {
+                // Not an enqueue, so not stopped at the intake limit: it meets the map's end.
                 let mut batch = Batch::new();
-                batch.push(Op::Enqueue {
-                    id: "big".into(),
-                    body: incompressible(4 << 20),
-                    due_at_ms: 0,
-                    now_ms: 0,
+                batch.push(Op::Put {
+                    table: "emails".into(),
+                    key: b"big".to_vec(),
+                    value: incompressible(4 << 20),
                 });
                 spool.commit(batch)
             }
@@ -1328,7 +1413,83 @@ mod tests {
             spool.get("emails", b"small").unwrap(),
             Some(b"fits".to_vec())
         );
-        assert_eq!(spool.message_body("big").unwrap(), None);
+        assert_eq!(spool.get("emails", b"big").unwrap(), None);
+    }
+
+    #[test]
+    fn intake_stops_short_of_the_map_so_outcomes_and_acks_drain_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = SpoolOptions {
+            map_size: 1 << 20,
+            tables: vec!["emails".into()],
+            ..SpoolOptions::default()
+        };
+        let spool = Spool::open(dir.path(), &options).unwrap();
+        let enqueue_big = |id: &str| {
+            let mut batch = Batch::new();
+            batch.push(Op::Enqueue {
+                id: id.into(),
+                body: incompressible(2 << 10),
+                due_at_ms: 0,
+                now_ms: 0,
+            });
+            spool.commit(batch)
+        };
+        let mut accepted = 0;
+        let refusal = loop {
+            match enqueue_big(&format!("m{accepted}")) {
+                Ok(_) => accepted += 1,
+                Err(err) => break err,
+            }
+        };
+        assert!(
+            matches!(refusal, SpoolError::IntakeFull { in_use, limit }
+                if limit == 1 << 19 && in_use <= limit),
+            "{refusal:?}"
+        );
+        assert!(accepted > 50, "only {accepted} accepted");
+
+        // Delivery's writes may use the reserve: every message is leased, its outcome recorded
+        // with a record of some size, and acked.
+        let mut all_due = Batch::new();
+        all_due.push(Op::LeaseDue {
+            now_ms: 1,
+            limit: accepted,
+            lease_ms: 60_000,
+        });
+        let leased = spool.commit(all_due).unwrap();
+        assert_eq!(leased.len(), accepted);
+        for message in &leased {
+            let mut outcome = Batch::new();
+            outcome
+                .push(put("emails", &message.id, &"outcome ".repeat(40)))
+                .push(Op::Ack {
+                    id: message.id.clone(),
+                    lease: message.lease,
+                });
+            spool.commit(outcome).unwrap();
+        }
+        assert_eq!(spool.message_count().unwrap(), 0);
+        enqueue_big("after").expect("intake resumes once the spool has drained");
+    }
+
+    #[test]
+    fn a_lease_records_when_it_began_and_old_states_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = open(dir.path());
+        let mut batch = Batch::new();
+        batch.push(enqueue("a", 10));
+        spool.commit(batch).unwrap();
+        assert_eq!(spool.message_state("a").unwrap().unwrap().leased_at_ms, 0);
+        lease(&spool, 1_234, 60_000);
+        let state = spool.message_state("a").unwrap().unwrap();
+        assert_eq!((state.leased_at_ms, state.deliveries), (1_234, 1));
+
+        let mut v1 = state.encode()[..STATE_LEN_V1].to_vec();
+        v1[0..8].copy_from_slice(&7u64.to_le_bytes());
+        let old = MessageState::decode(&v1).unwrap();
+        assert_eq!((old.due_at_ms, old.deliveries, old.leased_at_ms), (7, 1, 0));
+        assert!(MessageState::decode(&v1[..20]).is_err());
     }
 
     #[test]

@@ -35,7 +35,9 @@ pub fn dkim_error(err: DkimError) -> PyErr {
 
 pub fn spool_error(err: SpoolError) -> PyErr {
     match &err {
-        SpoolError::MapFull => py::SpoolFullError::new_err(err.to_string()),
+        SpoolError::MapFull | SpoolError::IntakeFull { .. } => {
+            py::SpoolFullError::new_err(err.to_string())
+        }
         SpoolError::KeyExists { table, key } => Python::attach(|py| {
             let key = PyBytes::new(py, key).unbind();
             py::KeyExistsError::new_err((err.to_string(), table.clone(), key))

@@ -137,6 +137,7 @@ struct MessageState {
     attempts: u32,
     deliveries: u32,
     enqueued_at_ms: u64,
+    leased_at_ms: u64,
 }
 
 fn leased_list(py: Python<'_>, leased: Vec<core::Leased>) -> PyResult<Bound<'_, PyList>> {
@@ -153,7 +154,7 @@ struct Spool {
 #[pymethods]
 impl Spool {
     #[new]
-    #[pyo3(signature = (path, *, tables, map_size = 1 << 30, commit_window_us = 1000, max_batch = 512))]
+    #[pyo3(signature = (path, *, tables, map_size = 1 << 30, commit_window_us = 1000, max_batch = 512, reserve = None))]
     fn new(
         py: Python<'_>,
         path: PathBuf,
@@ -161,12 +162,14 @@ impl Spool {
         map_size: usize,
         commit_window_us: u64,
         max_batch: usize,
+        reserve: Option<usize>,
     ) -> PyResult<Self> {
         let options = core::SpoolOptions {
             map_size,
             commit_window: Duration::from_micros(commit_window_us),
             max_batch,
             tables,
+            reserve,
         };
         let spool = py
             .detach(|| core::Spool::open(&path, &options))
@@ -267,6 +270,7 @@ impl Spool {
             attempts: s.attempts,
             deliveries: s.deliveries,
             enqueued_at_ms: s.enqueued_at_ms,
+            leased_at_ms: s.leased_at_ms,
         }))
     }
 
