@@ -27,7 +27,7 @@ from typing import Any
 import trio
 
 from postwire import _core
-from postwire.compose.addresses import ascii_domain
+from postwire.compose.addresses import ascii_domain, parse_mailbox
 from postwire.compose.message import build_mime_message
 from postwire.compose.request import SendRequest
 from postwire.domains.store import DomainRecord, find_verified_domain_for_sender
@@ -132,6 +132,17 @@ class SubmittedMessage:
             if values:
                 return values[0]
         return None
+
+
+def _sending_domains(request: SendRequest) -> list[str]:
+    """The domains a request sends as, each checked like the first: its From's, then those of
+    its `Sender` headers (parsed as one mailbox each by `parse_send_request`)."""
+    addresses = [request.sender[1]]
+    for name, value in request.headers:
+        mailbox = parse_mailbox(value) if name.lower() == "sender" else None
+        if mailbox is not None:
+            addresses.append(mailbox[1])
+    return [address.rpartition("@")[2].lower() for address in addresses]
 
 
 def _addresses(values: list[str]) -> list[str]:
@@ -256,17 +267,21 @@ class Acceptor:
         the GIL, and it is most of the cost). An email that may not be sent is its ApiError."""
         drafts: list[_Draft | ApiError] = []
         domains: dict[str, DomainRecord | ApiError] = {}  # a batch mostly shares one sender
-        for request in requests:
-            sender_domain = request.sender[1].rpartition("@")[2].lower()
+
+        def checked(sender_domain: str) -> DomainRecord | ApiError:
             if sender_domain not in domains:
                 try:
                     domains[sender_domain] = self.sending_domain(team_id, key, sender_domain)
                 except ApiError as refusal:
                     domains[sender_domain] = refusal
-            domain = domains[sender_domain]
-            if isinstance(domain, ApiError):
-                drafts.append(domain)
-            else:
+            return domains[sender_domain]
+
+        for request in requests:
+            domain, *agents = [checked(name) for name in _sending_domains(request)]
+            refusal = next((d for d in (domain, *agents) if isinstance(d, ApiError)), None)
+            if refusal is not None:
+                drafts.append(refusal)
+            elif isinstance(domain, DomainRecord):
                 drafts.append(await self._draft(team_id, domain, request, now))
         await self._sign([draft for draft in drafts if isinstance(draft, _Draft)])
         return [draft if isinstance(draft, ApiError) else draft.prepared() for draft in drafts]
@@ -283,13 +298,18 @@ class Acceptor:
     ) -> PreparedEmail:
         """Check and sign a message submitted already built (SMTP DATA) for `recipients` (the
         envelope). `received` makes the `Received:` field put on top, given the email's id.
-        Raises 403 if its From is not under a verified domain the key may send from, 422 if it
-        has no single From address."""
+        Raises 403 if its From (or Sender) is not under a verified domain the key may send
+        from, 422 if it has no single From address (or a Sender of more or less than one)."""
         senders = getaddresses(message.values(b"from"))
         if len(senders) != 1 or "@" not in senders[0][1]:
             raise validation_error("The message must have a From header with one address.")
         sender_domain = senders[0][1].rpartition("@")[2].lower()
         domain = self.sending_domain(team_id, key, sender_domain)
+        for value in message.values(b"sender"):  # who sent it on the author's behalf: as From
+            agents = getaddresses([value])
+            if len(agents) != 1 or "@" not in agents[0][1]:
+                raise validation_error("The Sender header must have one address.")
+            self.sending_domain(team_id, key, agents[0][1].rpartition("@")[2].lower())
         email_id = _core.new_id()
         message = message.without(_STRIPPED_HEADERS)
         if received is not None:  # trace fields go on top (RFC 5321 4.4)

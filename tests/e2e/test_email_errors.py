@@ -52,6 +52,15 @@ CASES: list[tuple[str, bytes | dict[str, Any] | list[Any], int, str]] = [
     ("forbidden attachment type", with_fields(attachments=[{"filename": "x.exe",
      "content": "aGk="}]), 422, "invalid_attachment"),
     ("unverified domain", with_fields(**{"from": "a@unverified.test"}), 403, "validation_error"),
+    ("address literal recipient", with_fields(to="b@[127.0.0.1]"), 422, "validation_error"),
+    ("localhost recipient", with_fields(to="b@localhost"), 422, "validation_error"),
+    ("internal cc", with_fields(cc="b@printer.local"), 422, "validation_error"),
+    ("internal bcc", with_fields(bcc=["b@example.org", "c@db.internal"]), 422,
+     "validation_error"),
+    ("Sender of an unverified domain", with_fields(headers={"Sender": "a@unverified.test"}), 403,
+     "validation_error"),
+    ("Sender not one address", with_fields(headers={"Sender": "a@x.test, b@x.test"}), 422,
+     "validation_error"),
 ]  # fmt: skip
 
 

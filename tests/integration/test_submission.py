@@ -363,6 +363,64 @@ async def test_unverified_from_domain_is_550_5_7_1(tmp_path: Path) -> None:
         assert server.records() == []
 
 
+async def test_a_sender_header_is_checked_like_from(tmp_path: Path) -> None:
+    async with submission_server(tmp_path) as server:
+        for sender, expected in [
+            ("someone@elsewhere.test", (550, b"5.7.1 ")),  # not a verified domain of the team
+            ("a@sender.test, b@sender.test", (550, b"5.6.0 ")),  # Sender is one mailbox
+        ]:
+            mail = message(Sender=sender)
+            code, reply = await in_thread(
+                lambda m=mail: refused_reply(server, lambda c: c.send_message(m))
+            )
+            assert (code, reply[:6]) == expected, reply
+        assert server.records() == []
+        mail = message(Sender="Desk <desk@mail.sender.test>")  # under the verified domain
+        code, _ = await in_thread(
+            lambda: send_raw(server, mail.as_bytes(policy=SMTP), ["ann@example.org"])
+        )
+        assert code == 250
+
+
+async def test_recipients_follow_the_rest_apis_address_rules(tmp_path: Path) -> None:
+    async with submission_server(tmp_path) as server:
+
+        def rcpt_replies() -> list[tuple[str, int, bytes]]:
+            with smtplib.SMTP_SSL(
+                *server.implicit_tls, context=server.client_tls(), timeout=10
+            ) as client:
+                client.login("postwire", server.token)
+                client.mail("shop@sender.test")
+                replies = []
+                for path in NOT_RECIPIENTS:
+                    code, reply = client.docmd(f"RCPT TO:{path}")
+                    replies.append((path, code, reply))
+                assert client.rcpt("ann@example.org")[0] == 250
+                # Only the one recipient goes: the refused ones are in no transaction.
+                data_code, _ = client.data(message().as_bytes(policy=SMTP))
+                assert data_code == 250
+            return replies
+
+        for path, code, reply in await in_thread(rcpt_replies):
+            assert (code, reply[:6]) == (501, b"5.1.3 "), (path, reply)
+        (record,) = server.records()
+        assert record.recipients == ["ann@example.org"]
+
+
+NOT_RECIPIENTS = [
+    "<>",
+    "<not an address>",
+    "<x@y>",
+    "<x@localhost>",
+    "<x@a.localhost>",
+    "<x@[127.0.0.1]>",
+    "<x@[IPv6:::1]>",
+    "<x@printer.local>",
+    "<x@db.internal>",
+    '<"two words"@example.org>',
+]
+
+
 async def test_relay_without_auth_is_denied(tmp_path: Path) -> None:
     async with submission_server(tmp_path) as server:
 
@@ -409,7 +467,8 @@ async def test_open_relay_tricks_are_denied(tmp_path: Path) -> None:
 
         for address in RELAY_ATTEMPTS:
             code, reply = await in_thread(lambda a=address: attempt(a))
-            assert (code, reply[:6]) in {(550, b"5.7.1 "), (553, b"5.1.3 ")}, (address, reply)
+            refusals = {(550, b"5.7.1 "), (553, b"5.1.3 "), (501, b"5.1.3 ")}
+            assert (code, reply[:6]) in refusals, (address, reply)
         assert server.spool.scan("emails", limit=10) == []
 
 

@@ -368,6 +368,49 @@ def test_an_invalid_sender(sender: str) -> None:
     assert refused_with(minimal(**{"from": sender})) == (422, "validation_error", INVALID_FROM)
 
 
+# Recipients that would make Postwire talk SMTP to a host of its own network.
+NOT_PUBLIC_RECIPIENTS = [
+    "a@[127.0.0.1]",
+    "a@[IPv6:::1]",
+    "a@localhost",
+    "a@host",
+    "a@mail.localhost",
+    "a@printer.local",
+    "a@db.internal",
+    "a@box.localdomain",
+    "a@nas.home.arpa",
+    "a@router.lan",
+    "a@files.corp",
+    "a@pc.home",
+    "a@hidden.onion",
+    "a@nowhere.invalid",
+    "a@PRINTER.LOCAL",
+]
+
+
+@pytest.mark.parametrize("address", NOT_PUBLIC_RECIPIENTS)
+@pytest.mark.parametrize("field", ["to", "cc", "bcc"])
+def test_recipients_must_be_public_addresses(field: str, address: str) -> None:
+    status, name, message = refused_with(minimal(**{field: ["ok@example.org", address]}))
+    assert (status, name) == (422, "validation_error")
+    assert message.startswith(f"Invalid `{field}` field")
+
+
+@pytest.mark.parametrize("address", ["a@mail.example.org", "a@x.test", "a@localhost.example"])
+def test_public_recipients_and_an_internal_reply_to_pass(address: str) -> None:
+    request = parse(minimal(to=address, reply_to="desk@helpdesk.internal"))
+    assert request.to == ((None, address),)
+
+
+def test_a_sender_header_must_be_one_address() -> None:
+    request = parse(minimal(headers={"Sender": "Desk <desk@example.com>"}))
+    assert request.headers == (("Sender", "Desk <desk@example.com>"),)
+    for value in ["nobody", "a@example.com, b@example.com", "<>"]:
+        status, name, message = refused_with(minimal(headers={"sender": value}))
+        assert (status, name) == (422, "validation_error")
+        assert message.startswith("The `sender` header must be one email address")
+
+
 @pytest.mark.parametrize("field", ["to", "cc", "bcc", "reply_to"])
 def test_at_most_50_addresses(field: str) -> None:
     addresses = [f"user{i}@example.com" for i in range(51)]

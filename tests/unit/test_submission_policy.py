@@ -93,6 +93,38 @@ def test_is_inbound(session: SessionFacts, inbound_address: bool, expected: bool
 
 
 @pytest.mark.parametrize(
+    ("address", "refused_because"),
+    [
+        ("ann@example.org", None),
+        ("ann@mail.example.org", None),
+        ("jöse@bücher.example", None),  # an IDN, sent as its A-label
+        ("<>", "null path"),
+        ("", "null path"),
+        ("not an address", "Not an email address"),
+        ("x@y", "single-label"),
+        ("x@localhost", "single-label"),
+        ("x@[127.0.0.1]", "Address literals"),
+        ("x@[IPv6:::1]", "Address literals"),
+        ("x@a.localhost", ".localhost"),
+        ("x@host.local", ".local"),
+        ("x@host.local.", ".local"),
+        ("x@db.internal", ".internal"),
+        ("x@box.localdomain", ".localdomain"),
+        ("x@nas.home.arpa", ".home.arpa"),
+        ('"quoted"@example.org', "Not an email address"),
+        ("a..b@example.org", "Not an email address"),
+    ],
+)
+def test_on_rcpt_address(address: str, refused_because: str | None) -> None:
+    reply = policy.on_rcpt_address(address)
+    if refused_because is None:
+        assert reply is None
+    else:
+        assert reply is not None and reply[:2] == (501, "5.1.3")
+        assert refused_because in reply[2]
+
+
+@pytest.mark.parametrize(
     ("session", "so_far", "inbound", "transaction_inbound", "expected"),
     [
         (ANONYMOUS, 0, False, None, policy.RELAYING_DENIED),

@@ -33,7 +33,7 @@ from postwire.api.attachments import (
     refuse_forbidden_file_type,
 )
 from postwire.api.scheduling import parse_scheduled_at
-from postwire.compose.addresses import Mailbox, parse_mailbox
+from postwire.compose.addresses import Mailbox, parse_mailbox, recipient_problem
 from postwire.compose.header_text import is_header_safe, is_unicode_text
 from postwire.compose.html_text import html_to_text
 from postwire.compose.request import RemoteAttachment, SendRequest, Tag
@@ -145,7 +145,7 @@ def parse_batch_validation_header(value: str | None) -> BatchMode:
 def _parse_send_object(
     body: Mapping[str, object], *, now: datetime, allow_attachments: bool, max_total_bytes: int
 ) -> SendRequest:
-    to, to_as_sent = _parse_mailboxes(body, "to", required=True)
+    to, to_as_sent = _parse_mailboxes(body, "to", required=True, recipients=True)
 
     html = _optional_body_text(body, "html")
     text = _optional_body_text(body, "text")
@@ -170,8 +170,8 @@ def _parse_send_object(
         raise validation_error("The `from` field must be a string.")
     sender = _parse_mailbox_or_refuse(sender_value, "from")
 
-    cc, cc_as_sent = _parse_mailboxes(body, "cc")
-    bcc, bcc_as_sent = _parse_mailboxes(body, "bcc")
+    cc, cc_as_sent = _parse_mailboxes(body, "cc", recipients=True)
+    bcc, bcc_as_sent = _parse_mailboxes(body, "bcc", recipients=True)
     # Node sends `replyTo` as `reply_to`; older clients and hand-written ones send `replyTo`.
     reply_to_key = "replyTo" if body.get("reply_to") is None and "replyTo" in body else "reply_to"
     reply_to, reply_to_as_sent = _parse_mailboxes(body, reply_to_key)
@@ -232,8 +232,10 @@ def _parse_mailbox_or_refuse(value: str, field: str) -> Mailbox:
 
 
 def _parse_mailboxes(
-    body: Mapping[str, object], field: str, *, required: bool = False
+    body: Mapping[str, object], field: str, *, required: bool = False, recipients: bool = False
 ) -> tuple[tuple[Mailbox, ...], tuple[str, ...]]:
+    """The mailboxes of `field`; `recipients`: they are sent to, so each must be a public
+    address (`recipient_problem`)."""
     value = body.get(field)
     if value is None or value == "" or value == []:
         if required:
@@ -252,7 +254,12 @@ def _parse_mailboxes(
         raise validation_error(
             f"The `{field}` field can have at most {MAX_RECIPIENTS} email addresses."
         )
-    return tuple(_parse_mailbox_or_refuse(item, field) for item in as_sent), as_sent
+    mailboxes = tuple(_parse_mailbox_or_refuse(item, field) for item in as_sent)
+    for _, address in mailboxes if recipients else ():
+        problem = recipient_problem(address)
+        if problem is not None:
+            raise validation_error(f"Invalid `{field}` field: `{address}`: {problem}.")
+    return mailboxes, as_sent
 
 
 # --- text fields and headers -------------------------------------------------------------------
@@ -305,6 +312,12 @@ def _parse_headers(value: object) -> tuple[tuple[str, str], ...]:
         if not isinstance(header_value, str):
             raise validation_error(f"The `headers` value of `{name}` must be a string.")
         _refuse_header_controls(header_value, f"The `headers` value of `{name}`")
+        if name.lower() == "sender" and parse_mailbox(header_value) is None:
+            # Its domain is then checked like the `from` domain's.
+            raise validation_error(
+                f"The `{name}` header must be one email address, `email@example.com` or "
+                "`Name <email@example.com>`."
+            )
         headers.append((name, header_value))
     return tuple(headers)
 

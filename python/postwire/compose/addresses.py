@@ -74,6 +74,52 @@ def is_address(address: str) -> bool:
     return len(a_label) <= 253 and len(local.encode()) + 1 + len(a_label) <= 254
 
 
+# Names that lead to no mailbox on the public internet, refused as recipients so that nobody
+# can make Postwire talk SMTP to hosts of its own network: the special-use names localhost and
+# invalid (RFC 6761), local (multicast DNS, RFC 6762), home.arpa (RFC 8375), onion (RFC 7686),
+# internal (ICANN's private-use top-level domain), and the private suffixes in common use that
+# are never delegated: localdomain, lan, home and corp. (test and example stay: they are for
+# testing, where `delivery.routes` sends them somewhere.)
+INTERNAL_DOMAIN_SUFFIXES = (
+    "localhost",
+    "invalid",
+    "local",
+    "home.arpa",
+    "onion",
+    "internal",
+    "localdomain",
+    "lan",
+    "home",
+    "corp",
+)
+
+
+_NOT_AN_ADDRESS = "Not an email address: local-part@domain, with a dot-atom local part"
+
+
+def recipient_problem(address: str) -> str | None:
+    """Why mail cannot be sent to `address` (a bare address, as RCPT TO or a parsed mailbox
+    gives it), in words for the client; None when it can. A recipient is an address
+    `is_address` accepts whose domain is a public name: not the null path, not an address
+    literal, not a single label, not an internal name."""
+    if address in ("", "<>"):
+        return "The null path <> is not a recipient"
+    local, at, domain = address.rpartition("@")
+    if not at or not local:
+        return _NOT_AN_ADDRESS
+    if domain.startswith("["):
+        return "Address literals are not accepted as recipients: use the domain's name"
+    name = domain.lower().rstrip(".")
+    if "." not in name:
+        return "A single-label domain is not a mail domain of the public internet"
+    for suffix in INTERNAL_DOMAIN_SUFFIXES:
+        if name == suffix or name.endswith("." + suffix):
+            return f"Internal names (.{suffix}) are not mail domains of the public internet"
+    if not is_address(address):
+        return _NOT_AN_ADDRESS
+    return None
+
+
 def ascii_domain(address: str) -> str:
     """`address` with its domain as SMTP and DNS carry it: an internationalized domain becomes
     its A-label (`ann@exämple.org` -> `ann@xn--exmple-cua.org`); the local part stays as given

@@ -421,6 +421,9 @@ class SubmissionHandler:
         rcpt_options: list[str],
     ) -> str:
         assert isinstance(envelope, _Envelope)
+        refusal = policy.on_rcpt_address(address)
+        if refusal is not None:
+            return policy.format_reply(refusal)
         facts = self.facts(session)
         kind = recognise_address(self.deps.spool, self.return_path_key, address, _now_ms())
         inbound = policy.is_inbound(facts, kind is not InboundAddress.OTHER)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from postwire import _core
+from postwire.compose.addresses import recipient_problem
 from postwire.errors import ApiError
 from postwire.store.accounts import token_lookup
 
@@ -188,6 +189,14 @@ def is_inbound(session: SessionFacts, inbound_address: bool) -> bool:
     ordinary recipient: it is sent like any other mail.
     """
     return inbound_address and not session.authenticated
+
+
+def on_rcpt_address(address: str) -> Reply | None:
+    """A recipient must be an address the REST API would send to (`recipient_problem`): not
+    the null path, an address literal, a single-label or internal name, nor anything else
+    that is no address, so nobody can point Postwire at a host of its own network."""
+    problem = recipient_problem(address)
+    return None if problem is None else (501, "5.1.3", problem)
 
 
 def on_rcpt(
