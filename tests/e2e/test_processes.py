@@ -4,6 +4,7 @@ a killed worker is started again, and no worker outlives the first process."""
 
 from __future__ import annotations
 
+import base64
 import os
 import signal
 import smtplib
@@ -138,6 +139,14 @@ def test_both_processes_accept_and_every_message_is_delivered_once(
             if owners == {first, worker}:
                 break
         assert owners == {first, worker}, "one process accepted every session"
+
+        # Failed AUTH counts are the service's, not a process's: smtp.max_auth_failures (10)
+        # guesses at one key, spread over sessions in both processes, lock that key in both.
+        guess = "re_qqqqqqqq_" + "g" * 24
+        plain = base64.b64encode(f"\0postwire\0{guess}".encode()).decode()
+        for attempt in range(10):
+            assert held[attempt % len(held)].docmd("AUTH", f"PLAIN {plain}")[0] == 535
+        assert {client.docmd("AUTH", f"PLAIN {plain}")[0] for client in held} == {454}
     finally:
         for client in held:
             client.close()
