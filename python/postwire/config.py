@@ -117,6 +117,9 @@ class DeliveryConfig:
     max_age_hours: int = 72
     # Connections open at once to one destination (its MX host set, or a route).
     max_connections_per_site: int = 10
+    # For tests and labs only: let MX and A/AAAA answers lead to loopback, private, link-local
+    # and this host's own addresses. Routes may always name such hosts.
+    allow_private_destinations: bool = False
 
     def route_for(self, domain: str) -> str | None:
         """The "host:port" that mail for `domain` goes to instead of its MX, if any.

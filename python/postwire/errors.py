@@ -22,8 +22,11 @@ The Rust extension raises the classes defined here (it imports them), so there i
         ├── TlsRequired          policy asks for TLS the peer cannot give (transient, as Postfix
         │                        defers: certificates get fixed, a STARTTLS-stripper goes away)
         ├── SessionRejected      greeting, EHLO/HELO, AUTH or RSET refused; transient iff 4xx
-        └── InvalidCommandArgument  (also ValueError) an address holds CR, LF or NUL, or is
-                                 non-ASCII without SMTPUTF8: refused by Postwire (permanent)
+        ├── InvalidCommandArgument  (also ValueError) an address holds CR, LF or NUL, or is
+        │                        non-ASCII without SMTPUTF8: refused by Postwire (permanent)
+        └── DestinationRefused   the recipient's domain leads only to loopback, private,
+                                 link-local or this host's addresses: refused by Postwire
+                                 (permanent)
 """
 
 
@@ -167,3 +170,14 @@ class InvalidCommandArgument(DeliveryError, ValueError):
     def __init__(self, message: str, *, enhanced: tuple[int, int, int] = (5, 5, 4)) -> None:
         super().__init__(message, transient=False)
         self.enhanced = enhanced
+
+
+class DestinationRefused(DeliveryError):
+    """Postwire will not connect where the recipient's domain leads: loopback, private,
+    link-local or its own addresses (see `delivery/destination_policy.py`). Its own refusal,
+    made before any connection; `enhanced` 5.4.4 (unable to route)."""
+
+    enhanced = (5, 4, 4)
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, transient=False)

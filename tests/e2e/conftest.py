@@ -99,13 +99,15 @@ def write_config(
     public_url: str = "http://127.0.0.1:3000",
     processes: int = 1,
     delivery_port: int = 25,
+    allow_private_destinations: bool = False,
 ) -> None:
     """`routes` (domain pattern -> "host:port") becomes the `[delivery.routes]` table;
     `starttls_listen` and `tls_listen` ("host:port" each) the SMTP listeners, none by default;
     `allow_private_webhooks` lets webhooks reach receivers on loopback; `api_listen` and
     `public_url` where the API listens and the base of the links it puts in mail; `processes`
     the service processes (the production default would be one per core); `delivery_port`
-    the port of the MX hosts DNS names (a receiver on loopback)."""
+    the port of the MX hosts DNS names, and `allow_private_destinations` lets those hosts be
+    on loopback (the test-only setting: a receiver there)."""
     servers = ", ".join(f'"{server}"' for server in nameservers)
     listeners = ", ".join(f'"{listener}"' for listener in starttls_listen)
     tls_listeners = ", ".join(f'"{listener}"' for listener in tls_listen)
@@ -134,6 +136,7 @@ allow_private_targets = {"true" if allow_private_webhooks else "false"}
 
 [delivery]
 port = {delivery_port}
+allow_private_destinations = {"true" if allow_private_destinations else "false"}
 {routes_table}"""
     )
 

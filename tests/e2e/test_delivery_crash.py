@@ -1,11 +1,13 @@
 """A live `postwire serve` killed with SIGKILL in the middle of delivering, then restarted on the
 same data: every accepted email still reaches the receiver (at least once; a message that was in
-DATA when the process died may arrive twice) and ends `delivered` in the API."""
+DATA when the process died may arrive twice) and ends `delivered` in the API, its history
+showing the interrupted attempt and the redelivery."""
 
 from __future__ import annotations
 
 import signal
 from collections.abc import Iterator
+from email.parser import BytesParser
 from pathlib import Path
 
 import pytest
@@ -61,6 +63,10 @@ def test_kill_mid_delivery_then_restart_delivers_everything(
     ]
 
     wait_until(lambda: slow_receiver.transactions_seen >= 1, "delivery has begun")
+    # An attempt in progress shows on the email (the contract's last_event is unchanged).
+    in_progress = [dict(resend.Emails.get(i)) for i in ids]
+    assert {email["last_event"] for email in in_progress} == {"queued"}
+    assert any(e["attempts"] and e["attempts"][-1]["status"] == "in_progress" for e in in_progress)
     assert routed_server.stop(signal.SIGKILL) == -signal.SIGKILL
     assert len(slow_receiver.received()) < EMAILS, "killed before everything was delivered"
 
@@ -84,3 +90,17 @@ def test_kill_mid_delivery_then_restart_delivers_everything(
     assert arrived() == set(ids), "nothing but the emails sent"
     recipients = {rcpt for message in slow_receiver.received() for rcpt in message.rcpt_tos}
     assert recipients == {f"r{i}@example.org" for i in range(EMAILS)}
+
+    # A hand-out the kill cut short is an interrupted attempt, and the next one a redelivery
+    # of the same email: any second copy a receiver got has the same Message-ID.
+    redelivered = 0
+    for email_id in ids:
+        email = dict(resend.Emails.get(email_id))
+        *earlier, last = [(a["status"], a["redelivery"]) for a in email["attempts"]]
+        assert all(status == "interrupted" for status, _ in earlier), email["attempts"]
+        assert last == ("completed", bool(earlier)), email["attempts"]
+        redelivered += bool(earlier)
+        copies = [m.content for m in slow_receiver.received() if email_id in m.mail_from]
+        message_ids = {BytesParser().parsebytes(c, headersonly=True)["Message-ID"] for c in copies}
+        assert message_ids == {email["message_id"]}
+    assert redelivered >= 1, "the message in DATA at the kill was delivered again"

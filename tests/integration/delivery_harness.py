@@ -44,10 +44,15 @@ class Harness:
     connections: list[tuple[str, int, SmtpConnection]] = field(default_factory=list)
 
     async def send(
-        self, to: list[str], *, scheduled_at: datetime | None = None, subject: str = "Hello"
+        self,
+        to: list[str],
+        *,
+        scheduled_at: datetime | None = None,
+        subject: str = "Hello",
+        text: str = "Hi!",
     ) -> str:
         body: dict[str, Any] = {
-            "from": "Shop <shop@sender.test>", "to": to, "subject": subject, "text": "Hi!",
+            "from": "Shop <shop@sender.test>", "to": to, "subject": subject, "text": text,
         }  # fmt: skip
         if scheduled_at is not None:
             body["scheduled_at"] = scheduled_at.isoformat()
@@ -92,13 +97,14 @@ async def engine_for(
     *,
     tls: str = "opportunistic",
     environ: dict[str, str] | None = None,
+    map_size: int = 1 << 30,
 ) -> AsyncIterator[Harness]:
     config: Config = load_config(
         None,
         {"POSTWIRE_DATA_DIR": str(tmp_path), "POSTWIRE_DELIVERY_ROUTES": json.dumps(routes or {}),
          "POSTWIRE_DELIVERY_HELO_NAME": "mta.sender.test", **(environ or {})},
     )  # fmt: skip
-    spool = Spool(_core.Spool(tmp_path / "spool", tables=list(TABLES)))
+    spool = Spool(_core.Spool(tmp_path / "spool", tables=list(TABLES), map_size=map_size))
     clock = [datetime.now(UTC)]
     connections: list[tuple[str, int, SmtpConnection]] = []
 

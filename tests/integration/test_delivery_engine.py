@@ -3,18 +3,22 @@ with mail accepted through the same path as the API and routed by `delivery.rout
 
 from __future__ import annotations
 
-from datetime import timedelta
+import secrets
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import dkim
+import pytest
 import trio
 
 from postwire.config import load_config
+from postwire.errors import SpoolFullError
 from postwire.inbound.apply import apply_report, load_return_path_key
 from postwire.inbound.reports import parse_report
 from postwire.inbound.verp import verp_address
-from postwire.store.deliveries import email_events, is_suppressed
-from tests.integration.delivery_harness import TEAM, engine_for, route
+from postwire.store.accounts import contract_timestamp
+from postwire.store.deliveries import email_attempts, email_events, is_suppressed
+from tests.integration.delivery_harness import TEAM, engine_for, received, route
 
 DATA = Path(__file__).parent.parent / "data"
 SAMPLE_VERP = "bounces+0192f0a4-7b3c-7d2e-8f10-1a2b3c4d5e6f@send.sender.test"
@@ -115,4 +119,67 @@ async def test_an_expired_lease_in_hand_is_renewed_not_redelivered(
         await harness.until(lambda: harness.last_event(email_id) == "delivered")
         assert harness.spool.message_body(email_id) is None, "acked with the renewed lease"
         assert harness.events(email_id) == ["email.sent", "email.delivered"]
+        attempts = email_attempts(harness.spool, TEAM, email_id, harness.now_ms())
+        assert [a["status"] for a in attempts] == ["completed"], "one attempt, not interrupted"
     assert len(await trio.to_thread.run_sync(receiver.received)) == 1
+
+
+async def test_a_full_spool_drains_and_accepts_again(tmp_path: Path, smtp_receiver) -> None:
+    # Fill a small spool with mail scheduled for later (so nothing leaves meanwhile) until
+    # intake is refused; then let it all fall due. Delivery must be able to record every
+    # outcome and ack (the spool keeps a reserve for that), so it drains, each message once.
+    receiver = smtp_receiver()
+    route_map = {"example.org": route(receiver)}
+    async with engine_for(tmp_path, route_map, map_size=2 << 20) as harness:
+        later = harness.clock[0] + timedelta(hours=1)
+        accepted: list[str] = []
+        with pytest.raises(SpoolFullError):
+            while len(accepted) < 1000:
+                text = secrets.token_hex(4096)  # incompressible: 8 KiB a message
+                to = [f"r{len(accepted)}@example.org"]
+                accepted.append(await harness.send(to, scheduled_at=later, text=text))
+        assert len(accepted) > 20
+
+        harness.clock[0] = later + timedelta(seconds=1)
+        harness.engine.wake()
+        await harness.until(lambda: harness.spool.core.message_count() == 0)
+        assert {harness.last_event(email_id) for email_id in accepted} == {"delivered"}
+        again = await harness.send(["again@example.org"], text=secrets.token_hex(4096))
+        await harness.until(lambda: harness.last_event(again) == "delivered")
+    # The envelope sender names the email: bounces+{id}-{mac}@send.sender.test.
+    delivered = [m.mail_from.removeprefix("bounces+")[:36] for m in await received(receiver)]
+    assert sorted(delivered) == sorted([*accepted, again]), "each message delivered once"
+
+
+async def test_an_attempt_in_progress_shows_on_the_email(tmp_path: Path) -> None:
+    # The recipient's server accepts the connection and never greets: the email stays
+    # `queued`, and its attempts say one is in progress, and since when.
+    silent: list[trio.SocketStream] = []
+    async with trio.open_nursery() as nursery:
+        (listener,) = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        port = listener.socket.getsockname()[1]
+
+        async def hold_connections() -> None:
+            while True:
+                silent.append(await listener.accept())
+
+        nursery.start_soon(hold_connections)
+        async with engine_for(tmp_path, {"example.org": f"127.0.0.1:{port}"}) as harness:
+            email_id = await harness.send(["ann@example.org"])
+            await harness.until(lambda: bool(silent))
+            (attempt,) = email_attempts(harness.spool, TEAM, email_id, harness.now_ms())
+            assert harness.last_event(email_id) == "queued"
+            assert attempt["status"] == "in_progress" and attempt["number"] == 1
+            started = datetime.fromtimestamp(harness.now_ms() / 1000, UTC)  # to the ms
+            assert attempt["started_at"] == contract_timestamp(started)
+            assert not attempt["redelivery"] and attempt["finished_at"] is None
+
+            for stream in silent:  # the server hangs up: the attempt ends, to be retried
+                await stream.aclose()
+            await harness.until(lambda: harness.last_event(email_id) == "delivery_delayed")
+            (attempt,) = email_attempts(harness.spool, TEAM, email_id, harness.now_ms())
+            assert attempt["status"] == "completed" and attempt["finished_at"] is not None
+            (recipient,) = attempt["recipients"]
+            assert recipient["email"] == "ann@example.org"
+            assert recipient["status"] == "delivery_delayed"
+        nursery.cancel_scope.cancel()

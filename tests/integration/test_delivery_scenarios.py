@@ -9,7 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from postwire.store.accounts import contract_timestamp
-from postwire.store.deliveries import email_events
+from postwire.store.deliveries import DELIVERIES, email_attempts, email_events, is_suppressed
 from postwire.store.emails import cancel_email, reschedule_email
 from tests.dns_server import AuthoritativeDnsServer
 from tests.integration.delivery_harness import TEAM, engine_for, received, route
@@ -93,6 +93,30 @@ async def test_a_tarpitting_site_does_not_slow_another(tmp_path: Path, smtp_rece
     assert len(await received(slow)) == count
 
 
+async def test_a_fast_domains_recipient_is_recorded_before_the_slow_one_answers(
+    tmp_path: Path, smtp_receiver
+) -> None:
+    # One message to two domains: the fast one's delivery is committed when it answers, not
+    # held until the slow one does (a crash meanwhile would send it to the fast one again).
+    slow = smtp_receiver(delay_data_end_seconds=1.5)
+    fast = smtp_receiver()
+    routes = {"slow.example": route(slow), "fast.example": route(fast)}
+    async with engine_for(tmp_path, routes) as harness:
+        email_id = await harness.send(["ann@slow.example", "bob@fast.example"])
+        await harness.until(lambda: harness.last_event(email_id) == "delivered")
+        delivery = DELIVERIES.get(harness.spool, email_id)
+        assert delivery is not None and delivery.finished == {"bob@fast.example": "delivered"}
+        assert harness.events(email_id) == ["email.sent", "email.delivered"]
+        assert len(await received(slow)) == 0, "the slow domain has not answered yet"
+        (attempt,) = email_attempts(harness.spool, TEAM, email_id, harness.now_ms())
+        assert attempt["status"] == "in_progress"
+        await harness.until(lambda: harness.spool.message_body(email_id) is None)
+        (attempt,) = email_attempts(harness.spool, TEAM, email_id, harness.now_ms())
+        statuses = {r["email"]: r["status"] for r in attempt["recipients"]}
+        assert statuses == {"ann@slow.example": "delivered", "bob@fast.example": "delivered"}
+        assert harness.events(email_id) == ["email.sent", "email.delivered", "email.delivered"]
+
+
 # --- TLS policies -------------------------------------------------------------------------------
 
 
@@ -152,6 +176,7 @@ async def test_mx_from_dns_null_mx_and_nxdomain(
     environ = {
         "POSTWIRE_DNS_NAMESERVERS": dns_server.nameserver,
         "POSTWIRE_DELIVERY_PORT": str(receiver.port),
+        "POSTWIRE_DELIVERY_ALLOW_PRIVATE_DESTINATIONS": "true",  # the receiver is on loopback
     }
     async with engine_for(tmp_path, environ=environ) as harness:
         delivered = await harness.send(["ann@mx-example.test"])
@@ -170,3 +195,35 @@ async def test_mx_from_dns_null_mx_and_nxdomain(
         assert len(harness.connections) == 1, "no connection for a null MX or NXDOMAIN"
     (message,) = await received(receiver)
     assert message.rcpt_tos == ["ann@mx-example.test"]
+
+
+async def test_mx_and_addresses_leading_to_this_host_are_refused_by_default(
+    tmp_path: Path, smtp_receiver, dns_server: AuthoritativeDnsServer
+) -> None:
+    receiver = smtp_receiver()
+    dns_server.publish("mx-example.test", "MX", "10 mx1.mx-example.test.")
+    dns_server.publish("mx1.mx-example.test", "A", "127.0.0.1")
+    dns_server.publish("v6-example.test", "AAAA", "::1")  # an implicit MX on loopback
+    dns_server.publish("routed-example.test", "MX", "10 mx1.mx-example.test.")
+    environ = {
+        "POSTWIRE_DNS_NAMESERVERS": dns_server.nameserver,
+        "POSTWIRE_DELIVERY_PORT": str(receiver.port),
+    }
+    routes = {"routed-example.test": route(receiver)}  # the operator's route is trusted
+    async with engine_for(tmp_path, routes, environ=environ) as harness:
+        for address in ("ann@mx-example.test", "bob@v6-example.test"):
+            email_id = await harness.send([address])
+            await harness.until(lambda: harness.last_event(email_id) == "bounced")  # noqa: B023
+            events = email_events(harness.spool, TEAM, email_id)
+            assert [event.type for event in events] == ["email.sent", "email.bounced"]
+            bounce = events[1].data["bounce"]
+            assert bounce["type"] == "Transient", "Postwire's refusal suppresses nobody"
+            assert bounce["message"].startswith("Postwire did not send the email: mail for ")
+            (diagnostic,) = bounce["diagnosticCode"]
+            assert diagnostic.startswith("local; ") and "loopback" in diagnostic, diagnostic
+            assert not is_suppressed(harness.spool, TEAM, address)
+        routed = await harness.send(["cat@routed-example.test"])
+        await harness.until(lambda: harness.last_event(routed) == "delivered")
+    assert [host for host, _, _ in harness.connections] == [receiver.host], "the route alone"
+    (message,) = await received(receiver)
+    assert message.rcpt_tos == ["cat@routed-example.test"]

@@ -22,6 +22,7 @@ from postwire.delivery.resolver import (
 from postwire.errors import (
     ConnectionFailed,
     DeliveryError,
+    DestinationRefused,
     InvalidCommandArgument,
     ProtocolError,
     SessionRejected,
@@ -240,4 +241,14 @@ def test_postwires_own_refusal_is_not_told_as_the_servers() -> None:
     assert bounce["diagnosticCode"] == [f"local; {refusal}"]
     assert not any(bounce["message"] == told for told in BOUNCE_MESSAGES.values())
     # The address may be fine: no hard bounce, so it is not suppressed.
+    assert not should_suppress(outcome)
+
+
+def test_a_refused_destination_is_postwires_own_permanent_refusal() -> None:
+    refusal = DestinationRefused("mail for example.org would go to 127.0.0.1 (a loopback address)")
+    outcome = classify_failure(refusal)
+    assert (outcome.status, outcome.enhanced) == ("permanent", (5, 4, 4))
+    bounce = outcome.bounce()
+    assert bounce["message"] == f"Postwire did not send the email: {refusal}."
+    assert bounce["diagnosticCode"] == [f"local; {refusal}"]
     assert not should_suppress(outcome)

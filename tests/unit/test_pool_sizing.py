@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from postwire.config import Config, DeliveryConfig
-from postwire.delivery.engine import connections_per_process
 from postwire.delivery.pool_sizing import connections_to_open, ideal_connection_count
+from postwire.delivery.site_pool import connections_per_process
 
 
 @pytest.mark.parametrize(

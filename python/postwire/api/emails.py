@@ -26,6 +26,7 @@ from postwire.compose.request import SendRequest
 from postwire.errors import ApiError, validation_error
 from postwire.store import emails as email_store
 from postwire.store.accounts import contract_timestamp
+from postwire.store.deliveries import email_attempts
 from postwire.store.idempotency import IdempotencyScope, body_fingerprint, validate_key
 
 ParsedT = TypeVar("ParsedT")
@@ -137,7 +138,9 @@ def routes(ctx: ApiContext) -> Blueprint:
     @blueprint.get("/emails/<id:email_id>")
     async def get_email(email_id: str) -> EmailObject:
         record = email_store.get_email(ctx.spool, current_caller().team_id, email_id)
-        return email_store.email_json(record, full=True)
+        body = email_store.email_json(record, full=True)
+        body["attempts"] = email_attempts(ctx.spool, record.team_id, record.id, ctx.now_ms())
+        return body
 
     @blueprint.patch("/emails/<id:email_id>")
     async def reschedule_email(email_id: str) -> Reference:

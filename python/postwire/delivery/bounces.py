@@ -16,7 +16,8 @@ An `Outcome` has two views:
   `Transient`: the address may receive mail later.
 
 A refusal of Postwire's own, made before the server was asked (an address it could not be
-offered), is told as such (`local;` diagnostic, its own message), never as the server's words.
+offered, a destination it does not connect to), is told as such (`local;` diagnostic, its own
+message), never as the server's words.
 """
 
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from postwire.delivery.resolver import DestinationError, EnhancedStatus
 from postwire.errors import (
     ConnectionFailed,
     DeliveryError,
+    DestinationRefused,
     InvalidCommandArgument,
     ProtocolError,
     SessionRejected,
@@ -166,7 +168,7 @@ def _classify_session_error(exc: DeliveryError) -> Outcome:
         return _from_enhanced((4, 5, 0), f"smtp; protocol error: {exc}")
     if isinstance(exc, TlsRequired):  # not a content verdict, so not X.7.x's ContentRejected
         return Outcome("transient", "Transient", "General", (4, 7, 5), f"tls; {exc}")
-    if isinstance(exc, InvalidCommandArgument):
+    if isinstance(exc, InvalidCommandArgument | DestinationRefused):
         # Postwire's refusal, not a reply: retrying cannot help, and the address may well be
         # fine (so not a hard bounce, which would suppress it).
         return Outcome(

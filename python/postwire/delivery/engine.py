@@ -2,17 +2,22 @@
 
 One lease loop hands due messages (scheduled ones when their time comes, retries when theirs
 does) to per-message tasks. A message's pending recipients are grouped by domain, each domain is
-resolved to a site (its MX host set, or a route), and each site has its own pool of SMTP
-connections, so a slow or tarpitting site only ever holds its own connections. Every outcome
-is committed in one batch with its events (email.sent, email.delivered,
-email.delivery_delayed, email.bounced), the email's `last_event`, new suppressions, and then
-either the message's ack or its reschedule.
+resolved to a site (its MX host set, or a route), checked against the destination policy (no
+loopback, private or own addresses unless routed there), and each site has its own pool of SMTP
+connections (`site_pool.py`). Every outcome is committed in one batch with its events
+(email.sent, email.delivered, email.delivery_delayed, email.bounced), the email's `last_event`,
+new suppressions, the attempt's record (`GET /emails/{id}` shows it), and then either the
+message's ack or its reschedule. A message for several domains commits each domain's finished
+recipients as soon as that domain has answered, not when the slowest one does.
 
 Crash safety: a message is leased while in hand; after a crash, `release_leases` at start makes
-every unfinished message due again (at least once). Within a run, a message is never handed out
-twice: the leases of messages in hand are renewed well before they expire, so no other process
-sharing the spool takes one over; should a renewal come too late, the lease loop may hand the
-message back to this engine, which keeps its task rather than deliver it twice.
+every unfinished message due again (at least once: a recipient whose server said 250 just
+before the crash, with the outcome not yet committed, gets the message again; the window is
+the group commit's). The spool counts hand-outs, so the redelivery is recorded as a new attempt
+after an interrupted one. Within a run, a message is never handed out twice: the leases of
+messages in hand are renewed well before they expire, so no other process sharing the spool
+takes one over; should a renewal come too late, the lease loop may hand the message back to this
+engine, which keeps its task rather than deliver it twice.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import contextlib
 import logging
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, cast
 
@@ -29,23 +34,22 @@ import trio
 
 from postwire import _core
 from postwire.concurrency import first_of
-from postwire.delivery.bounces import Outcome, classify_failure, classify_reply, should_suppress
-from postwire.delivery.pool_sizing import ideal_connection_count
+from postwire.delivery.bounces import Outcome, classify_failure, should_suppress
+from postwire.delivery.destination_policy import guard_destination, own_addresses
 from postwire.delivery.resolver import Destination, DestinationError, MxResolver
 from postwire.delivery.retry_policy import next_attempt_at, stable_jitter
 from postwire.delivery.sandbox import held_outcomes
-from postwire.errors import DeliveryError, LeaseLostError, NoSuchMessageError, ProtocolError
-from postwire.smtp.client_connection import (
-    SmtpConnection,
-    Timeouts,
-    TlsPolicy,
-    open_smtp_connection,
-)
+from postwire.delivery.site_pool import Job, SitePool
+from postwire.errors import DestinationRefused, LeaseLostError, NoSuchMessageError, SpoolFullError
+from postwire.smtp.client_connection import SmtpConnection, TlsPolicy, open_smtp_connection
 from postwire.store.deliveries import (
+    ATTEMPTS,
     DELIVERIES,
     SUPPRESSIONS,
+    AttemptRecord,
     DeliveryRecord,
     add_event,
+    attempt_key,
     is_suppressed,
     new_suppression,
     suppression_key,
@@ -53,11 +57,10 @@ from postwire.store.deliveries import (
 from postwire.store.emails import EMAILS, email_key, next_last_event
 from postwire.store.sandbox_inbox import hold_message
 from postwire.store.spool import Spool
-from postwire.config import process_count
 
 if TYPE_CHECKING:
-    from postwire.services import ServiceDeps
     from postwire.config import Config
+    from postwire.services import ServiceDeps
 
 log = logging.getLogger("postwire.delivery")
 
@@ -69,129 +72,8 @@ RENEW_EVERY_SECONDS = LEASE_MS / 1000 / 4
 MAX_MESSAGES_IN_HAND = 2000
 # How often an idle lease loop looks for due messages it was not woken for.
 IDLE_POLL_SECONDS = 0.5
-# An idle pooled connection is closed after this long.
-IDLE_CONNECTION_SECONDS = 10.0
-
-
-@dataclass(slots=True)
-class _Job:
-    """Some recipients of one message for one site, and where their outcomes go."""
-
-    envelope_from: str
-    recipients: list[str]
-    body: bytes
-    outcomes: dict[str, Outcome]
-    done: trio.Event
-
-
-class SitePool:
-    """The SMTP connections to one site: at most `max_connections`, as many as its queue
-    depth calls for, each carrying many messages. Workers end when idle or when their
-    connection fails; the pool starts new ones as jobs arrive."""
-
-    def __init__(
-        self,
-        destination: Destination,
-        tls_policy: TlsPolicy,
-        config: Config,
-        nursery: trio.Nursery,
-        connect: Callable[..., Awaitable[SmtpConnection]] = open_smtp_connection,
-        credentials: tuple[str, str] | None = None,
-    ) -> None:
-        self.destination = destination
-        self.tls_policy = tls_policy
-        self.credentials = credentials
-        self.config = config
-        self.nursery = nursery
-        self.connect = connect
-        # The limit is the service's: each process of `processes` takes its share.
-        self.max_connections = connections_per_process(config)
-        self.send, self.receive = trio.open_memory_channel[_Job](1_000_000)
-        self.queued = 0
-        self.workers = 0
-
-    async def deliver(self, job: _Job) -> None:
-        self.queued += 1
-        self.send.send_nowait(job)
-        self._staff()
-        await job.done.wait()
-
-    def _staff(self) -> None:
-        """Start workers up to what the queue depth calls for."""
-        wanted = ideal_connection_count(self.queued, max_connections=self.max_connections)
-        while self.workers < wanted:
-            self.workers += 1
-            self.nursery.start_soon(self._work)
-
-    async def _open(self) -> SmtpConnection:
-        """Connect to the site's addresses in order until one answers."""
-        failure: BaseException | None = None
-        for host in self.destination.hosts:
-            for address in host.addresses or (host.name,):
-                try:
-                    connection = await self.connect(
-                        host.name,
-                        host.port,
-                        helo_name=self.config.delivery.helo_name,
-                        tls_policy=self.tls_policy,
-                        timeouts=Timeouts(),
-                        connect_address=address,
-                        credentials=self.credentials,
-                    )
-                    return connection
-                except DeliveryError as exc:
-                    failure = exc
-                    if not exc.transient:  # e.g. TLS enforced and refused: no other host helps
-                        raise
-        raise failure or DestinationError(self.destination.domain, "no address to connect to")
-
-    async def _work(self) -> None:
-        connection: SmtpConnection | None = None
-        restaff = False
-        try:
-            job: _Job | None = None
-            with trio.move_on_after(IDLE_CONNECTION_SECONDS):
-                job = await self.receive.receive()
-            while job is not None:
-                self.queued -= 1
-                try:
-                    if connection is None or not connection.usable:
-                        connection = await self._open()
-                    transaction = await connection.send_message(
-                        job.envelope_from, job.recipients, job.body
-                    )
-                    for address, reply in transaction.outcomes():
-                        job.outcomes[address] = classify_reply(
-                            reply.code, reply.enhanced, reply.text
-                        )
-                    for address, refusal in transaction.refused_locally:  # never offered
-                        job.outcomes[address] = classify_failure(refusal)
-                    unanswered = classify_failure(ProtocolError("no reply for the recipient"))
-                    for address in job.recipients:
-                        job.outcomes.setdefault(address, unanswered)
-                except (DeliveryError, DestinationError, OSError) as exc:
-                    outcome = classify_failure(exc)
-                    for address in job.recipients:
-                        job.outcomes.setdefault(address, outcome)
-                    connection = None  # a failed connection is not reused
-                finally:
-                    job.done.set()
-                job = None
-                if connection is None:
-                    restaff = True
-                    return
-                try:  # under load the next job is waiting: no timeout scope to pay for
-                    job = self.receive.receive_nowait()
-                except trio.WouldBlock:
-                    with trio.move_on_after(IDLE_CONNECTION_SECONDS):
-                        job = await self.receive.receive()
-        finally:
-            self.workers -= 1
-            if restaff:  # gave up on a failed connection: queued jobs still need a worker
-                self._staff()
-            if connection is not None:
-                with trio.CancelScope(shield=True), trio.move_on_after(5):
-                    await connection.quit()
+# How long a commit refused by a full spool waits before it is tried again.
+FULL_SPOOL_RETRY_SECONDS = 1.0
 
 
 class DeliveryEngine:
@@ -212,9 +94,13 @@ class DeliveryEngine:
         self.now = now
         self.connect = connect
         self.in_hand: dict[str, int] = {}  # message id -> its current lease token
+        # Message id -> hand-outs of a message already in hand (a renewal came too late): the
+        # attempt in progress covers them, so they are not reported as interrupted attempts.
+        self.handed_again: dict[str, int] = {}
         self.pools: dict[tuple[str, str, tuple[str, str] | None], SitePool] = {}
         self.wakeup = trio.Event()
         self.nursery: trio.Nursery | None = None
+        self.own_addresses = own_addresses(config.delivery.sending_ips)
 
     def now_ms(self) -> int:
         return int(self.now().timestamp() * 1000)
@@ -257,14 +143,23 @@ class DeliveryEngine:
             await trio.sleep(0.05)
             return 0
         batch = _core.WriteBatch()
-        batch.lease_due(self.now_ms(), min(room, 500), LEASE_MS)
+        now_ms = self.now_ms()
+        batch.lease_due(now_ms, min(room, 500), LEASE_MS)
+        try:
+            handed_out = await self.spool.commit(batch)
+        except SpoolFullError:  # the map's very end: acks in flight make room again
+            log.error("the spool is full: cannot lease messages; retrying")
+            await trio.sleep(FULL_SPOOL_RETRY_SECONDS)
+            return 0
         handed = 0
-        for leased in await self.spool.commit(batch):
+        for leased in handed_out:
             renewed = leased.id in self.in_hand
             self.in_hand[leased.id] = leased.lease
-            if not renewed:  # an expired lease of a message still in hand: keep its task
+            if renewed:  # an expired lease of a message still in hand: keep its task
+                self.handed_again[leased.id] = self.handed_again.get(leased.id, 0) + 1
+            else:
                 handed += 1
-                nursery.start_soon(self._deliver_message, leased.id)
+                nursery.start_soon(self._deliver_message, leased, now_ms)
         return handed
 
     async def _renew_leases(self) -> None:
@@ -283,23 +178,31 @@ class DeliveryEngine:
         with contextlib.suppress(LeaseLostError, NoSuchMessageError):  # finished meanwhile
             await self.spool.commit(batch)
 
-    async def _deliver_message(self, message_id: str) -> None:
+    async def _deliver_message(self, leased: _core.Leased, started_ms: int) -> None:
         try:
-            await self._attempt(message_id)
+            await self._attempt(leased, started_ms)
         except Exception:
-            log.exception("delivery of %s failed; it will be retried after its lease", message_id)
+            log.exception("delivery of %s failed; it will be retried after its lease", leased.id)
         finally:
-            self.in_hand.pop(message_id, None)
+            self.in_hand.pop(leased.id, None)
+            self.handed_again.pop(leased.id, None)
 
-    async def _attempt(self, message_id: str) -> None:
+    async def _attempt(self, leased: _core.Leased, started_ms: int) -> None:
+        message_id = leased.id
         delivery = DELIVERIES.get(self.spool, message_id)
         body = self.spool.message_body(message_id)
         if delivery is None or body is None:
             log.warning("message %s has no delivery record or body; dropping it", message_id)
-            await self._finish(message_id, None, final=True)
+            batch = _core.WriteBatch()
+            self._end_lease(batch, message_id, retry_at=None)
+            await self._commit_outcome(message_id, None, batch, None)
             return
-        first_attempt = delivery.first_attempt_ms is None
-        outcomes: dict[str, Outcome] = {}
+        if leased.deliveries > delivery.attempts + 1:
+            log.warning(
+                "delivering %s again: an earlier attempt was interrupted (a lease expired or "
+                "the service restarted) before its outcome was recorded", message_id,
+            )  # fmt: skip
+        attempt = _Attempt(leased.deliveries, started_ms, delivery)
         suppressed = [r for r in delivery.pending if is_suppressed(self.spool, delivery.team_id, r)]
         to_send = [r for r in delivery.pending if r not in suppressed]
         by_domain: dict[str, list[str]] = defaultdict(list)
@@ -308,18 +211,22 @@ class DeliveryEngine:
         policy: TlsPolicy = "enforced" if delivery.tls == "enforced" else "opportunistic"
 
         async def deliver_domain(domain: str, recipients: list[str]) -> None:
-            job = _Job(delivery.envelope_from, recipients, body, outcomes, trio.Event())
+            outcomes: dict[str, Outcome] = {}
+            job = Job(delivery.envelope_from, recipients, body, outcomes, trio.Event())
             try:
-                destination = await self.resolver.resolve(domain)
-            except DestinationError as exc:
-                outcome = classify_failure(exc)
-                for address in recipients:
-                    outcomes[address] = outcome
-                return
-            await self._pool(destination, policy).deliver(job)
+                destination = self._guarded(await self.resolver.resolve(domain))
+            except (DestinationError, DestinationRefused) as exc:
+                outcomes.update(dict.fromkeys(recipients, classify_failure(exc)))
+            else:
+                await self._pool(destination, policy).deliver(job)
+            attempt.outcomes.update(outcomes)
+            if len(by_domain) > 1:
+                # Recipients done with for good are recorded now, not when the slowest of the
+                # message's domains answers: a crash meanwhile would deliver to them again.
+                await self._record_finished(message_id, attempt, outcomes)
 
         if self.config.sandbox:  # nothing leaves the machine: the local inbox takes everyone
-            outcomes.update(held_outcomes(to_send))
+            attempt.outcomes.update(held_outcomes(to_send))
             by_domain.clear()
         if len(by_domain) == 1:  # the usual case: no nursery to pay for
             ((domain, recipients),) = by_domain.items()
@@ -328,7 +235,14 @@ class DeliveryEngine:
             async with trio.open_nursery() as nursery:
                 for domain, recipients in by_domain.items():
                     nursery.start_soon(deliver_domain, domain, recipients)
-        await self._record(message_id, delivery, outcomes, suppressed, first_attempt)
+        await self._record(message_id, attempt, suppressed)
+
+    def _guarded(self, destination: Destination) -> Destination:
+        """The destination's addresses the engine may connect to (routes are the operator's:
+        trusted); raises `DestinationRefused` when none is left."""
+        if destination.routed or self.config.delivery.allow_private_destinations:
+            return destination
+        return guard_destination(destination, self.own_addresses)
 
     def _pool(self, destination: Destination, policy: TlsPolicy) -> SitePool:
         credentials = None
@@ -348,39 +262,49 @@ class DeliveryEngine:
             self.pools[key] = pool
         return pool
 
-    async def _record(
-        self,
-        message_id: str,
-        delivery: DeliveryRecord,
-        outcomes: dict[str, Outcome],
-        suppressed: list[str],
-        first_attempt: bool,
+    async def _record_finished(
+        self, message_id: str, attempt: _Attempt, outcomes: dict[str, Outcome]
     ) -> None:
-        """One commit: events, statuses, suppressions, and the ack or the retry."""
-        now = self.now()
-        now_ms = self.now_ms()
+        """Commit the recipients of `outcomes` that are finished (delivered, or bounced for
+        good) while the message's other recipients are still being tried. The batch renews
+        the lease, so it is refused if the lease was lost."""
+        finished = {a: o for a, o in outcomes.items() if o.status in ("delivered", "permanent")}
+        if not finished:
+            return
+        async with attempt.lock:
+            before = attempt.delivery
+            while True:
+                now_ms = self.now_ms()
+                batch = _core.WriteBatch()
+                last_event = self._add_outcomes(batch, message_id, attempt, finished, None, now_ms)
+                DELIVERIES.put(batch, message_id, attempt.delivery)
+                batch.renew(message_id, self.in_hand.get(message_id, 0), now_ms + LEASE_MS)
+                if await self._commit_outcome(message_id, before.team_id, batch, last_event):
+                    break
+                attempt.delivery = before
+                await trio.sleep(FULL_SPOOL_RETRY_SECONDS)
+            attempt.recorded.update(finished)
+
+    def _add_outcomes(
+        self,
+        batch: _core.WriteBatch,
+        message_id: str,
+        attempt: _Attempt,
+        outcomes: dict[str, Outcome],
+        retry_at: datetime | None,
+        now_ms: int,
+    ) -> str | None:
+        """Add the events and suppressions of `outcomes` to `batch`, and their statuses to
+        `attempt.delivery`; returns the email's new `last_event` (None: unchanged). A
+        transient outcome is a bounce when `retry_at` is None (no retry left)."""
+        delivery = attempt.delivery
         team = delivery.team_id
-        batch = _core.WriteBatch()
-        if self.config.sandbox and outcomes:  # its bytes move to the inbox as the ack drops them
-            hold_message(
-                batch, self.spool, team, message_id, delivery.envelope_from, list(outcomes), now_ms
-            )
         finished = dict(delivery.finished)
         last_event: str | None = None
-        if first_attempt and outcomes:
+        if delivery.first_attempt_ms is None and outcomes:
             add_event(batch, team, message_id, "email.sent", now_ms)
             last_event = "sent"
-        for address in suppressed:
-            finished[address] = "suppressed"
-            last_event = "suppressed"
-        first_ms = delivery.first_attempt_ms if delivery.first_attempt_ms is not None else now_ms
-        retry_at = next_attempt_at(
-            datetime.fromtimestamp(first_ms / 1000, UTC),
-            delivery.attempts + 1,
-            now,
-            max_age=timedelta(hours=self.config.delivery.max_age_hours),
-            jitter=stable_jitter(message_id),
-        )
+            delivery = replace(delivery, first_attempt_ms=now_ms)
         for address, outcome in outcomes.items():
             if outcome.status == "delivered":
                 finished[address] = "delivered"
@@ -405,48 +329,124 @@ class DeliveryEngine:
                     to=address, diagnostic=outcome.diagnostic,
                 )  # fmt: skip
                 last_event = "delivery_delayed"
+        attempt.delivery = replace(delivery, finished=finished)
+        return last_event
+
+    async def _record(self, message_id: str, attempt: _Attempt, suppressed: list[str]) -> None:
+        """One commit: the attempt, its events, statuses, suppressions, and the ack or the
+        retry (recipients `_record_finished` committed already are not repeated)."""
+        async with attempt.lock:
+            before = attempt.delivery
+            while not await self._record_once(message_id, attempt, suppressed):
+                attempt.delivery = before
+                await trio.sleep(FULL_SPOOL_RETRY_SECONDS)
+
+    async def _record_once(self, message_id: str, attempt: _Attempt, suppressed: list[str]) -> bool:
+        now = self.now()
+        now_ms = self.now_ms()
+        delivery = attempt.delivery
+        team = delivery.team_id
+        batch = _core.WriteBatch()
+        outcomes = {a: o for a, o in attempt.outcomes.items() if a not in attempt.recorded}
+        if self.config.sandbox and outcomes:  # its bytes move to the inbox as the ack drops them
+            hold_message(
+                batch, self.spool, team, message_id, delivery.envelope_from, list(outcomes),
+                now_ms,
+            )  # fmt: skip
+        first_ms = delivery.first_attempt_ms if delivery.first_attempt_ms is not None else now_ms
+        retry_at = next_attempt_at(
+            datetime.fromtimestamp(first_ms / 1000, UTC),
+            delivery.attempts + 1,
+            now,
+            max_age=timedelta(hours=self.config.delivery.max_age_hours),
+            jitter=stable_jitter(message_id),
+        )
+        last_event = self._add_outcomes(batch, message_id, attempt, outcomes, retry_at, now_ms)
+        if suppressed:
+            finished = attempt.delivery.finished | dict.fromkeys(suppressed, "suppressed")
+            attempt.delivery = replace(attempt.delivery, finished=finished)
+            if last_event in (None, "sent"):
+                last_event = "suppressed"
         updated = replace(
-            delivery, finished=finished, first_attempt_ms=first_ms, attempts=delivery.attempts + 1
+            attempt.delivery, first_attempt_ms=first_ms, attempts=delivery.attempts + 1
+        )
+        covered = 1 + self.handed_again.get(message_id, 0)
+        ATTEMPTS.put(
+            batch,
+            attempt_key(team, message_id, attempt.number),
+            attempt.record(now_ms, covered, suppressed),
         )
         final = not updated.pending
         if final:
             DELIVERIES.delete(batch, message_id)
         else:
             DELIVERIES.put(batch, message_id, updated)
-        key = email_key(team, message_id)
-        async with self.spool.record_lock(key):
-            record = EMAILS.get(self.spool, key)
-            if last_event is not None and record is not None:
-                event = next_last_event(record.last_event, last_event)
-                EMAILS.put(batch, key, replace(record, last_event=event))
-            await self._finish(message_id, batch, final=final, retry_at=retry_at)
+        self._end_lease(batch, message_id, retry_at=None if final else retry_at)
+        return await self._commit_outcome(message_id, team, batch, last_event)
 
-    async def _finish(
-        self,
-        message_id: str,
-        batch: _core.WriteBatch | None,
-        *,
-        final: bool,
-        retry_at: datetime | None = None,
+    def _end_lease(
+        self, batch: _core.WriteBatch, message_id: str, *, retry_at: datetime | None
     ) -> None:
-        batch = batch if batch is not None else _core.WriteBatch()
+        """Add the message's ack (no `retry_at`: it is finished) or its reschedule to `batch`."""
         lease = self.in_hand.get(message_id, 0)
-        if final:
+        if retry_at is None:
             batch.ack(message_id, lease)
         else:
-            assert retry_at is not None
             due_ms = int(retry_at.timestamp() * 1000)
             batch.reschedule(message_id, due_ms, self.now_ms(), lease=lease, count_attempt=True)
-        try:
-            await self.spool.commit(batch)
-        except (LeaseLostError, NoSuchMessageError):
-            # Taken over (another process) or removed meanwhile: its new holder records it.
-            log.warning("lost the lease of %s before recording its outcome", message_id)
+
+    async def _commit_outcome(
+        self, message_id: str, team: str | None, batch: _core.WriteBatch, last_event: str | None
+    ) -> bool:
+        """Commit `batch` with the email's new `last_event`, under the email record's lock.
+
+        False when the spool was full: the caller tries again rather than let the outcome of a
+        delivered message go, which would deliver it again when its lease ran out. (Intake
+        leaves a reserve of the spool that these commits may use, so this is rare.)
+        """
+        key = None if team is None else email_key(team, message_id)
+        async with contextlib.AsyncExitStack() as stack:
+            if key is not None:
+                await stack.enter_async_context(self.spool.record_lock(key))
+                record = EMAILS.get(self.spool, key)
+                if last_event is not None and record is not None:
+                    event = next_last_event(record.last_event, last_event)
+                    EMAILS.put(batch, key, replace(record, last_event=event))
+            try:
+                await self.spool.commit(batch)
+            except (LeaseLostError, NoSuchMessageError):
+                # Taken over (another process) or removed meanwhile: its new holder records it.
+                log.warning("lost the lease of %s before recording its outcome", message_id)
+            except SpoolFullError:
+                log.error("the spool is full: the outcome of %s waits for room", message_id)
+                return False
+        return True
 
 
-def connections_per_process(config: Config) -> int:
-    """This process's share of `delivery.max_connections_per_site` (at least one)."""
-    return max(1, config.delivery.max_connections_per_site // process_count(config))
+@dataclass(slots=True)
+class _Attempt:
+    """One hand-out of a message being delivered: what it has learnt so far."""
+
+    number: int  # the hand-out's number: the spool's count of hand-outs, this one included
+    started_ms: int
+    delivery: DeliveryRecord  # as it will be once what is recorded so far commits
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    recorded: set[str] = field(default_factory=set)  # committed by `_record_finished`
+    lock: trio.Lock = field(default_factory=trio.Lock)
+
+    def record(self, now_ms: int, covered: int, suppressed: list[str]) -> AttemptRecord:
+        """The attempt as the email's history keeps it, once `delivery` has its outcomes."""
+        finished = self.delivery.finished
+        recipients: dict[str, dict[str, str | None]] = {
+            address: {
+                "status": finished.get(address, "delivery_delayed"),
+                "diagnostic": outcome.diagnostic,
+            }
+            for address, outcome in self.outcomes.items()
+        }
+        for address in suppressed:
+            recipients[address] = {"status": "suppressed", "diagnostic": None}
+        return AttemptRecord(self.number, self.started_ms, now_ms, covered, recipients)
 
 
 async def serve_delivery(

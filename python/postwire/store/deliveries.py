@@ -9,10 +9,13 @@ caused them, so a webhook dispatcher reading `events` never misses one.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, cast
 
 from postwire import _core
 from postwire._core import WriteBatch
+from postwire.api.models import AttemptRecipient, DeliveryAttempt
+from postwire.store.accounts import contract_timestamp
 from postwire.store.spool import Spool
 from postwire.store.tables import Table
 
@@ -31,6 +34,23 @@ class DeliveryRecord:
     @property
     def pending(self) -> list[str]:
         return [r for r in self.recipients if r not in self.finished]
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRecord:
+    """An attempt at delivering an email that ran to its recorded outcome: one hand-out of
+    its message to the engine, written in the outcome's commit. A hand-out without a record
+    was interrupted (the service died, or lost the lease, before the outcome committed)."""
+
+    number: int  # the hand-out's number, from 1 (the spool counts hand-outs)
+    started_at_ms: int
+    finished_at_ms: int
+    # Hand-outs this attempt spans: a lease renewed too late hands a message out again while
+    # the attempt is still in progress, and that is no interruption.
+    covered: int = 1
+    # Recipient -> {"status": delivered | bounced | delivery_delayed | suppressed,
+    # "diagnostic": the server's reply or Postwire's reason}.
+    recipients: dict[str, dict[str, str | None]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +81,7 @@ class SuppressionRecord:
 
 
 DELIVERIES = Table("deliveries", DeliveryRecord)
+ATTEMPTS = Table("attempts", AttemptRecord)
 EVENTS = Table("events", EventRecord)
 OUTBOX = Table("outbox", OutboxEntry)
 SUPPRESSIONS = Table("suppressions", SuppressionRecord)
@@ -83,6 +104,62 @@ def add_event(
     EVENTS.put(batch, event_key(team_id, event.id), event)
     OUTBOX.put(batch, event.id, OutboxEntry(team_id))
     return event
+
+
+def attempt_key(team_id: str, email_id: str, number: int) -> str:
+    return f"{team_id}/{email_id}/{number:010d}"
+
+
+def email_attempts(spool: Spool, team_id: str, email_id: str, now_ms: int) -> list[DeliveryAttempt]:
+    """The email's delivery attempts, oldest first: the recorded ones, the one in progress
+    (its message leased now, from the spool's state) and, between them, those interrupted."""
+    records = {
+        record.number: record
+        for _, record in ATTEMPTS.scan(spool, prefix=f"{team_id}/{email_id}/", limit=100_000)
+    }
+    covered = {n for r in records.values() for n in range(r.number, r.number + r.covered)}
+    state = spool.message_state(email_id)
+    handouts = max([*covered, 0 if state is None else state.deliveries])
+    in_progress = state is not None and state.lease != 0 and state.due_at_ms > now_ms
+    attempts: list[DeliveryAttempt] = []
+    interrupted = False
+    for number in range(1, handouts + 1):
+        record = records.get(number)
+        if record is not None:
+            recipients = [
+                cast(AttemptRecipient, {"email": address, **result})
+                for address, result in record.recipients.items()
+            ]
+            attempts.append(_attempt(number, "completed", record.started_at_ms,
+                                     record.finished_at_ms, interrupted, recipients))  # fmt: skip
+        elif number in covered:
+            continue
+        elif in_progress and state is not None and number == state.deliveries:
+            started = state.leased_at_ms or None
+            attempts.append(_attempt(number, "in_progress", started, None, interrupted, []))
+        else:
+            attempts.append(_attempt(number, "interrupted", None, None, interrupted, []))
+            interrupted = True
+    return attempts
+
+
+def _attempt(
+    number: int,
+    status: str,
+    started_ms: int | None,
+    finished_ms: int | None,
+    redelivery: bool,
+    recipients: list[AttemptRecipient],
+) -> DeliveryAttempt:
+    return cast(DeliveryAttempt, {
+        "number": number, "status": status, "started_at": _timestamp(started_ms),
+        "finished_at": _timestamp(finished_ms), "redelivery": redelivery,
+        "recipients": recipients,
+    })  # fmt: skip
+
+
+def _timestamp(ms: int | None) -> str | None:
+    return None if ms is None else contract_timestamp(datetime.fromtimestamp(ms / 1000, UTC))
 
 
 def event_key(team_id: str, event_id: str) -> str:

@@ -35,6 +35,7 @@ TABLES: tuple[str, ...] = (
     "domains",
     "emails",
     "deliveries",
+    "attempts",
     "events",
     "idempotency",
     "suppressions",
