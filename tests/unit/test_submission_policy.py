@@ -105,6 +105,7 @@ def test_is_inbound(session: SessionFacts, inbound_address: bool, expected: bool
         ("x@localhost", "single-label"),
         ("x@[127.0.0.1]", "Address literals"),
         ("x@[IPv6:::1]", "Address literals"),
+        ("x@127.0.0.1", "Not an email address"),  # an IP address without brackets
         ("x@a.localhost", ".localhost"),
         ("x@host.local", ".local"),
         ("x@host.local.", ".local"),

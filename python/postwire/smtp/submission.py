@@ -395,7 +395,10 @@ class SubmissionHandler:
         """Count a failed AUTH in the store that every process shares (a Trio task)."""
         if self.config.smtp.max_auth_failures > 0:
             source = policy.auth_source(client)
-            await record_auth_failure(self.deps.spool, source, credential, _now_ms())
+            try:
+                await record_auth_failure(self.deps.spool, source, credential, _now_ms())
+            except SpoolFullError:  # the client still gets its 535
+                log.warning("a failed SMTP AUTH from %s was not counted: the spool is full", client)
 
     async def handle_MAIL(
         self,
