@@ -11,7 +11,8 @@ The Rust extension raises the classes defined here (it imports them), so there i
     │   └── HeaderInjectionError a header name or value holds CR, LF or NUL
     ├── DkimError                a key cannot be generated, parsed or used to sign
     ├── SpoolError               the durable spool failed; nothing of the write was kept
-    │   ├── SpoolFullError       the map is full: back off (SMTP 452 4.3.1, HTTP 503)
+    │   ├── SpoolFullError       the map is full, or intake reached its reserve: back off
+    │   │                        (SMTP 452 4.3.1, HTTP 503)
     │   ├── KeyExistsError       an insert found its key taken (idempotency races)
     │   ├── LeaseLostError       the lease expired or was taken over; do not ack
     │   └── NoSuchMessageError   the message is not (or no longer) in the spool
@@ -77,7 +78,8 @@ class SpoolError(PostwireError):
 
 
 class SpoolFullError(SpoolError):
-    """The spool's map is full; callers answer with a temporary failure."""
+    """The spool's map is full, or a batch that enqueues would reach the reserve kept for
+    delivery's outcomes; callers answer with a temporary failure."""
 
 
 class KeyExistsError(SpoolError):
