@@ -464,6 +464,11 @@ async def serve_delivery(
     """
     engine = DeliveryEngine(config, deps.spool, MxResolver(config))
     if deps.process_index == 0:
+        if config.delivery.allow_private_destinations:
+            log.warning(
+                "delivery.allow_private_destinations is on: MX records may lead Postwire to "
+                "loopback, private and its own addresses (meant for tests and labs only)"
+            )
         await engine.recover()
     task_status.started(engine)
     await engine.run(deps.stopping)
