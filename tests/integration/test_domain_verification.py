@@ -121,7 +121,9 @@ async def test_create_read_update_delete_and_the_contract_json(tmp_path: Path) -
             "tracking_subdomain",
             "capabilities",
             "records",
+            "warnings",  # the HELO name is under .test, which nobody outside can resolve
         ]
+        assert [warning["setting"] for warning in body["warnings"]] == ["delivery.helo_name"]
         assert body["object"] == "domain"
         assert body["created_at"] == "2023-11-14 22:13:20.000000+00"
         assert body["region"] == "us-east-1"

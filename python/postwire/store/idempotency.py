@@ -25,8 +25,8 @@ from postwire.store.spool import Spool
 from postwire.store.tables import Table
 
 if TYPE_CHECKING:
-    from postwire.services import ServiceDeps
     from postwire.config import Config
+    from postwire.services import ServiceDeps
 
 RETENTION_MS = 24 * 3600 * 1000
 SWEEP_INTERVAL_SECONDS = 3600.0
