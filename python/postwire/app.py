@@ -296,10 +296,13 @@ def _gib(size: int) -> str:
 
 def _setup_warnings(config: Config, spool: Spool) -> list[str]:
     """What in the config the Internet will not accept: about the records every domain
-    publishes, always; about tracked links, when some domain has tracking on."""
+    publishes, always; about tracked links, when some domain has tracking on. None in the
+    sandbox, where nothing reaches the Internet."""
     from postwire.domains.setup_warnings import record_warnings, tracking_warnings
     from postwire.domains.store import scan_all_domains
 
+    if config.sandbox:
+        return []
     messages = [warning.message for warning in record_warnings(config)]
     tracking = tracking_warnings(config)
     if tracking:
