@@ -58,7 +58,7 @@ def is_refused_address(address: IPAddress, allowed_networks: Sequence[IPNetwork]
     private, link-local, multicast, reserved, unspecified, shared) and cloud metadata services,
     also when tunnelled inside an IPv6 address. `allowed_networks` lets an operator's own
     networks through, but never a metadata address."""
-    embedded = _embedded_ipv4(address)
+    embedded = embedded_ipv4(address)
     if embedded is not None:
         return is_refused_address(embedded, allowed_networks)
     if address in CLOUD_METADATA_ADDRESSES:
@@ -76,7 +76,7 @@ def is_refused_address(address: IPAddress, allowed_networks: Sequence[IPNetwork]
     )
 
 
-def _embedded_ipv4(address: IPAddress) -> IPv4Address | None:
+def embedded_ipv4(address: IPAddress) -> IPv4Address | None:
     """The IPv4 address inside an IPv4-mapped, 6to4, Teredo or NAT64 IPv6 address."""
     if not isinstance(address, IPv6Address):
         return None

@@ -18,10 +18,9 @@ from pathlib import Path
 
 from postwire.delivery.resolver import Destination
 from postwire.errors import DestinationRefused
+from postwire.outbound_http import IPAddress, embedded_ipv4
 
 log = logging.getLogger("postwire.delivery")
-
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
 def refusal_reason(address: str, own: frozenset[IPAddress]) -> str | None:
@@ -30,8 +29,7 @@ def refusal_reason(address: str, own: frozenset[IPAddress]) -> str | None:
         ip: IPAddress = ipaddress.ip_address(address)
     except ValueError:
         return "not an IP address"
-    if isinstance(ip, ipaddress.IPv6Address):  # IPv4 inside IPv6 is judged as IPv4
-        ip = ip.ipv4_mapped or ip.sixtofour or ip
+    ip = embedded_ipv4(ip) or ip  # IPv4 inside IPv6 is judged as IPv4
     checks = (
         (ip.is_loopback, "a loopback address"),
         (ip.is_unspecified, "the unspecified address"),
