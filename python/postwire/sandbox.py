@@ -23,7 +23,6 @@ from typing import Final
 
 import trio
 
-from postwire import _core
 from postwire.config import Config
 from postwire.domains import store as domain_store
 from postwire.domains.records import parse_return_path
@@ -106,11 +105,11 @@ async def provide_sandbox_domains(spool: Spool, config: Config) -> None:
 async def _new_domain(spool: Spool, config: Config, team_id: str) -> DomainRecord:
     """The team's sandbox domain, with a DKIM key of its own. Not through `create_domain`: every
     team has this name (it is published nowhere, so no team's key can overwrite another's)."""
-    key = await trio.to_thread.run_sync(_core.generate_dkim_key, "rsa", domain_store.DKIM_KEY_BITS)
-    return DomainRecord(
-        id=_core.new_id(),
-        team_id=team_id,
-        name=SANDBOX_DOMAIN,
+    return await domain_store.new_domain_record(
+        spool,
+        config,
+        team_id,
+        SANDBOX_DOMAIN,
         region=domain_store.REGIONS[0],
         custom_return_path=parse_return_path(None),
         open_tracking=False,
@@ -118,11 +117,6 @@ async def _new_domain(spool: Spool, config: Config, team_id: str) -> DomainRecor
         tls="opportunistic",
         capabilities={"sending": "enabled", "receiving": "disabled"},
         tracking_subdomain=None,
-        status="not_started",
-        created_at=format_timestamp(spool.clock_ms()),
-        dkim_selector=config.domains.dkim_selector,
-        dkim_private_key_pem=key.private_key_pem,
-        dkim_dns_txt=key.dns_txt,
     )
 
 

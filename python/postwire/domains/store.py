@@ -269,6 +269,42 @@ def domain_dns_records(domain: DomainRecord, config: Config) -> list[DnsRecord]:
 # --- writes ------------------------------------------------------------------------------------
 
 
+async def new_domain_record(
+    spool: Spool,
+    config: Config,
+    team_id: str,
+    name: str,
+    *,
+    region: str,
+    custom_return_path: str,
+    open_tracking: bool,
+    click_tracking: bool,
+    tls: str,
+    capabilities: dict[str, str],
+    tracking_subdomain: str | None,
+) -> DomainRecord:
+    """A new domain of `team_id`, its values already validated, with a fresh RSA-2048 DKIM key
+    (made off the Trio thread) and status `not_started`; not stored."""
+    key = await trio.to_thread.run_sync(_core.generate_dkim_key, "rsa", DKIM_KEY_BITS)
+    return DomainRecord(
+        id=_core.new_id(),
+        team_id=team_id,
+        name=name,
+        region=region,
+        custom_return_path=custom_return_path,
+        open_tracking=open_tracking,
+        click_tracking=click_tracking,
+        tls=tls,
+        capabilities=capabilities,
+        tracking_subdomain=tracking_subdomain,
+        status="not_started",
+        created_at=format_timestamp(spool.clock_ms()),
+        dkim_selector=config.domains.dkim_selector,
+        dkim_private_key_pem=key.private_key_pem,
+        dkim_dns_txt=key.dns_txt,
+    )
+
+
 async def create_domain(
     spool: Spool,
     config: Config,
@@ -302,12 +338,11 @@ async def create_domain(
         owners_to_index is not None and canonical in owners_to_index
     ):
         raise _registered_already(canonical)  # before spending a key generation on it
-    key = await trio.to_thread.run_sync(_core.generate_dkim_key, "rsa", DKIM_KEY_BITS)
-    domain_id = _core.new_id()
-    domain = DomainRecord(
-        id=domain_id,
-        team_id=team_id,
-        name=canonical,
+    domain = await new_domain_record(
+        spool,
+        config,
+        team_id,
+        canonical,
         region=region_name,
         custom_return_path=return_path,
         open_tracking=opens,
@@ -315,12 +350,8 @@ async def create_domain(
         tls=tls_mode,
         capabilities=capability_states,
         tracking_subdomain=tracking_label,
-        status="not_started",
-        created_at=format_timestamp(spool.clock_ms()),
-        dkim_selector=config.domains.dkim_selector,
-        dkim_private_key_pem=key.private_key_pem,
-        dkim_dns_txt=key.dns_txt,
     )
+    domain_id = domain.id
     batch = _core.WriteBatch()
     if owners_to_index is not None:
         for name, owner in owners_to_index.items():
