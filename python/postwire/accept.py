@@ -145,6 +145,15 @@ def _sending_domains(request: SendRequest) -> list[str]:
     return [address.rpartition("@")[2].lower() for address in addresses]
 
 
+def _domain_of_one_address(values: list[str], refusal: str) -> str:
+    """The lower-case domain of the one address `values` (header values) hold; 422 `refusal`
+    when they hold none or several."""
+    addresses = getaddresses(values)
+    if len(addresses) != 1 or "@" not in addresses[0][1]:
+        raise validation_error(refusal)
+    return addresses[0][1].rpartition("@")[2].lower()
+
+
 def _addresses(values: list[str]) -> list[str]:
     """`Name <a@b>` texts of the addresses in header values, as a mail client shows them."""
     return [formataddr(pair) for pair in getaddresses(values) if pair[1]]
@@ -300,16 +309,15 @@ class Acceptor:
         envelope). `received` makes the `Received:` field put on top, given the email's id.
         Raises 403 if its From (or Sender) is not under a verified domain the key may send
         from, 422 if it has no single From address (or a Sender of more or less than one)."""
-        senders = getaddresses(message.values(b"from"))
-        if len(senders) != 1 or "@" not in senders[0][1]:
-            raise validation_error("The message must have a From header with one address.")
-        sender_domain = senders[0][1].rpartition("@")[2].lower()
+        sender_domain = _domain_of_one_address(
+            message.values(b"from"), "The message must have a From header with one address."
+        )
         domain = self.sending_domain(team_id, key, sender_domain)
         for value in message.values(b"sender"):  # who sent it on the author's behalf: as From
-            agents = getaddresses([value])
-            if len(agents) != 1 or "@" not in agents[0][1]:
-                raise validation_error("The Sender header must have one address.")
-            self.sending_domain(team_id, key, agents[0][1].rpartition("@")[2].lower())
+            agent_domain = _domain_of_one_address(
+                [value], "The Sender header must have one address."
+            )
+            self.sending_domain(team_id, key, agent_domain)
         email_id = _core.new_id()
         message = message.without(_STRIPPED_HEADERS)
         if received is not None:  # trace fields go on top (RFC 5321 4.4)
