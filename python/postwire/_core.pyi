@@ -223,6 +223,10 @@ class WriteBatch:
         """Set `key` only if absent; else the batch fails with `KeyExistsError`."""
     def delete(self, table: str, key: bytes) -> None:
         """Remove `key` from a plain table; an absent key is fine."""
+    def add_counter(self, table: str, key: bytes, delta: int) -> None:
+        """Add `delta` to the integer at `key` (ASCII decimal, 0 when absent) inside the commit:
+        concurrent writers, in any process, never lose each other's counts. A value there that
+        is not an integer fails the batch."""
     def enqueue(self, id: str, body: bytes, due_at_ms: int, now_ms: int) -> None:
         """Store a new message due at `due_at_ms`; an id already spooled fails the batch."""
     def reschedule(

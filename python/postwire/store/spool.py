@@ -171,6 +171,11 @@ class Spool:
     ) -> list[tuple[bytes, bytes]]:
         return self.core.scan(table, prefix=prefix, cursor=cursor, reverse=reverse, limit=limit)
 
+    def counter(self, table: str, key: bytes) -> int:
+        """The integer `WriteBatch.add_counter` keeps at `key`; 0 before the first add."""
+        raw = self.core.get(table, key)
+        return 0 if raw is None else int(raw)
+
     def message_body(self, message_id: str) -> bytes | None:
         return self.core.message_body(message_id)
 

@@ -209,6 +209,13 @@ pub enum Op {
     },
     /// Remove `key` from a plain table (absent is fine).
     Delete { table: String, key: Vec<u8> },
+    /// Add `delta` to the counter at `key` in a plain table: an integer kept as ASCII decimal
+    /// (so it reads as JSON), 0 when absent. Concurrent writers never lose each other's counts.
+    AddCounter {
+        table: String,
+        key: Vec<u8>,
+        delta: i64,
+    },
     /// Store a new message, due at `due_at_ms`. An id already spooled fails the batch.
     Enqueue {
         id: String,
@@ -726,6 +733,11 @@ fn check_batch(tables: &Tables, txn: &RwTxn<'_>, batch: &Batch) -> Result<()> {
             Op::Put { table, .. } | Op::Delete { table, .. } => {
                 tables.plain(table)?;
             }
+            Op::AddCounter { table, key, .. } => {
+                if let Some(raw) = tables.plain(table)?.get(txn, key)? {
+                    decode_counter(raw)?;
+                }
+            }
             Op::Insert { table, key, .. } => {
                 if tables.plain(table)?.get(txn, key)?.is_some() {
                     return Err(SpoolError::KeyExists {
@@ -809,6 +821,16 @@ fn live_bytes(tables: &Tables, txn: &RoTxn<'_, WithoutTls>) -> Result<u64> {
     Ok(bytes)
 }
 
+/// A counter's value: ASCII decimal, as `AddCounter` writes it.
+pub fn decode_counter(raw: &[u8]) -> Result<i64> {
+    std::str::from_utf8(raw)
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .ok_or_else(|| {
+            SpoolError::Invalid("a counter holds something other than an integer".into())
+        })
+}
+
 fn load_state(tables: &Tables, txn: &RoTxn<'_, WithoutTls>, id: &str) -> Result<MessageState> {
     match tables.states.get(txn, id.as_bytes())? {
         Some(raw) => MessageState::decode(raw),
@@ -842,6 +864,15 @@ fn apply_batch(tables: &Tables, txn: &mut RwTxn<'_>, batch: &Batch) -> Result<Ve
             }
             Op::Delete { table, key } => {
                 tables.plain(table)?.delete(txn, key)?;
+            }
+            Op::AddCounter { table, key, delta } => {
+                let db = tables.plain(table)?;
+                let current = match db.get(txn, key)? {
+                    Some(raw) => decode_counter(raw)?,
+                    None => 0,
+                };
+                let next = current.saturating_add(*delta);
+                db.put(txn, key, next.to_string().as_bytes())?;
             }
             Op::Enqueue {
                 id,
@@ -1050,6 +1081,35 @@ mod tests {
             lease_ms,
         });
         spool.commit(batch).unwrap()
+    }
+
+    fn add(key: &str, delta: i64) -> Op {
+        Op::AddCounter {
+            table: "emails".into(),
+            key: key.into(),
+            delta,
+        }
+    }
+
+    #[test]
+    fn counters_add_within_and_across_batches_and_refuse_non_integers() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = open(dir.path());
+        let mut first = Batch::new();
+        first.push(add("sent", 2)).push(add("sent", 3));
+        spool.commit(first).unwrap();
+        let mut second = Batch::new();
+        second.push(add("sent", -1));
+        spool.commit(second).unwrap();
+        assert_eq!(spool.get("emails", b"sent").unwrap(), Some(b"4".to_vec()));
+
+        let mut bad = Batch::new();
+        bad.push(put("emails", "text", "not a number"));
+        spool.commit(bad).unwrap();
+        let mut refused = Batch::new();
+        refused.push(add("sent", 1)).push(add("text", 1));
+        assert!(matches!(spool.commit(refused), Err(SpoolError::Invalid(_))));
+        assert_eq!(spool.get("emails", b"sent").unwrap(), Some(b"4".to_vec()));
     }
 
     #[test]

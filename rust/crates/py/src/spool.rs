@@ -39,6 +39,10 @@ impl WriteBatch {
         self.batch.push(core::Op::Delete { table, key });
     }
 
+    fn add_counter(&mut self, table: String, key: Vec<u8>, delta: i64) {
+        self.batch.push(core::Op::AddCounter { table, key, delta });
+    }
+
     fn enqueue(&mut self, id: String, body: Vec<u8>, due_at_ms: u64, now_ms: u64) {
         self.batch.push(core::Op::Enqueue {
             id,
