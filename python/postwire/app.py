@@ -199,6 +199,8 @@ async def _start_processing(stage: Stage, config: Config, deps: ServiceDeps) -> 
     Delivery, the scheduler and webhook dispatch go here, each as
     `handle = await stage.start(serve_x, config, deps)`.
     """
+    from postwire.audiences.imports import serve_contact_imports
+    from postwire.broadcasts.engine import serve_broadcasts
     from postwire.delivery.engine import serve_delivery
     from postwire.domains.verification import serve_domain_verifier
     from postwire.sandbox import serve_sandbox
@@ -210,7 +212,10 @@ async def _start_processing(stage: Stage, config: Config, deps: ServiceDeps) -> 
     await stage.start(serve_idempotency_sweeper, config, deps)
     engine = await stage.start(serve_delivery, config, deps)
     webhooks = await stage.start(serve_webhooks, config, deps)
-    return dataclasses.replace(deps, domain_verifier=verifier, delivery=engine, webhooks=webhooks)
+    deps = dataclasses.replace(deps, domain_verifier=verifier, delivery=engine, webhooks=webhooks)
+    await stage.start(serve_contact_imports, config, deps)
+    await stage.start(serve_broadcasts, config, deps)
+    return deps
 
 
 async def _start_worker_processing(stage: Stage, config: Config, deps: ServiceDeps) -> ServiceDeps:

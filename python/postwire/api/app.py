@@ -24,7 +24,23 @@ from quart import Response, g, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from postwire.api import api_keys, domains, emails, sandbox, suppressions, tracking, webhooks
+from postwire.api import (
+    api_keys,
+    broadcasts,
+    contact_imports,
+    contact_properties,
+    contacts,
+    domains,
+    emails,
+    sandbox,
+    segments,
+    suppressions,
+    templates,
+    topics,
+    tracking,
+    unsubscribe,
+    webhooks,
+)
 from postwire.api.auth import authenticate_caller
 from postwire.api.context import ApiContext
 from postwire.api.errors import install_error_handlers
@@ -38,8 +54,9 @@ from postwire.store import accounts
 
 log = logging.getLogger("postwire.api")
 
-# Paths served without an API key.
+# Paths served without an API key: recipients' mail clients and browsers use the prefixed ones.
 PUBLIC_PATHS = frozenset({"/openapi.json", "/health"})
+PUBLIC_PREFIXES = (tracking.PUBLIC_PREFIX, unsubscribe.PUBLIC_PREFIX)
 # Whole-request cap: 40 MB of email after base64, plus JSON overhead.
 MAX_BODY_BYTES = 48 * 1024 * 1024
 # How often a key's last_used_at is written at most (it costs a commit).
@@ -61,7 +78,7 @@ def create_app(ctx: ApiContext) -> QuartTrio:
     @app.before_request
     async def identify_caller() -> None:
         g.rate = None
-        if request.path in PUBLIC_PATHS or request.path.startswith(tracking.PUBLIC_PREFIX):
+        if request.path in PUBLIC_PATHS or request.path.startswith(PUBLIC_PREFIXES):
             return
         caller = authenticate_caller(
             ctx.spool, request.headers.get("Authorization"), request.method, request.path
@@ -101,6 +118,14 @@ def create_app(ctx: ApiContext) -> QuartTrio:
     app.register_blueprint(webhooks.routes(ctx))
     app.register_blueprint(sandbox.routes(ctx))
     app.register_blueprint(tracking.routes(ctx))
+    app.register_blueprint(contacts.routes(ctx))
+    app.register_blueprint(segments.routes(ctx))
+    app.register_blueprint(topics.routes(ctx))
+    app.register_blueprint(contact_properties.routes(ctx))
+    app.register_blueprint(contact_imports.routes(ctx))
+    app.register_blueprint(templates.routes(ctx))
+    app.register_blueprint(broadcasts.routes(ctx))
+    app.register_blueprint(unsubscribe.routes(ctx))
     return app
 
 

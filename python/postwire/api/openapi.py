@@ -11,28 +11,13 @@ from __future__ import annotations
 
 import types
 import typing
-from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, Required, Union, get_args, get_origin
 
 import postwire
-from postwire.api import models
+from postwire.api import audience_models, broadcast_models, models, template_models
+from postwire.api.operation import PAGE_QUERY, Operation
 
-
-@dataclass(frozen=True, slots=True)
-class Operation:
-    method: str
-    path: str  # OpenAPI style: /emails/{email_id}
-    summary: str
-    response: type | None
-    status: int = 200
-    request: type | None = None
-    list_item: type | None = None  # for list responses: the type of `data` items
-    query: tuple[str, ...] = ()
-
-
-PAGE_QUERY = ("limit", "after", "before")
-
-OPERATIONS: tuple[Operation, ...] = (
+CORE_OPERATIONS: tuple[Operation, ...] = (
     Operation("post", "/api-keys", "Create an API key", models.CreatedApiKey, 201,
               models.CreateApiKeyBody),
     Operation("get", "/api-keys", "List API keys", models.ListBody, list_item=models.ApiKeySummary,
@@ -93,6 +78,14 @@ OPERATIONS: tuple[Operation, ...] = (
               "Retrieve a message the sandbox held, with its raw source",
               models.SandboxMessageObject),
 )  # fmt: skip
+
+# Each resource area documents its own routes beside its models.
+OPERATIONS: tuple[Operation, ...] = (
+    CORE_OPERATIONS
+    + audience_models.OPERATIONS
+    + template_models.OPERATIONS
+    + broadcast_models.OPERATIONS
+)
 
 # Update bodies whose every field is optional, but one of which must be there.
 PARTIAL_UPDATES: tuple[type, ...] = (models.UpdateDomainBody, models.UpdateWebhookBody)

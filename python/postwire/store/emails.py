@@ -46,6 +46,8 @@ class EmailRecord:
     tags: list[dict[str, str]] = field(default_factory=list)
     scheduled_at: str | None = None
     size: int = 0
+    broadcast_id: str | None = None  # the broadcast that sent it
+    template_id: str | None = None  # the template it was rendered from
 
 
 EMAILS = Table("emails", EmailRecord)

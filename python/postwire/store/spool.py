@@ -43,12 +43,29 @@ TABLES: tuple[str, ...] = (
     "outbox",
     "webhook_messages",
     "webhook_due",
-    "contacts",
-    "audiences",
-    "broadcasts",
     "meta",
     "applied_reports",
     "sandbox_inbox",
+    # Audiences: contacts and their indexes, segments, topics, contact properties.
+    "contacts",
+    "contact_emails",
+    "segments",
+    "segment_members",
+    "topics",
+    "contact_properties",
+    # CSV imports of contacts: the jobs and their uploaded files.
+    "contact_imports",
+    "contact_import_files",
+    # Templates, their aliases and versions.
+    "templates",
+    "template_aliases",
+    "template_versions",
+    # Broadcasts: the records, their due index and per-recipient results.
+    "broadcasts",
+    "broadcast_due",
+    "broadcast_recipients",
+    # Integers kept with `WriteBatch.add_counter` (a broadcast's per-status counts, ...).
+    "counters",
 )
 
 

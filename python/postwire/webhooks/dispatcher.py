@@ -36,7 +36,7 @@ from postwire.webhooks.messages import (
     message_key,
     replace_message,
 )
-from postwire.webhooks.payloads import webhook_payload
+from postwire.webhooks.payloads import is_email_event, webhook_payload
 from postwire.webhooks.retry_policy import next_attempt_ms, should_disable
 from postwire.webhooks.signing import signed_headers
 from postwire.webhooks.store import WEBHOOKS, WebhookRecord, subscribers
@@ -126,7 +126,9 @@ class WebhookDispatcher:
                 by_kind[wanted] = subscribers(self.spool, event.team_id, event.type)
             if not by_kind[wanted]:
                 continue
-            email = EMAILS.get(self.spool, email_key(event.team_id, event.email_id))
+            email = None
+            if is_email_event(event.type):
+                email = EMAILS.get(self.spool, email_key(event.team_id, event.email_id))
             payload = webhook_payload(event, email).decode()
             for hook in by_kind[wanted]:
                 message = WebhookMessage(

@@ -1,5 +1,5 @@
 """The JSON body of each webhook POST (contract section 8.2): the event's envelope and the data
-of the email it is about."""
+of the email it is about, or, for the other kinds (`contact.*`), the data the event recorded."""
 
 from __future__ import annotations
 
@@ -27,8 +27,18 @@ def iso_from_contract_timestamp(text: str) -> str:
     return f"{text[:10]}T{text[11:23]}Z"
 
 
+def is_email_event(kind: str) -> bool:
+    """Whether events of `kind` are about an email (their `email_id` names it)."""
+    return kind.startswith("email.")
+
+
 def webhook_payload(event: EventRecord, email: EmailRecord | None) -> bytes:
-    """The body POSTed for `event`; `email` is None when it is gone (its id still says which)."""
+    """The body POSTed for `event`; `email` is None when it is gone (its id still says which).
+    Events of other kinds than `email.*` recorded their whole payload data when they happened
+    (a contact as it was then)."""
+    if not is_email_event(event.type):
+        created_at = iso_from_ms(event.created_at_ms)
+        return orjson.dumps({"type": event.type, "created_at": created_at, "data": event.data})
     data: dict[str, Any] = {"email_id": event.email_id}
     concerned = event.data.get("to")
     if email is not None:
@@ -40,6 +50,10 @@ def webhook_payload(event: EventRecord, email: EmailRecord | None) -> bytes:
             "message_id": email.message_id,
             "tags": {tag["name"]: tag["value"] for tag in email.tags},
         }
+        if email.broadcast_id is not None:
+            data["broadcast_id"] = email.broadcast_id
+        if email.template_id is not None:
+            data["template_id"] = email.template_id
     elif isinstance(concerned, str):
         data["to"] = [concerned]
     extra = _EXTRA_KEY.get(event.type)

@@ -13,7 +13,8 @@ from postwire.store.spool import Spool
 from postwire.store.tables import Table
 
 # The kinds an endpoint may subscribe to: what Postwire reports. (There is no inbound mail
-# and no dropped mail, so no kinds for them.)
+# and no dropped mail, so no kinds for them; `contact.topics.updated` is left out because the
+# Rust SDK cannot parse it: topic changes are `contact.updated`.)
 EVENT_KINDS: Final = (
     "email.sent",
     "email.delivered",
@@ -22,7 +23,9 @@ EVENT_KINDS: Final = (
     "email.complained",
     "email.opened",
     "email.clicked",
+    "contact.created",
     "contact.updated",
+    "contact.deleted",
 )
 
 

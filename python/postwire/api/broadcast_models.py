@@ -1,0 +1,7 @@
+"""The shapes of the broadcast API's bodies, as TypedDicts, and its documented routes."""
+
+from __future__ import annotations
+
+from postwire.api.operation import Operation
+
+OPERATIONS: tuple[Operation, ...] = ()

@@ -1,0 +1,11 @@
+"""Routes of `/contacts`."""
+
+from __future__ import annotations
+
+from quart import Blueprint
+
+from postwire.api.context import ApiContext
+
+
+def routes(ctx: ApiContext) -> Blueprint:
+    return Blueprint("contacts", __name__)

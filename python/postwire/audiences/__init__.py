@@ -1,0 +1,1 @@
+"""Contacts, segments, topics, contact properties and CSV imports: the rules, over `store/`."""

@@ -1,0 +1,1 @@
+"""Broadcasts: a durable job that walks a segment, personalizes, signs and enqueues."""

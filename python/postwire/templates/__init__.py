@@ -1,0 +1,1 @@
+"""Templates and their variables; the placeholder rendering broadcasts share."""

@@ -1,0 +1,1 @@
+"""Signed unsubscribe links, RFC 8058 one-click unsubscribe and the hosted page."""
