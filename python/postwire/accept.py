@@ -411,6 +411,8 @@ class Acceptor:
             text=request.text,
             tags=[{"name": tag.name, "value": tag.value} for tag in request.tags],
             scheduled_at=None if scheduled is None else contract_timestamp(scheduled),
+            template_id=request.template_id,
+            broadcast_id=request.broadcast_id,
         )
         due = scheduled if scheduled is not None else now
         return _Draft(fields, message, _millis(due), self.signer_for(domain), domain.tls)

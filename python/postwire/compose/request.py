@@ -53,6 +53,10 @@ class SendRequest:
     """Aware, UTC."""
     size: int
     """Bytes counted against the 40 MB limit so far (remote attachments once fetched)."""
+    template_id: str | None = None
+    """The template the content was rendered from."""
+    broadcast_id: str | None = None
+    """The broadcast this email is one message of."""
 
     @property
     def has_remote_attachments(self) -> bool:
