@@ -407,8 +407,9 @@ class Acceptor:
             cc=list(request.cc_as_sent),
             bcc=list(request.bcc_as_sent),
             reply_to=list(request.reply_to_as_sent),
-            html=request.html,
-            text=request.text,
+            # A broadcast's million messages do not each keep their HTML: the broadcast does.
+            html=request.html if request.broadcast_id is None else None,
+            text=request.text if request.broadcast_id is None else None,
             tags=[{"name": tag.name, "value": tag.value} for tag in request.tags],
             scheduled_at=None if scheduled is None else contract_timestamp(scheduled),
             template_id=request.template_id,
@@ -494,5 +495,6 @@ class Acceptor:
                 envelope_from=email.record.envelope_from,
                 recipients=email.record.recipients,
                 tls=email.tls,
+                broadcast_id=email.record.broadcast_id,
             )
             DELIVERIES.put(batch, email.record.id, delivery)

@@ -42,6 +42,7 @@ from postwire.delivery.sandbox import held_outcomes
 from postwire.delivery.site_pool import Job, SitePool
 from postwire.errors import DestinationRefused, LeaseLostError, NoSuchMessageError, SpoolFullError
 from postwire.smtp.client_connection import SmtpConnection, TlsPolicy, open_smtp_connection
+from postwire.store.broadcasts import add_count
 from postwire.store.deliveries import (
     ATTEMPTS,
     DELIVERIES,
@@ -298,23 +299,26 @@ class DeliveryEngine:
         `attempt.delivery`; returns the email's new `last_event` (None: unchanged). A
         transient outcome is a bounce when `retry_at` is None (no retry left)."""
         delivery = attempt.delivery
-        team = delivery.team_id
+        team, broadcast = delivery.team_id, delivery.broadcast_id
         finished = dict(delivery.finished)
         last_event: str | None = None
         if delivery.first_attempt_ms is None and outcomes:
-            add_event(batch, team, message_id, "email.sent", now_ms)
+            add_event(batch, team, message_id, "email.sent", now_ms, broadcast_id=broadcast)
             last_event = "sent"
             delivery = replace(delivery, first_attempt_ms=now_ms)
         for address, outcome in outcomes.items():
             if outcome.status == "delivered":
                 finished[address] = "delivered"
-                add_event(batch, team, message_id, "email.delivered", now_ms, to=address)
+                add_event(
+                    batch, team, message_id, "email.delivered", now_ms,
+                    broadcast_id=broadcast, to=address,
+                )  # fmt: skip
                 last_event = "delivered"
             elif outcome.status == "permanent" or retry_at is None:
                 finished[address] = "bounced"
                 add_event(
                     batch, team, message_id, "email.bounced", now_ms,
-                    to=address, bounce=outcome.bounce(),
+                    broadcast_id=broadcast, to=address, bounce=outcome.bounce(),
                 )  # fmt: skip
                 last_event = "bounced"
                 if should_suppress(outcome):
@@ -326,7 +330,7 @@ class DeliveryEngine:
             else:
                 add_event(
                     batch, team, message_id, "email.delivery_delayed", now_ms,
-                    to=address, diagnostic=outcome.diagnostic,
+                    broadcast_id=broadcast, to=address, diagnostic=outcome.diagnostic,
                 )  # fmt: skip
                 last_event = "delivery_delayed"
         attempt.delivery = replace(delivery, finished=finished)
@@ -363,6 +367,8 @@ class DeliveryEngine:
         )
         last_event = self._add_outcomes(batch, message_id, attempt, outcomes, retry_at, now_ms)
         if suppressed:
+            if delivery.broadcast_id is not None:  # suppressed after the walk enqueued it
+                add_count(batch, team, delivery.broadcast_id, "suppressed", len(suppressed))
             finished = attempt.delivery.finished | dict.fromkeys(suppressed, "suppressed")
             attempt.delivery = replace(attempt.delivery, finished=finished)
             if last_event in (None, "sent"):

@@ -203,7 +203,7 @@ def _report_changes(
                 outcome = dsn_outcome(status)
                 add_event(
                     batch, team, email_id, "email.bounced", now_ms,
-                    to=address, bounce=outcome.bounce(),
+                    broadcast_id=record.broadcast_id, to=address, bounce=outcome.bounce(),
                 )  # fmt: skip
                 events.append("email.bounced")
                 last_event = "bounced"
@@ -213,7 +213,7 @@ def _report_changes(
                 outcome = dsn_outcome(status)
                 add_event(
                     batch, team, email_id, "email.delivery_delayed", now_ms,
-                    to=address, diagnostic=outcome.diagnostic,
+                    broadcast_id=record.broadcast_id, to=address, diagnostic=outcome.diagnostic,
                 )  # fmt: skip
                 events.append("email.delivery_delayed")
                 last_event = last_event or "delivery_delayed"
@@ -223,7 +223,7 @@ def _report_changes(
                 continue
             add_event(
                 batch, team, email_id, "email.complained", now_ms,
-                to=address, feedback_type=report.feedback_type,
+                broadcast_id=record.broadcast_id, to=address, feedback_type=report.feedback_type,
             )  # fmt: skip
             events.append("email.complained")
             last_event = "complained"

@@ -16,6 +16,7 @@ from postwire import _core
 from postwire._core import WriteBatch
 from postwire.api.models import AttemptRecipient, DeliveryAttempt
 from postwire.store.accounts import contract_timestamp
+from postwire.store.broadcasts import count_email_event
 from postwire.store.spool import Spool
 from postwire.store.tables import Table
 
@@ -30,6 +31,7 @@ class DeliveryRecord:
     finished: dict[str, str] = field(default_factory=dict)
     first_attempt_ms: int | None = None
     attempts: int = 0
+    broadcast_id: str | None = None  # its events count towards this broadcast's
 
     @property
     def pending(self) -> list[str]:
@@ -96,13 +98,23 @@ def is_suppressed(spool: Spool, team_id: str, address: str) -> bool:
 
 
 def add_event(
-    batch: WriteBatch, team_id: str, email_id: str, kind: str, now_ms: int, **data: Any
+    batch: WriteBatch,
+    team_id: str,
+    email_id: str,
+    kind: str,
+    now_ms: int,
+    *,
+    broadcast_id: str | None = None,
+    **data: Any,
 ) -> EventRecord:
     """Add an event to `batch`, and to the webhook outbox in the same commit; its id is
-    time-ordered, so a team's events scan in order."""
+    time-ordered, so a team's events scan in order. An event of a broadcast's email (its
+    `broadcast_id` given) adds to the broadcast's counts in the same commit."""
     event = EventRecord(_core.new_id(), kind, now_ms, team_id, email_id, data)
     EVENTS.put(batch, event_key(team_id, event.id), event)
     OUTBOX.put(batch, event.id, OutboxEntry(team_id))
+    if broadcast_id is not None:
+        count_email_event(batch, team_id, broadcast_id, email_id, kind, data)
     return event
 
 

@@ -30,12 +30,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from html.entities import html5 as _HTML5_ENTITIES
-from typing import Final, Literal
+from typing import Any, Final, Literal
 from urllib.parse import quote
 
 import trio
 
 from postwire._core import WriteBatch
+from postwire.store.broadcasts import count_engagement
 from postwire.store.deliveries import add_event
 from postwire.store.emails import EMAILS, email_key, next_last_event
 from postwire.store.server_secrets import SECRET_BYTES, server_secret
@@ -337,7 +338,9 @@ async def record_click(
         "timestamp": iso_from_ms(_millis(now)),
         "userAgent": user_agent,
     }
-    await _record(spool, clicked.team_id, clicked.email_id, "clicked", now, click=click)
+    await _record(
+        spool, clicked.team_id, clicked.email_id, "clicked", now, link=clicked.link, click=click
+    )
 
 
 def _millis(moment: datetime) -> int:
@@ -345,7 +348,14 @@ def _millis(moment: datetime) -> int:
 
 
 async def _record(
-    spool: Spool, team_id: str, email_id: str, what: str, now: datetime, **data: object
+    spool: Spool,
+    team_id: str,
+    email_id: str,
+    what: str,
+    now: datetime,
+    *,
+    link: str | None = None,
+    **data: Any,
 ) -> None:
     key = email_key(team_id, email_id)
     # Under the record's lock, as the delivery engine and inbound reports change it.
@@ -356,6 +366,10 @@ async def _record(
             return
         batch = WriteBatch()
         add_event(batch, team_id, email_id, f"email.{what}", _millis(now), **data)
+        if record.broadcast_id is not None and record.to:
+            count_engagement(
+                batch, spool, team_id, record.broadcast_id, email_id, record.to[0], what, link
+            )
         last_event = next_last_event(record.last_event, what)
         if last_event != record.last_event:
             EMAILS.put(batch, key, replace(record, last_event=last_event))
