@@ -6,7 +6,7 @@ INSTALLED := $(VENV)/.postwire-installed
 RUST_SRC  := $(shell find rust -name '*.rs' -o -name Cargo.toml) Cargo.toml Cargo.lock
 
 .PHONY: help setup serve sandbox test test-rust test-python lint bench-core bench-api bench-delivery bench-smtp \
-	bench-webhooks bench bench-gate clean need-knot need-postfix need-swaks need-openssl need-stunnel \
+	bench-webhooks bench-broadcasts bench bench-gate clean need-knot need-postfix need-swaks need-openssl need-stunnel \
 	need-opendkim need-nginx need-wrk need-py-spy
 
 help:  ## list the commands
@@ -88,6 +88,10 @@ bench-smtp: setup need-knot need-postfix need-stunnel need-opendkim need-py-spy 
 
 bench-webhooks: setup need-knot need-postfix need-nginx need-wrk need-py-spy  ## webhook events/s (dispatcher, end to end) vs the mail rate, target 3x
 	$(BIN)/python -m benchmarks.webhooks --profile
+
+# Spooled, not delivered: delivery is held at a port that never greets (--deliver: smtp-sink).
+bench-broadcasts: setup need-knot need-py-spy  ## a broadcast to 1,000,000 contacts: messages spooled/s, memory, POST /emails p99 beside it, profile
+	$(BIN)/python -m benchmarks.broadcasts --profile
 
 BENCH_NEEDS := need-knot need-postfix need-stunnel need-opendkim need-nginx need-wrk need-py-spy
 

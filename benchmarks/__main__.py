@@ -12,6 +12,9 @@ benchmarks.<module>`, which checks the same options), with the counts given here
 - api (`benchmarks.api`): the REST API's accepting alone, driven by wrk.
 - webhooks (`benchmarks.webhooks`): the REST run with a webhook endpoint subscribed to every
   kind, and the dispatcher's capacity against the mail rate.
+- broadcasts (`benchmarks.broadcasts`): a broadcast to a segment of a million contacts, spooled
+  end to end (render, personalize, sign, commit): messages/s, the server's memory, the p99 of
+  `POST /emails` beside it against idle, with a profiled extra broadcast.
 - core (`benchmarks.core`): DKIM against dkimpy, MIME against `email`, the spool's group
   commit against one commit a message.
 
@@ -41,6 +44,7 @@ from pathlib import Path
 from benchmarks import chart, gate
 from benchmarks.api import __main__ as api
 from benchmarks.api.profile import Profiled
+from benchmarks.broadcasts import __main__ as broadcasts
 from benchmarks.core import __main__ as core
 from benchmarks.delivery import __main__ as delivery
 from benchmarks.gate import Threshold
@@ -64,6 +68,7 @@ GOALS = [
         for size, label in SIZES
     ),
     Threshold("smtp.100kib.delivered.postwire", 750.0, ">= 750 messages/s of 100 KiB delivered"),
+    *broadcasts.GOALS,
 ]
 # The profile's functions named in the headline.
 HOT_SPOTS = 5
@@ -143,6 +148,11 @@ def run_webhooks(args: argparse.Namespace, profile_base: Path | None) -> Outcome
     return Outcome(text)
 
 
+def run_broadcasts(args: argparse.Namespace, profile_base: Path | None) -> Outcome:
+    measured, text = broadcasts.measure(args, profile_base)
+    return Outcome(text, broadcasts.figures(measured))
+
+
 def run_core(args: argparse.Namespace, profile_base: Path | None) -> Outcome:
     medians = core.measure(args.rounds, args.seconds, args.only)
     named = {f"core.{key}": ratio for key, ratio in core.ratios(medians).items()}
@@ -199,6 +209,17 @@ SECTIONS = [
             Option("emails", None, "4 KiB emails a round"),
             Option("events", None, "events pre-filled for the dispatcher's capacity run"),
         ),
+    ),
+    Section(
+        "broadcasts",
+        "A broadcast to a million contacts",
+        broadcasts.parse_args,
+        run_broadcasts,
+        (
+            Option("contacts", None, "the segment's size"),
+            Option("profile-contacts", None, "the profiled broadcast's segment"),
+        ),
+        profiles=True,
     ),
     Section(
         "core",
