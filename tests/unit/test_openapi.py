@@ -20,6 +20,11 @@ UNDOCUMENTED = {
     "/static/<path:filename>",
     "/t/o/<token>",
     "/t/c/<token>",
+    # The unsubscribe page, its one-click POST and its stylesheet: for recipients' browsers
+    # and mailbox providers, not API clients.
+    "/u/<token>",
+    "/u/<token>/topics",
+    "/u/assets/<name>",
 }
 
 
