@@ -8,7 +8,9 @@ like API mail. `250` is sent only after the commit.
 The same listeners take what comes back: delivery status notifications and feedback reports
 sent, without AUTH, to the VERP return paths and complaint addresses of Postwire's domains
 (port 25 in production, where the return-path hosts' MX points). Those become events and
-suppressions of the emails they are about (`postwire.inbound`), committed before the `250`.
+suppressions of the emails they are about (`postwire.inbound`), committed before the `250`;
+and messages to the unsubscribe addresses of broadcasts (`unsub+<token>@<return-path host>`,
+`postwire.unsubscribe`), which unsubscribe the contact their token names whatever they say.
 """
 
 from __future__ import annotations
@@ -57,6 +59,12 @@ from postwire.smtp.tls_material import ensure_tls_material, server_tls_context
 from postwire.store.accounts import ApiKeyRecord, authenticate
 from postwire.store.auth_failures import count_auth_failures, record_auth_failure
 from postwire.store.idempotency import IdempotencyScope, validate_key
+from postwire.unsubscribe.apply import MailtoAddress, mailto_target, unsubscribe
+from postwire.unsubscribe.links import (
+    UnsubscribeTarget,
+    load_unsubscribe_secret,
+    parse_mailto_address,
+)
 from postwire.webhooks.tracking import Tracking
 
 if TYPE_CHECKING:
@@ -168,6 +176,8 @@ class _Envelope(Envelope):
         # Whether the recipients accepted so far are Postwire's own (a bounce or complaint
         # report) rather than mail to send; None until the first recipient.
         self.inbound: bool | None = None
+        # What the accepted unsubscribe addresses among them name.
+        self.unsubscribes: list[UnsubscribeTarget] = []
 
 
 # DATA is read in chunks up to the next ".\r\n" rather than line by line as aiosmtpd does
@@ -353,10 +363,17 @@ class _SubmissionSMTP(SMTP):
 class SubmissionHandler:
     """aiosmtpd's handler: asks the policy, and hands accepted DATA to the accept path."""
 
-    def __init__(self, config: Config, deps: ServiceDeps, return_path_key: ReturnPathKey) -> None:
+    def __init__(
+        self,
+        config: Config,
+        deps: ServiceDeps,
+        return_path_key: ReturnPathKey,
+        unsubscribe_secret: bytes,
+    ) -> None:
         self.config = config
         self.deps = deps
         self.return_path_key = return_path_key  # checks who may send reports, and about what
+        self.unsubscribe_secret = unsubscribe_secret  # checks the unsubscribe addresses' tokens
         # Tracking as for API mail: URLs at `api.public_url`, the spool's secret.
         self.acceptor = Acceptor(deps.spool, tracking=Tracking(deps.spool, config.api.public_url))
         self._verified_snapshot: tuple[float, list[DomainRecord]] | None = None
@@ -429,13 +446,19 @@ class SubmissionHandler:
             return policy.format_reply(refusal)
         facts = self.facts(session)
         kind = recognise_address(self.deps.spool, self.return_path_key, address, _now_ms())
-        inbound = policy.is_inbound(facts, kind is not InboundAddress.OTHER)
+        unsubscribing = mailto_target(self.deps.spool, self.unsubscribe_secret, address)
+        ours = kind is not InboundAddress.OTHER or unsubscribing is not MailtoAddress.OTHER
+        inbound = policy.is_inbound(facts, ours)
         if inbound and kind is InboundAddress.UNKNOWN:  # a forged or expired return path
             return policy.format_reply(policy.UNKNOWN_RETURN_PATH)
+        if inbound and unsubscribing is MailtoAddress.FORGED:
+            return policy.format_reply(policy.UNKNOWN_UNSUBSCRIBE_ADDRESS)
         refusal = policy.on_rcpt(facts, len(envelope.rcpt_tos), inbound, envelope.inbound)
         if refusal is not None:
             return policy.format_reply(refusal)
         envelope.inbound = inbound
+        if inbound and isinstance(unsubscribing, UnsubscribeTarget):
+            envelope.unsubscribes.append(unsubscribing)
         envelope.rcpt_tos.append(address)
         envelope.rcpt_options.extend(rcpt_options)
         return "250 2.1.5 OK"
@@ -450,8 +473,14 @@ class SubmissionHandler:
             return policy.format_reply(refusal)
         recipients = list(envelope.rcpt_tos)
         if envelope.inbound:
-            receive = _on_trio(self.receive_report)
-            reply: Reply = await receive(recipients, content)
+            # Unsubscribe addresses take any message; the others (return paths, complaint
+            # addresses) take reports, once the unsubscribes are committed.
+            reports = [r for r in recipients if parse_mailto_address(r) is None]
+            reply: Reply = policy.UNSUBSCRIBED
+            if envelope.unsubscribes:
+                reply = await _on_trio(self.receive_unsubscribes)(envelope.unsubscribes)
+            if reports and reply == policy.UNSUBSCRIBED:
+                reply = await _on_trio(self.receive_report)(reports, content)
         else:
             key = session.auth_data if isinstance(session.auth_data, ApiKeyRecord) else None
             accept = _on_trio(self.accept)
@@ -513,6 +542,19 @@ class SubmissionHandler:
             else:
                 log.info("report on %s: %s", applied.email_id, ", ".join(applied.events))
             return policy.REPORT_RECEIVED
+
+    async def receive_unsubscribes(self, targets: list[UnsubscribeTarget]) -> Reply:
+        """Unsubscribe the contacts a message's unsubscribe addresses name (RFC 2369's mailto;
+        a Trio task), whatever the message says; 250 once committed."""
+        with self._in_flight():
+            for target in targets:
+                try:
+                    applied = await unsubscribe(self.deps.spool, target, _now_ms())
+                except SpoolFullError:
+                    return policy.INSUFFICIENT_STORAGE
+                if applied is not None and applied.changed:
+                    log.info("contact %s unsubscribed by mail", target.contact_id)
+            return policy.UNSUBSCRIBED
 
     def _verified_domains(self, max_age: float) -> list[DomainRecord]:
         """Every team's verified domains, read again when older than `max_age` seconds: trusted
@@ -659,7 +701,12 @@ async def serve_submission(
 
     cert, key = await ensure_tls_material(config)
     tls_context = server_tls_context(cert, key)
-    handler = SubmissionHandler(config, deps, await load_return_path_key(deps.spool, config))
+    handler = SubmissionHandler(
+        config,
+        deps,
+        await load_return_path_key(deps.spool, config),
+        await load_unsubscribe_secret(deps.spool),
+    )
 
     def session_factory(*, implicit_tls: bool) -> Callable[[], SMTP]:
         def make() -> SMTP:

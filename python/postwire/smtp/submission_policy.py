@@ -77,6 +77,9 @@ REPORT_RECEIVED: Reply = (250, "2.0.0", "OK report received")
 # A return path of ours in shape, but with a tag Postwire did not make, or one that has expired:
 # nothing sent to it is applied.
 UNKNOWN_RETURN_PATH: Reply = (550, "5.1.1", "No such bounce address")
+# An unsubscribe address of ours in shape, whose token Postwire did not make.
+UNKNOWN_UNSUBSCRIBE_ADDRESS: Reply = (550, "5.1.1", "No such unsubscribe address")
+UNSUBSCRIBED: Reply = (250, "2.0.0", "OK unsubscribed")
 INSUFFICIENT_STORAGE: Reply = (452, "4.3.1", "Insufficient system storage, try again later")
 
 
