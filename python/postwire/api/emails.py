@@ -28,6 +28,7 @@ from postwire.store import emails as email_store
 from postwire.store.accounts import contract_timestamp
 from postwire.store.deliveries import email_attempts
 from postwire.store.idempotency import IdempotencyScope, body_fingerprint, validate_key
+from postwire.templates.published import published_templates
 
 ParsedT = TypeVar("ParsedT")
 
@@ -76,10 +77,11 @@ def routes(ctx: ApiContext) -> Blueprint:
         raw_size = request.content_length or 0
         body = await json_body()
         caller = current_caller()
+        templates = published_templates(ctx.spool, caller.team_id)
 
         async def prepare(now: datetime) -> tuple[list[PreparedEmail], dict[str, Any]]:
             send = await parse_in_place_or_thread(
-                lambda b: parse_send_request(b, now=now), body, raw_size
+                lambda b: parse_send_request(b, now=now, templates=templates), body, raw_size
             )
             send = await complete(send)
             prepared = await ctx.acceptor.prepare(caller.team_id, caller.key, send, now)
@@ -93,10 +95,13 @@ def routes(ctx: ApiContext) -> Blueprint:
         mode = parse_batch_validation_header(request.headers.get("x-batch-validation"))
         body = await json_body()
         caller = current_caller()
+        templates = published_templates(ctx.spool, caller.team_id)
 
         async def prepare(now: datetime) -> tuple[list[PreparedEmail], dict[str, Any]]:
             batch = await parse_in_place_or_thread(
-                lambda b: parse_batch_request(b, now=now, mode=mode), body, raw_size
+                lambda b: parse_batch_request(b, now=now, mode=mode, templates=templates),
+                body,
+                raw_size,
             )
             errors: list[dict[str, Any]] = [
                 {"index": index, "message": error.message} for index, error in batch.errors

@@ -84,13 +84,18 @@ class TagBody(TypedDict):
     value: NotRequired[str]
 
 
-# `from` is a Python keyword, hence the functional form.
+class SendTemplateBody(TypedDict):
+    id: str  # a published template's id or alias
+    variables: NotRequired[dict[str, Any]]
+
+
+# `from` is a Python keyword, hence the functional form. A template may supply from and subject.
 SendEmailBody = TypedDict(
     "SendEmailBody",
     {
-        "from": str,
+        "from": NotRequired[str],
         "to": str | list[str],
-        "subject": str,
+        "subject": NotRequired[str],
         "cc": NotRequired[str | list[str]],
         "bcc": NotRequired[str | list[str]],
         "reply_to": NotRequired[str | list[str]],
@@ -101,6 +106,7 @@ SendEmailBody = TypedDict(
         "tags": NotRequired[list[TagBody]],
         "attachments": NotRequired[list[AttachmentBody]],
         "scheduled_at": NotRequired[str],
+        "template": NotRequired[SendTemplateBody],
     },
 )
 

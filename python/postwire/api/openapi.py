@@ -88,7 +88,11 @@ OPERATIONS: tuple[Operation, ...] = (
 )
 
 # Update bodies whose every field is optional, but one of which must be there.
-PARTIAL_UPDATES: tuple[type, ...] = (models.UpdateDomainBody, models.UpdateWebhookBody)
+PARTIAL_UPDATES: tuple[type, ...] = (
+    models.UpdateDomainBody,
+    models.UpdateWebhookBody,
+    template_models.UpdateTemplateBody,
+)
 
 
 class SchemaBuilder:

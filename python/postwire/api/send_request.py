@@ -39,6 +39,12 @@ from postwire.compose.html_text import html_to_text
 from postwire.compose.request import RemoteAttachment, SendRequest, Tag
 from postwire.errors import ApiError, validation_error
 from postwire.outbound_http import IPNetwork, Resolver, parse_http_url, resolve_host
+from postwire.templates.sending import (
+    TemplateLookup,
+    parse_template_field,
+    template_not_found,
+    templated_body,
+)
 
 BatchMode = Literal["strict", "permissive"]
 
@@ -95,17 +101,25 @@ def parse_send_request(
     now: datetime,
     allow_attachments: bool = True,
     max_total_bytes: int = MAX_EMAIL_SIZE,
+    templates: TemplateLookup | None = None,
 ) -> SendRequest:
     """Validate a send body; raise `ApiError` (422) at the first problem, in the contract's
-    order. `now` is the reference for `scheduled_at`."""
+    order. `now` is the reference for `scheduled_at`; `templates` finds the template a body
+    names (none can be used without it)."""
     if not isinstance(body, dict):
         raise validation_error("The request body must be a JSON object.")
     return _parse_send_object(
-        body, now=now, allow_attachments=allow_attachments, max_total_bytes=max_total_bytes
+        body,
+        now=now,
+        allow_attachments=allow_attachments,
+        max_total_bytes=max_total_bytes,
+        templates=templates,
     )
 
 
-def parse_batch_request(body: object, *, now: datetime, mode: BatchMode) -> BatchRequest:
+def parse_batch_request(
+    body: object, *, now: datetime, mode: BatchMode, templates: TemplateLookup | None = None
+) -> BatchRequest:
     """Validate a batch body: 1 to 100 send objects, without attachments. Strict mode raises
     the first invalid email's error, its index in the message; permissive mode keeps it."""
     if not isinstance(body, list):
@@ -120,7 +134,11 @@ def parse_batch_request(body: object, *, now: datetime, mode: BatchMode) -> Batc
             if not isinstance(item, dict):
                 raise validation_error("Each email must be a JSON object.")
             entry: SendRequest | ApiError = _parse_send_object(
-                item, now=now, allow_attachments=False, max_total_bytes=MAX_EMAIL_SIZE
+                item,
+                now=now,
+                allow_attachments=False,
+                max_total_bytes=MAX_EMAIL_SIZE,
+                templates=templates,
             )
         except ApiError as error:
             if mode == "strict":
@@ -143,9 +161,24 @@ def parse_batch_validation_header(value: str | None) -> BatchMode:
 
 
 def _parse_send_object(
-    body: Mapping[str, object], *, now: datetime, allow_attachments: bool, max_total_bytes: int
+    body: Mapping[str, object],
+    *,
+    now: datetime,
+    allow_attachments: bool,
+    max_total_bytes: int,
+    templates: TemplateLookup | None,
 ) -> SendRequest:
     to, to_as_sent = _parse_mailboxes(body, "to", required=True, recipients=True)
+
+    template_id = None
+    if body.get("template") is not None:
+        # The rendered template stands in for html, text and the defaults it holds.
+        reference = parse_template_field(body)
+        content = None if templates is None else templates(reference.id_or_alias)
+        if content is None:
+            raise template_not_found()
+        body = templated_body(body, content, reference.variables)
+        template_id = content.template_id
 
     html = _optional_body_text(body, "html")
     text = _optional_body_text(body, "text")
@@ -211,6 +244,7 @@ def _parse_send_object(
         attachments=attachments,
         scheduled_at=scheduled_at,
         size=size,
+        template_id=template_id,
     )
 
 
