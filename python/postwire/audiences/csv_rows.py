@@ -12,11 +12,12 @@ import csv
 import math
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from postwire.compose.addresses import recipient_problem
 from postwire.errors import validation_error
+from postwire.store.contacts import ContactRecord
 
 CONTACT_FIELDS = ("email", "first_name", "last_name", "unsubscribed")
 PROPERTY_PREFIX = "properties."
@@ -265,3 +266,49 @@ def parse_number(text: str) -> int | float | None:
         value = float(text)
         return value if math.isfinite(value) else None
     return None
+
+
+def new_contact(
+    row: ContactRow,
+    contact_id: str,
+    team_id: str,
+    now: str,
+    segment_ids: list[str],
+    topics: Mapping[str, str],
+) -> ContactRecord:
+    """The contact a row creates, in the import's segments and with its topic choices."""
+    return ContactRecord(
+        id=contact_id,
+        team_id=team_id,
+        email=row.email,
+        first_name=row.first_name,
+        last_name=row.last_name,
+        unsubscribed=bool(row.unsubscribed),
+        created_at=now,
+        updated_at=now,
+        properties=dict(row.properties),
+        segment_ids=list(segment_ids),
+        topics=dict(topics),
+    )
+
+
+def updated_contact(
+    contact: ContactRecord,
+    row: ContactRow,
+    now: str,
+    segment_ids: list[str],
+    topics: Mapping[str, str],
+) -> ContactRecord | None:
+    """`contact` as an upserting row leaves it: each cell that holds something replaces the
+    field or property (an empty cell changes nothing), the import's segments are joined and its
+    topic choices made. None when that changes nothing. The address keeps its case."""
+    changed = replace(
+        contact,
+        first_name=contact.first_name if row.first_name is None else row.first_name,
+        last_name=contact.last_name if row.last_name is None else row.last_name,
+        unsubscribed=contact.unsubscribed if row.unsubscribed is None else row.unsubscribed,
+        properties={**contact.properties, **row.properties},
+        segment_ids=contact.segment_ids + [s for s in segment_ids if s not in contact.segment_ids],
+        topics={**contact.topics, **topics},
+    )
+    return None if changed == contact else replace(changed, updated_at=now)

@@ -15,7 +15,7 @@ loose file: it commits with the spool and goes with it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from postwire._core import WriteBatch
 from postwire.store.spool import Spool
@@ -33,12 +33,12 @@ FILE_CHUNK_BYTES = 1024 * 1024
 class ImportRecord:
     id: str
     team_id: str
-    status: str  # an ImportStatus
+    status: ImportStatus
     created_at: str  # contract_timestamp
     on_conflict: str  # "upsert" | "skip"
-    # Contact field or `properties.<key>` -> the CSV column it is read from (as resolved
-    # against the header when the file was received).
-    columns: dict[str, str]
+    # Contact field or `properties.<key>` -> the index of the cell it is read from in a row
+    # (resolved against the header when the file was received).
+    columns: dict[str, int]
     segment_ids: list[str]
     topics: dict[str, str]  # topic id -> "opt_in" | "opt_out"
     file_size: int
@@ -93,10 +93,6 @@ def _bad_row_key(import_id: str, row: int) -> str:
     return f"bad/{import_id}/{row:010d}"
 
 
-def begin_upload(batch: WriteBatch, team_id: str, import_id: str, now_ms: int) -> None:
-    UPLOADS.put(batch, f"upload/{import_id}", UploadEntry(team_id, now_ms))
-
-
 def add_file_chunk(
     batch: WriteBatch, team_id: str, import_id: str, chunk: int, data: bytes, now_ms: int
 ) -> None:
@@ -114,7 +110,8 @@ def queue_import(batch: WriteBatch, record: ImportRecord) -> None:
 
 
 def discard_upload(batch: WriteBatch, import_id: str, chunks: int) -> None:
-    """Remove an upload that was refused or cut short, with the chunks it stored."""
+    """Remove an upload that was refused or cut short, with the `chunks` it stored (deleting
+    one more than it knows of is harmless, and covers a commit cut short by cancellation)."""
     for chunk in range(chunks):
         batch.delete(FILE_TABLE, _chunk_key(import_id, chunk))
     UPLOADS.delete(batch, f"upload/{import_id}")
@@ -209,13 +206,3 @@ def list_imports(
         cursor = page[-1][0]
     window = found[:limit]
     return (window if newer_first else list(reversed(window))), len(found) > limit
-
-
-def import_counts(record: ImportRecord) -> dict[str, Any]:
-    return {
-        "total": record.total,
-        "created": record.created,
-        "updated": record.updated,
-        "skipped": record.skipped,
-        "failed": record.failed,
-    }

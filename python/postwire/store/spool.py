@@ -12,8 +12,8 @@ import fcntl
 import os
 import time
 import zlib
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -76,6 +76,10 @@ RECORD_LOCK_SLOTS = 1 << 16
 RECORD_LOCK_RETRY_SECONDS = 0.001
 
 
+def _slot_of(key: str) -> int:
+    return zlib.crc32(key.encode()) % RECORD_LOCK_SLOTS
+
+
 def wall_clock_ms() -> int:
     """Milliseconds since the epoch: the spool's notion of now unless a test injects another."""
     return time.time_ns() // 1_000_000
@@ -117,7 +121,21 @@ class Spool:
         orders processes (POSIX record locks belong to a process, so the Trio lock comes first
         and both are taken per slot, not per key).
         """
-        slot = zlib.crc32(key.encode()) % RECORD_LOCK_SLOTS
+        async with self._slot_lock(_slot_of(key)):
+            yield
+
+    @asynccontextmanager
+    async def record_locks(self, keys: Iterable[str]) -> AsyncIterator[None]:
+        """Hold the records of all `keys` at once (a batch that changes many, such as an
+        import's rows). Their slots are taken once each, in ascending order: a holder of one
+        record never holds another, so no two holders wait for each other in a circle."""
+        async with AsyncExitStack() as stack:
+            for slot in sorted({_slot_of(key) for key in keys}):
+                await stack.enter_async_context(self._slot_lock(slot))
+            yield
+
+    @asynccontextmanager
+    async def _slot_lock(self, slot: int) -> AsyncIterator[None]:
         lock = self._record_locks.setdefault(slot, trio.Lock())
         try:
             async with lock:
