@@ -3,9 +3,9 @@
 Schemathesis reads the document from a live `postwire serve`, generates requests for every
 operation (its coverage phase: each field's edge cases, valid and invalid, and the methods a
 path does not serve; then a few random ones) and checks every answer against the document:
-status, content type, headers and body schema. A verified domain, an email, a webhook and a
-suppression are made first, and their ids are the path parameters, so the answers checked
-include the full objects, not only errors.
+status, content type, headers and body schema. A verified domain, an email, a webhook, a
+suppression and a published template are made first, and their ids are the path parameters, so
+the answers checked include the full objects, not only errors.
 """
 
 from __future__ import annotations
@@ -50,6 +50,11 @@ def test_answers_match_the_openapi_document(
     suppression = httpx.post(
         f"{server.base_url}/suppressions", headers=headers, json={"email": "gone@example.org"}
     ).json()
+    template = resend.Templates.create(
+        {"name": "t", "alias": "t", "html": "<p>{{{A}}}</p>",
+         "variables": [{"key": "A", "type": "string", "fallback_value": "a"}]}
+    )  # fmt: skip
+    resend.Templates.publish(template["id"])
     config = tmp_path / "schemathesis.toml"
     config.write_text(
         "[parameters]\n"
@@ -57,6 +62,7 @@ def test_answers_match_the_openapi_document(
         f'email_id = "{email["id"]}"\n'
         f'webhook_id = "{webhook["id"]}"\n'
         f'id_or_email = "{suppression["email"]}"\n'
+        f'id_or_alias = "{template["id"]}"\n'
     )
     schemathesis = Path(sys.executable).with_name("schemathesis")
     run = subprocess.run(
