@@ -177,6 +177,16 @@ class WebhooksConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class BroadcastsConfig:
+    """The broadcast engine, which walks segments and enqueues their messages."""
+
+    # Messages a second the engine enqueues at most, across all broadcasts.
+    rate: int = 5000
+    # Members prepared and committed together (with the walk's cursor) in one batch.
+    page_size: int = 200
+
+
+@dataclass(frozen=True, slots=True)
 class SpoolConfig:
     """The LMDB spool under data_dir/spool."""
 
@@ -203,6 +213,7 @@ class Config:
     delivery: DeliveryConfig = field(default_factory=DeliveryConfig)
     domains: DomainsConfig = field(default_factory=DomainsConfig)
     webhooks: WebhooksConfig = field(default_factory=WebhooksConfig)
+    broadcasts: BroadcastsConfig = field(default_factory=BroadcastsConfig)
     spool: SpoolConfig = field(default_factory=SpoolConfig)
     # The file this was loaded from (None: embedded default). Not a key: it cannot be set.
     config_file: Path | None = field(default=None, metadata={"key": False})
@@ -701,6 +712,8 @@ _VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "domains.bounce_host": _check_host_name,
     "domains.verify_interval_seconds": _at_least(1),
     "domains.dkim_selector": _check_dkim_selector,
+    "broadcasts.rate": _at_least(1),
+    "broadcasts.page_size": _at_least(1),
     "spool.map_size": _at_least(1),
     "spool.commit_window_us": _at_least(0),
     "spool.max_batch": _at_least(1),

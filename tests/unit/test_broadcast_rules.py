@@ -3,10 +3,9 @@
 import pytest
 
 from postwire.broadcasts.rules import (
-    can_cancel,
-    can_edit,
-    can_send,
+    ALLOWED,
     next_page_at,
+    refusal,
     skip_reason,
     status_after_cancel,
     topic_subscription,
@@ -15,18 +14,27 @@ from postwire.broadcasts.rules import (
 
 
 @pytest.mark.parametrize(
-    ("status", "edit", "send", "cancel"),
+    ("status", "allowed"),
     [
-        ("draft", True, True, False),
-        ("scheduled", True, True, True),
-        ("queued", False, False, True),
-        ("sending", False, False, True),
-        ("sent", False, False, False),
-        ("canceled", False, False, False),
+        ("draft", {"update", "delete", "send"}),
+        ("scheduled", {"update", "delete", "send", "cancel"}),
+        ("queued", {"cancel"}),
+        ("sending", {"cancel"}),
+        ("sent", set()),
+        ("canceled", set()),
     ],
 )
-def test_what_each_status_allows(status: str, edit: bool, send: bool, cancel: bool) -> None:
-    assert (can_edit(status), can_send(status), can_cancel(status)) == (edit, send, cancel)
+def test_what_each_status_allows(status: str, allowed: set[str]) -> None:
+    assert {action for action in ALLOWED if refusal(status, action) is None} == allowed
+
+
+def test_a_refusal_names_what_is_allowed_and_what_the_broadcast_is() -> None:
+    assert refusal("sent", "update") == (
+        "Only draft or scheduled broadcasts can be updated; this broadcast is `sent`."
+    )
+    assert refusal("draft", "cancel") == (
+        "Only scheduled, queued or sending broadcasts can be canceled; this broadcast is `draft`."
+    )
 
 
 @pytest.mark.parametrize(

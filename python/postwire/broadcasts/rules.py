@@ -11,22 +11,24 @@ import html
 import re
 from typing import Final
 
-# Statuses whose content may still change (the walk has not begun) or that may be deleted.
-EDITABLE: Final = ("draft", "scheduled")
-SENDABLE: Final = ("draft", "scheduled")
-CANCELABLE: Final = ("scheduled", "queued", "sending")
+# What may be done to a broadcast in which statuses: its content changes (or it goes) only
+# while the walk has not begun.
+ALLOWED: Final = {
+    "update": ("draft", "scheduled"),
+    "delete": ("draft", "scheduled"),
+    "send": ("draft", "scheduled"),
+    "cancel": ("scheduled", "queued", "sending"),
+}
+_PAST = {"update": "updated", "delete": "deleted", "send": "sent", "cancel": "canceled"}
 
 
-def can_edit(status: str) -> bool:
-    return status in EDITABLE
-
-
-def can_send(status: str) -> bool:
-    return status in SENDABLE
-
-
-def can_cancel(status: str) -> bool:
-    return status in CANCELABLE
+def refusal(status: str, action: str) -> str | None:
+    """Why `action` is refused to a broadcast in `status`, or None: it is allowed."""
+    allowed = ALLOWED[action]
+    if status in allowed:
+        return None
+    names = ", ".join(allowed[:-1]) + f" or {allowed[-1]}"
+    return f"Only {names} broadcasts can be {_PAST[action]}; this broadcast is `{status}`."
 
 
 def status_after_cancel(status: str) -> str:

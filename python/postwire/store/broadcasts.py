@@ -21,6 +21,7 @@ that records them (`count_email_event`, called by `store.deliveries.add_event`).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -336,3 +337,52 @@ def link_counts(spool: Spool, team_id: str, broadcast_id: str, link: str) -> tup
         COUNTERS_TABLE, link_counter_key(team_id, broadcast_id, link, "unique_clicks")
     )
     return clicks, unique
+
+
+# --- reading the lists -------------------------------------------------------------------------
+
+# Rows read per scan while filtering a recipients list.
+_SCAN_CHUNK: Final = 500
+# A broadcast's links are those of its HTML: few. Read at most this many.
+MAX_LINKS: Final = 10_000
+
+
+def recipient_rows_page(
+    spool: Spool,
+    team_id: str,
+    broadcast_id: str,
+    kind: str,
+    *,
+    after: str | None,
+    before: str | None,
+    limit: int,
+    keep: Callable[[RecipientRow], bool] = lambda row: True,
+) -> tuple[list[tuple[str, RecipientRow]], bool]:
+    """Rows `(row id, row)` of one recipients list that `keep` accepts, newest first, strictly
+    older than `after` or newer than `before`; at most `limit`, and whether more lie beyond.
+    Rows are read in chunks with the store's cursor, never the whole list at once."""
+    prefix = recipients_prefix(team_id, broadcast_id, kind)
+    toward_newer = before is not None
+    cursor_id = before if toward_newer else after
+    cursor = None if cursor_id is None else prefix + cursor_id
+    rows: list[tuple[str, RecipientRow]] = []
+    while len(rows) <= limit:
+        chunk = RECIPIENT_ROWS.scan(
+            spool, prefix=prefix, cursor=cursor, reverse=not toward_newer, limit=_SCAN_CHUNK
+        )
+        rows += [(key[len(prefix) :], row) for key, row in chunk if keep(row)]
+        if len(chunk) < _SCAN_CHUNK:
+            break
+        cursor = chunk[-1][0]
+    has_more = len(rows) > limit
+    rows = rows[:limit]
+    if toward_newer:
+        rows.reverse()
+    return rows, has_more
+
+
+def clicked_links(spool: Spool, team_id: str, broadcast_id: str) -> list[tuple[str, str]]:
+    """`(link id, url)` of every link of the broadcast clicked at least once."""
+    prefix = links_prefix(team_id, broadcast_id)
+    rows = LINK_ROWS.scan(spool, prefix=prefix, limit=MAX_LINKS)
+    return [(key[len(prefix) :], row.url) for key, row in rows]
