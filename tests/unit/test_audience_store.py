@@ -56,8 +56,9 @@ async def make_segment(spool: Spool, name: str = "news") -> str:
     return segment.id
 
 
-async def write(spool: Spool, previous: ContactRecord | None, record: ContactRecord,
-                event: str | None = None) -> ContactRecord:  # fmt: skip
+async def write(
+    spool: Spool, previous: ContactRecord | None, record: ContactRecord, event: str | None = None
+) -> ContactRecord:
     batch = WriteBatch()
     written = put_contact(batch, spool, previous, record, 1_000, event=event)
     await spool.commit(batch)
@@ -84,7 +85,7 @@ async def test_a_contact_is_found_by_id_or_any_case_of_its_address(spool: Spool)
         "updated_at": "2026-11-25T10:00:00.123Z",
         "email": "Ada@Example.com",
         "first_name": "Ada",
-        "last_name": None,
+        "last_name": "",
         "unsubscribed": False,
     }
     assert len(OUTBOX.scan(spool)) == 1
@@ -109,11 +110,13 @@ async def test_an_address_belongs_to_one_contact_of_a_team(spool: Spool) -> None
 
 async def test_segment_members_and_counts_follow_the_contacts(spool: Spool) -> None:
     news, promo = await make_segment(spool), await make_segment(spool, "promo")
-    people = [await write(spool, None, contact(f"p{n}@example.com", segment_ids=[news]))
-              for n in range(5)]  # fmt: skip
+    people = [
+        await write(spool, None, contact(f"p{n}@example.com", segment_ids=[news])) for n in range(5)
+    ]
     assert segments.segment_member_count(spool, TEAM, news) == 5
-    moved = await write(spool, people[0], replace(people[0], segment_ids=[promo]),
-                        "contact.updated")  # fmt: skip
+    moved = await write(
+        spool, people[0], replace(people[0], segment_ids=[promo]), "contact.updated"
+    )
     assert segments.segment_member_count(spool, TEAM, news) == 4
     assert segments.segment_member_count(spool, TEAM, promo) == 1
     assert segments.is_member(spool, TEAM, promo, moved.id)
@@ -147,10 +150,12 @@ async def test_pages_walk_newest_first_with_both_cursors(spool: Spool) -> None:
     ids = [(await write(spool, None, contact(f"p{n}@example.com"))).id for n in range(7)]
     newest = ids[::-1]
 
-    def page(after: str | None = None, before: str | None = None,
-             limit: int | None = None) -> tuple[list[str], bool]:  # fmt: skip
-        rows, more = newest_first_page(CONTACTS, spool, team_prefix(TEAM),
-                                       after=after, before=before, limit=limit)  # fmt: skip
+    def page(
+        after: str | None = None, before: str | None = None, limit: int | None = None
+    ) -> tuple[list[str], bool]:
+        rows, more = newest_first_page(
+            CONTACTS, spool, team_prefix(TEAM), after=after, before=before, limit=limit
+        )
         return [key for key, _ in rows], more
 
     assert page() == (newest, False)
@@ -164,9 +169,14 @@ async def test_pages_walk_newest_first_with_both_cursors(spool: Spool) -> None:
 
 @pytest.mark.parametrize(
     ("explicit", "default", "expected"),
-    [({}, "opt_in", "opt_in"), ({}, "opt_out", "opt_out"), ({"t1": "opt_out"}, "opt_in", "opt_out"),
-     ({"t1": "opt_in"}, "opt_out", "opt_in"), ({"t2": "opt_out"}, "opt_in", "opt_in")],
-)  # fmt: skip
+    [
+        ({}, "opt_in", "opt_in"),
+        ({}, "opt_out", "opt_out"),
+        ({"t1": "opt_out"}, "opt_in", "opt_out"),
+        ({"t1": "opt_in"}, "opt_out", "opt_in"),
+        ({"t2": "opt_out"}, "opt_in", "opt_in"),
+    ],
+)
 def test_subscription_is_the_contacts_choice_else_the_default(
     explicit: dict[str, str], default: str, expected: str
 ) -> None:

@@ -1,11 +1,206 @@
-"""Routes of `/segments`."""
+"""`/segments` and their deprecated name `/audiences` (contract section 6.1), a segment's
+contacts, and `/contacts/{id}/segments`: which segments a contact is in.
+
+A segment holds contacts added to it (by id, by address, at creation or by import); filters
+that select contacts by their fields are not supported. Deleting a segment removes it at once
+and then takes its members out of it (`audiences.contacts.delete_segment`).
+"""
 
 from __future__ import annotations
 
-from quart import Blueprint
+from dataclasses import replace
+from typing import Any, Literal
+from urllib.parse import unquote
 
+from quart import Blueprint, request
+
+from postwire import _core
+from postwire._core import WriteBatch
+from postwire.api.audience_models import (
+    ContactSegmentAdded,
+    ContactSegmentRemoved,
+    CreatedSegment,
+    SegmentObject,
+    SegmentSummary,
+)
+from postwire.api.auth import current_caller
+from postwire.api.contacts import require_segment, segment_contacts
 from postwire.api.context import ApiContext
+from postwire.api.models import DeletedReference, ListBody, Reference
+from postwire.api.pagination import list_response, page_of, parse_page_request
+from postwire.api.request_body import json_object
+from postwire.api.store_pages import store_page
+from postwire.audiences.contact_rules import MAX_SEGMENT_NAME, required_text
+from postwire.audiences.contacts import change_contact, contact_not_found, delete_segment
+from postwire.errors import validation_error
+from postwire.store.accounts import contract_timestamp
+from postwire.store.contacts import find_contact
+from postwire.store.segments import (
+    SEGMENTS,
+    SegmentRecord,
+    get_segment,
+    put_segment,
+    segment_lock_key,
+)
+from postwire.store.team_records import team_prefix
+
+SegmentKind = Literal["segment", "audience"]
+
+
+def segment_summary(segment: SegmentRecord) -> SegmentSummary:
+    return {"id": segment.id, "name": segment.name, "created_at": segment.created_at}
 
 
 def routes(ctx: ApiContext) -> Blueprint:
-    return Blueprint("segments", __name__)
+    blueprint = Blueprint("segments", __name__)
+    spool = ctx.spool
+
+    def team() -> str:
+        return current_caller().team_id
+
+    def noun(kind: SegmentKind) -> str:
+        return "Audience" if kind == "audience" else "Segment"
+
+    async def create(kind: SegmentKind) -> tuple[CreatedSegment, int]:
+        body = await json_object()
+        name = required_text(body, "name", MAX_SEGMENT_NAME)
+        if body.get("filter"):
+            raise validation_error(
+                "Segment filters are not supported: add contacts to the segment instead."
+            )
+        segment = SegmentRecord(_core.new_id(), team(), name, contract_timestamp(ctx.now()))
+        batch = WriteBatch()
+        put_segment(batch, segment)
+        await spool.commit(batch)
+        return {"object": kind, "id": segment.id, "name": segment.name}, 201
+
+    def list_all() -> ListBody:
+        page = parse_page_request(request.args, default_limit=None)
+        rows, has_more = store_page(SEGMENTS, spool, team_prefix(team()), page)
+        return list_response([dict(segment_summary(s)) for _, s in rows], has_more)
+
+    def get_one(kind: SegmentKind, segment_id: str) -> SegmentObject:
+        segment = require_segment(spool, team(), segment_id, noun(kind))
+        return {
+            "object": kind,
+            "id": segment.id,
+            "name": segment.name,
+            "created_at": segment.created_at,
+        }
+
+    async def delete(kind: SegmentKind, segment_id: str) -> DeletedReference:
+        team_id = team()
+        async with spool.record_lock(segment_lock_key(team_id, segment_id)):
+            segment = require_segment(spool, team_id, segment_id, noun(kind))
+            await delete_segment(spool, segment, ctx.now())
+        return {"object": kind, "id": segment.id, "deleted": True}
+
+    @blueprint.post("/segments")
+    async def create_segment() -> tuple[CreatedSegment, int]:
+        return await create("segment")
+
+    @blueprint.post("/audiences")
+    async def create_audience() -> tuple[CreatedSegment, int]:
+        return await create("audience")
+
+    @blueprint.get("/segments")
+    async def list_segments() -> ListBody:
+        return list_all()
+
+    @blueprint.get("/audiences")
+    async def list_audiences() -> ListBody:
+        return list_all()
+
+    @blueprint.get("/segments/<id:segment_id>")
+    async def get_segment_route(segment_id: str) -> SegmentObject:
+        return get_one("segment", segment_id)
+
+    @blueprint.get("/audiences/<id:audience_id>")
+    async def get_audience(audience_id: str) -> SegmentObject:
+        return get_one("audience", audience_id)
+
+    @blueprint.patch("/segments/<id:segment_id>")
+    async def rename(segment_id: str) -> Reference:
+        body = await json_object()
+        name = required_text(body, "name", MAX_SEGMENT_NAME)
+        team_id = team()
+        async with spool.record_lock(segment_lock_key(team_id, segment_id)):
+            segment = require_segment(spool, team_id, segment_id)
+            batch = WriteBatch()
+            put_segment(batch, replace(segment, name=name))
+            await spool.commit(batch)
+        return {"object": "segment", "id": segment.id}
+
+    @blueprint.delete("/segments/<id:segment_id>")
+    async def delete_segment_route(segment_id: str) -> DeletedReference:
+        return await delete("segment", segment_id)
+
+    @blueprint.delete("/audiences/<id:audience_id>")
+    async def delete_audience(audience_id: str) -> DeletedReference:
+        return await delete("audience", audience_id)
+
+    @blueprint.get("/segments/<id:segment_id>/contacts")
+    async def members(segment_id: str) -> ListBody:
+        page = parse_page_request(request.args, default_limit=None)
+        team_id = team()
+        require_segment(spool, team_id, segment_id)
+        return segment_contacts(spool, team_id, segment_id, page)
+
+    contact_segments = "/contacts/<id_or_address:contact_id_or_email>/segments"
+
+    @blueprint.get(contact_segments)
+    @blueprint.get(contact_segments + "/")  # the Rust SDK's path
+    async def segments_of_contact(contact_id_or_email: str) -> ListBody:
+        page = parse_page_request(request.args, default_limit=None)
+        team_id = team()
+        contact = find_contact(spool, team_id, unquote(contact_id_or_email))
+        if contact is None:
+            raise contact_not_found()
+        found = [get_segment(spool, team_id, s) for s in sorted(contact.segment_ids, reverse=True)]
+        window, has_more = page_of([s for s in found if s is not None], page, lambda s: s.id)
+        data: list[dict[str, Any]] = [dict(segment_summary(s)) for s in window]
+        return list_response(data, has_more)
+
+    @blueprint.post(contact_segments + "/<id:segment_id>")
+    async def join(contact_id_or_email: str, segment_id: str) -> tuple[ContactSegmentAdded, int]:
+        team_id = team()
+        require_segment(spool, team_id, segment_id)
+        contact = await change_contact(
+            spool,
+            team_id,
+            unquote(contact_id_or_email),
+            lambda c: (
+                c
+                if segment_id in c.segment_ids
+                else replace(c, segment_ids=[*c.segment_ids, segment_id])
+            ),
+            ctx.now(),
+        )
+        return {
+            "object": "contact_segment",
+            "id": segment_id,
+            "contact_id": contact.id,
+            "segment_id": segment_id,
+        }, 201
+
+    @blueprint.delete(contact_segments + "/<id:segment_id>")
+    async def leave(contact_id_or_email: str, segment_id: str) -> ContactSegmentRemoved:
+        team_id = team()
+        require_segment(spool, team_id, segment_id)
+        contact = await change_contact(
+            spool,
+            team_id,
+            unquote(contact_id_or_email),
+            lambda c: replace(c, segment_ids=[s for s in c.segment_ids if s != segment_id]),
+            ctx.now(),
+            segment_id=segment_id,
+        )
+        return {
+            "object": "contact_segment",
+            "id": segment_id,
+            "contact_id": contact.id,
+            "segment_id": segment_id,
+            "deleted": True,
+        }
+
+    return blueprint

@@ -1,11 +1,212 @@
-"""Routes of `/topics`."""
+"""`/topics` (contract section 6.3) and `/contacts/{id}/topics`: the kinds of mail a team sends
+and each contact's subscription to them.
+
+A topic's `default_subscription` is fixed at creation: it is what a contact without a choice of
+its own gets, so changing it would move every such contact at once. A contact's choices are
+kept on its record and change with a `contact.updated` webhook.
+"""
 
 from __future__ import annotations
 
-from quart import Blueprint
+from dataclasses import replace
+from typing import Any, cast
+from urllib.parse import unquote
 
+from quart import Blueprint, request
+
+from postwire import _core
+from postwire._core import WriteBatch
+from postwire.api.audience_models import (
+    ContactTopicItem,
+    ContactTopicsUpdated,
+    TopicObject,
+    TopicSummary,
+    UpdateTopicBody,
+)
+from postwire.api.auth import current_caller
 from postwire.api.context import ApiContext
+from postwire.api.models import DeletedReference, ListBody, Reference
+from postwire.api.pagination import list_response, parse_page_request
+from postwire.api.request_body import json_body, json_object, require_a_change
+from postwire.api.resource_ids import is_resource_id
+from postwire.api.store_pages import store_page
+from postwire.audiences.contact_rules import (
+    MAX_TOPIC_DESCRIPTION,
+    MAX_TOPIC_NAME,
+    choice,
+    missing_field,
+    optional_text,
+    required_text,
+    topic_choices,
+    topic_visibility,
+)
+from postwire.audiences.contacts import change_contact, contact_not_found
+from postwire.errors import ApiError, validation_error
+from postwire.store.accounts import contract_timestamp
+from postwire.store.contacts import ContactRecord, find_contact
+from postwire.store.spool import Spool
+from postwire.store.team_records import team_prefix
+from postwire.store.topics import (
+    SUBSCRIPTIONS,
+    TOPICS,
+    TopicRecord,
+    delete_topic,
+    get_topic,
+    put_topic,
+    subscription,
+)
+
+# Topics are listed 20 at a time unless `limit` says otherwise (contract section 1.4).
+DEFAULT_PAGE = 20
+
+
+def topic_summary(topic: TopicRecord) -> TopicSummary:
+    return cast(
+        TopicSummary,
+        {
+            "id": topic.id,
+            "name": topic.name,
+            "description": topic.description,
+            "default_subscription": topic.default_subscription,
+            "visibility": topic.visibility,
+            "created_at": topic.created_at,
+        },
+    )
+
+
+def require_topic(spool: Spool, team_id: str, topic_id: str) -> TopicRecord:
+    topic = get_topic(spool, team_id, topic_id) if is_resource_id(topic_id) else None
+    if topic is None:
+        raise ApiError(404, "not_found", "Topic not found")
+    return topic
+
+
+def topic_lock_key(team_id: str, topic_id: str) -> str:
+    return f"topics/{team_id}/{topic_id}"
 
 
 def routes(ctx: ApiContext) -> Blueprint:
-    return Blueprint("topics", __name__)
+    blueprint = Blueprint("topics", __name__)
+    spool = ctx.spool
+
+    def team() -> str:
+        return current_caller().team_id
+
+    @blueprint.post("/topics")
+    async def create() -> tuple[Reference, int]:
+        body = await json_object()
+        name = required_text(body, "name", MAX_TOPIC_NAME)
+        default = choice(body, "default_subscription", SUBSCRIPTIONS)
+        if default is None:
+            raise missing_field("default_subscription")
+        topic = TopicRecord(
+            id=_core.new_id(),
+            team_id=team(),
+            name=name,
+            description=optional_text(body, "description", MAX_TOPIC_DESCRIPTION),
+            default_subscription=default,
+            visibility=topic_visibility(body) or "private",
+            created_at=contract_timestamp(ctx.now()),
+        )
+        batch = WriteBatch()
+        put_topic(batch, topic)
+        await spool.commit(batch)
+        return {"object": "topic", "id": topic.id}, 201
+
+    @blueprint.get("/topics")
+    async def list_all() -> ListBody:
+        page = parse_page_request(request.args, default_limit=DEFAULT_PAGE)
+        rows, has_more = store_page(TOPICS, spool, team_prefix(team()), page)
+        return list_response([dict(topic_summary(t)) for _, t in rows], has_more)
+
+    @blueprint.get("/topics/<id:topic_id>")
+    async def get_one(topic_id: str) -> TopicObject:
+        topic = require_topic(spool, team(), topic_id)
+        return cast(TopicObject, {"object": "topic", **topic_summary(topic)})
+
+    @blueprint.patch("/topics/<id:topic_id>")
+    async def update(topic_id: str) -> Reference:
+        body = await json_object()
+        if body.get("default_subscription") is not None:
+            raise validation_error("A topic's `default_subscription` cannot be changed.")
+        require_a_change(body, UpdateTopicBody)
+        team_id = team()
+        async with spool.record_lock(topic_lock_key(team_id, topic_id)):
+            topic = require_topic(spool, team_id, topic_id)
+            if body.get("name") is not None:
+                topic = replace(topic, name=required_text(body, "name", MAX_TOPIC_NAME))
+            if "description" in body:
+                description = optional_text(body, "description", MAX_TOPIC_DESCRIPTION)
+                topic = replace(topic, description=description)
+            topic = replace(topic, visibility=topic_visibility(body) or topic.visibility)
+            batch = WriteBatch()
+            put_topic(batch, topic)
+            await spool.commit(batch)
+        return {"object": "topic", "id": topic.id}
+
+    @blueprint.delete("/topics/<id:topic_id>")
+    async def delete(topic_id: str) -> DeletedReference:
+        team_id = team()
+        async with spool.record_lock(topic_lock_key(team_id, topic_id)):
+            topic = require_topic(spool, team_id, topic_id)
+            batch = WriteBatch()
+            delete_topic(batch, topic)
+            await spool.commit(batch)
+        return {"object": "topic", "id": topic.id, "deleted": True}
+
+    contact_topics = "/contacts/<id_or_address:contact_id_or_email>/topics"
+
+    @blueprint.get(contact_topics)
+    async def topics_of_contact(contact_id_or_email: str) -> ListBody:
+        page = parse_page_request(request.args, default_limit=DEFAULT_PAGE)
+        team_id = team()
+        contact = find_contact(spool, team_id, unquote(contact_id_or_email))
+        if contact is None:
+            raise contact_not_found()
+        rows, has_more = store_page(TOPICS, spool, team_prefix(team_id), page)
+        data: list[dict[str, Any]] = [dict(contact_topic(contact, t)) for _, t in rows]
+        return list_response(data, has_more)
+
+    @blueprint.patch(contact_topics)
+    async def choose(contact_id_or_email: str) -> ContactTopicsUpdated:
+        body = await json_body()
+        # The Python and Rust SDKs send the array alone; the documented body wraps it.
+        raw = body.get("topics") if isinstance(body, dict) else body
+        if raw is None:
+            raise missing_field("topics")
+        choices = topic_choices(raw)
+        team_id = team()
+        for topic_id in choices:
+            require_topic(spool, team_id, topic_id)
+        contact = await change_contact(
+            spool,
+            team_id,
+            unquote(contact_id_or_email),
+            lambda c: replace(c, topics={**c.topics, **choices}),
+            ctx.now(),
+        )
+        topics = [{"id": topic_id, "subscription": value} for topic_id, value in choices.items()]
+        return cast(
+            ContactTopicsUpdated,
+            {
+                "object": "contact_topics",
+                "id": contact.id,
+                "contact_id": contact.id,
+                "topics": topics,
+            },
+        )
+
+    return blueprint
+
+
+def contact_topic(contact: ContactRecord, topic: TopicRecord) -> ContactTopicItem:
+    return cast(
+        ContactTopicItem,
+        {
+            "id": topic.id,
+            "name": topic.name,
+            "description": topic.description,
+            "subscription": subscription(contact, topic),
+            "created_at": topic.created_at,
+        },
+    )

@@ -57,11 +57,15 @@ def team_properties(spool: Spool, team_id: str) -> dict[str, ContactPropertyReco
     return {prop.key: prop for _, prop in rows}
 
 
-def value_fits(prop: ContactPropertyRecord, value: object) -> bool:
-    """Whether `value` is of the property's type (a bool is no number)."""
-    if prop.type == "string":
+def fits_type(kind: str, value: object) -> bool:
+    """Whether `value` is of property type `kind` ("string" | "number"; a bool is no number)."""
+    if kind == "string":
         return isinstance(value, str)
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def value_fits(prop: ContactPropertyRecord, value: object) -> bool:
+    return fits_type(prop.type, value)
 
 
 def property_values(

@@ -88,17 +88,16 @@ def put_contact(
     return the record written.
 
     A new address is inserted, so an address another contact of the team holds fails the
-    batch with `KeyExistsError`, even against a racing writer. A segment joined that no longer
-    exists (deleted since the caller looked) is left out of the record written.
+    batch with `KeyExistsError`, even against a racing writer. Segments that no longer exist
+    (deleted since the caller looked, or before) are left out of the record written, and a
+    segment listed twice is listed once.
     """
     team = contact.team_id
     before = [] if previous is None else previous.segment_ids
-    joined = [s for s in contact.segment_ids if s not in before]
-    gone = [s for s in joined if segments.get_segment(spool, team, s) is None]
-    if gone:
-        kept = [s for s in contact.segment_ids if s not in gone]
-        contact = replace(contact, segment_ids=kept)
-        joined = [s for s in joined if s not in gone]
+    wanted = dict.fromkeys(contact.segment_ids)  # once each, in order
+    existing = [s for s in wanted if segments.get_segment(spool, team, s) is not None]
+    if existing != contact.segment_ids:
+        contact = replace(contact, segment_ids=existing)
     CONTACTS.put(batch, contact_key(team, contact.id), contact)
     old_email = None if previous is None else previous.email.lower()
     if old_email != contact.email.lower():
@@ -106,8 +105,9 @@ def put_contact(
             CONTACT_EMAILS.delete(batch, contact_email_key(team, old_email))
         address = ContactAddress(contact.id)
         CONTACT_EMAILS.insert(batch, contact_email_key(team, contact.email), address)
-    for segment_id in joined:
-        segments.add_member(batch, team, segment_id, contact.id, now_ms)
+    for segment_id in contact.segment_ids:
+        if segment_id not in before:
+            segments.add_member(batch, team, segment_id, contact.id, now_ms)
     for segment_id in before:
         if segment_id not in contact.segment_ids:
             segments.remove_member(batch, team, segment_id, contact.id)
@@ -128,7 +128,8 @@ def delete_contact(batch: WriteBatch, contact: ContactRecord, now_ms: int) -> No
 
 def contact_webhook_data(contact: ContactRecord) -> dict[str, Any]:
     """The `data` of a contact.* webhook (contract section 8.2). `audience_id` is the first
-    segment's id, or "" outside every segment: the Rust SDK requires a string."""
+    segment's id, or "" outside every segment, and a name not given is "": the Rust SDK
+    requires strings there."""
     return {
         "id": contact.id,
         "audience_id": contact.segment_ids[0] if contact.segment_ids else "",
@@ -136,7 +137,7 @@ def contact_webhook_data(contact: ContactRecord) -> dict[str, Any]:
         "created_at": iso_from_contract_timestamp(contact.created_at),
         "updated_at": iso_from_contract_timestamp(contact.updated_at),
         "email": contact.email,
-        "first_name": contact.first_name,
-        "last_name": contact.last_name,
+        "first_name": contact.first_name or "",
+        "last_name": contact.last_name or "",
         "unsubscribed": contact.unsubscribed,
     }

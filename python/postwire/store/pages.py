@@ -38,8 +38,9 @@ def newest_first_page(
     rows: list[tuple[str, RecordT]] = []
     while True:
         wanted = UNLIMITED_CHUNK if limit is None else limit + 1 - len(rows)
-        chunk = table.scan(spool, prefix=prefix, cursor=cursor, reverse=not toward_newer,
-                           limit=wanted)  # fmt: skip
+        chunk = table.scan(
+            spool, prefix=prefix, cursor=cursor, reverse=not toward_newer, limit=wanted
+        )
         rows += [(key[len(prefix) :], record) for key, record in chunk]
         if len(chunk) < wanted or (limit is not None and len(rows) > limit):
             break

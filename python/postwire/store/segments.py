@@ -38,6 +38,11 @@ SEGMENT_MEMBERS = Table("segment_members", SegmentMember)
 _SEGMENTS: TeamRecords[SegmentRecord] = TeamRecords(SEGMENTS)
 
 
+def segment_lock_key(team_id: str, segment_id: str) -> str:
+    """Held while a segment is renamed or deleted, so a rename cannot bring a deleted one back."""
+    return f"segments/{team_id}/{segment_id}"
+
+
 def members_prefix(team_id: str, segment_id: str) -> str:
     return f"{team_id}/{segment_id}/"
 

@@ -1,0 +1,29 @@
+"""A list endpoint's page read straight from a store table with its cursors (contract section
+1.4), where `pagination.page_of` cuts a page from a list already in memory."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypeVar
+
+from postwire.api.pagination import PageRequest
+from postwire.errors import validation_error
+from postwire.store.pages import newest_first_page
+from postwire.store.spool import Spool
+from postwire.store.tables import Table
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+RecordT = TypeVar("RecordT", bound="DataclassInstance")
+
+
+def store_page(
+    table: Table[RecordT], spool: Spool, prefix: str, page: PageRequest
+) -> tuple[list[tuple[str, RecordT]], bool]:
+    """Rows `(id, record)` under `prefix`, newest first; a cursor naming no row is a 422."""
+    for name, cursor in (("after", page.after), ("before", page.before)):
+        if cursor is not None and table.get(spool, prefix + cursor) is None:
+            raise validation_error(f"The `{name}` cursor does not match any item.")
+    return newest_first_page(
+        table, spool, prefix, after=page.after, before=page.before, limit=page.limit
+    )

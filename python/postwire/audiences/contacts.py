@@ -1,0 +1,141 @@
+"""Contact writes, each one read-modify-commit under the contact's record lock, so that two
+writers (two PATCHes, an unsubscribe during an edit, an import) never lose each other's change;
+and the end of a deleted segment's memberships."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from datetime import datetime
+
+from postwire import _core
+from postwire._core import WriteBatch
+from postwire.errors import ApiError, KeyExistsError, validation_error
+from postwire.store import segments
+from postwire.store.accounts import contract_timestamp
+from postwire.store.contacts import (
+    ContactRecord,
+    contact_key,
+    delete_contact,
+    find_contact,
+    get_contact,
+    put_contact,
+)
+from postwire.store.segments import SegmentRecord
+from postwire.store.spool import Spool
+
+# Contacts taken out of a deleted segment per commit.
+SEGMENT_CLEANUP_CHUNK = 500
+
+
+def contact_not_found() -> ApiError:
+    return ApiError(404, "not_found", "Contact not found")
+
+
+def duplicate_contact(email: str) -> ApiError:
+    return validation_error(f"A contact with the email `{email}` already exists.")
+
+
+def _ms(now: datetime) -> int:
+    return int(now.timestamp() * 1000)
+
+
+def new_contact(team_id: str, email: str, now: datetime) -> ContactRecord:
+    stamp = contract_timestamp(now)
+    return ContactRecord(_core.new_id(), team_id, email, None, None, False, stamp, stamp)
+
+
+async def create_contact(spool: Spool, contact: ContactRecord, now: datetime) -> ContactRecord:
+    """Commit a new contact with its `contact.created` webhook; an address the team already
+    has is a 422."""
+    batch = WriteBatch()
+    written = put_contact(batch, spool, None, contact, _ms(now), event="contact.created")
+    try:
+        await spool.commit(batch)
+    except KeyExistsError:
+        raise duplicate_contact(contact.email) from None
+    return written
+
+
+async def change_contact(
+    spool: Spool,
+    team_id: str,
+    id_or_email: str,
+    change: Callable[[ContactRecord], ContactRecord],
+    now: datetime,
+    *,
+    segment_id: str | None = None,
+) -> ContactRecord:
+    """Apply `change` to the contact (by id or address; with `segment_id`, only a member of
+    that segment) and commit it with a `contact.updated` webhook, unless nothing changed.
+    `change` runs under the lock on the record as it is then, and may raise `ApiError`."""
+    async with locked_contact(spool, team_id, id_or_email, segment_id) as current:
+        changed = change(current)
+        if changed == current:
+            return current
+        changed = replace(changed, updated_at=contract_timestamp(now))
+        batch = WriteBatch()
+        written = put_contact(batch, spool, current, changed, _ms(now), event="contact.updated")
+        try:
+            await spool.commit(batch)
+        except KeyExistsError:
+            raise duplicate_contact(changed.email) from None
+        return written
+
+
+async def remove_contact(
+    spool: Spool, team_id: str, id_or_email: str, now: datetime, *, segment_id: str | None = None
+) -> ContactRecord:
+    """Delete the contact (with `segment_id`, only a member of it), with `contact.deleted`."""
+    async with locked_contact(spool, team_id, id_or_email, segment_id) as current:
+        batch = WriteBatch()
+        delete_contact(batch, current, _ms(now))
+        await spool.commit(batch)
+        return current
+
+
+@asynccontextmanager
+async def locked_contact(
+    spool: Spool, team_id: str, id_or_email: str, segment_id: str | None = None
+) -> AsyncIterator[ContactRecord]:
+    """The contact (by id or address; with `segment_id`, only a member of that segment) as it
+    is once its record lock is held, which the caller keeps until its commit is done."""
+    found = find_contact(spool, team_id, id_or_email)
+    if found is None or (segment_id is not None and segment_id not in found.segment_ids):
+        raise contact_not_found()
+    async with spool.record_lock(contact_key(team_id, found.id)):
+        current = get_contact(spool, team_id, found.id)
+        if current is None:
+            raise contact_not_found()
+        yield current
+
+
+async def delete_segment(spool: Spool, segment: SegmentRecord, now: datetime) -> None:
+    """Delete the segment, then take its members out of it, one commit per chunk of contacts.
+
+    The segment is gone for every reader from the first commit; members leave it under their
+    record locks and without a webhook, so an interruption leaves member rows no reader shows,
+    and `put_contact` drops the segment from a contact the next time it is written.
+    """
+    batch = WriteBatch()
+    segments.delete_segment_record(batch, segment)
+    await spool.commit(batch)
+    team = segment.team_id
+    while members := segments.segment_members(
+        spool, team, segment.id, after_contact_id=None, limit=SEGMENT_CLEANUP_CHUNK
+    ):
+        async with spool.record_locks(contact_key(team, contact_id) for contact_id in members):
+            batch = WriteBatch()
+            for contact_id in members:
+                contact = get_contact(spool, team, contact_id)
+                if contact is not None and segment.id in contact.segment_ids:
+                    kept = [s for s in contact.segment_ids if s != segment.id]
+                    left = replace(contact, segment_ids=kept)
+                    put_contact(batch, spool, contact, left, _ms(now), event=None)
+                else:  # a row its contact does not list: only the row goes
+                    segments.remove_member(batch, team, segment.id, contact_id)
+            await spool.commit(batch)
+    batch = WriteBatch()
+    segments.drop_member_counter(batch, team, segment.id)
+    await spool.commit(batch)
