@@ -38,6 +38,7 @@ import argparse
 import datetime
 import itertools
 import json
+import os
 import shlex
 import sys
 from collections.abc import Sequence
@@ -173,6 +174,19 @@ def report(args: argparse.Namespace, measured: Measured, load_average: LoadAvera
             f"| `{name}` | {seconds:.1f} | {seconds / total:.0%} "
             f"| {seconds / m.mailed * 1e6:.0f} µs |"
         )
+    per_message = m.server_cpu * m.seconds / m.mailed  # CPU seconds, every thread
+    signing = 1 / m.signing.one_thread_per_s
+    cores = os.cpu_count() or 1
+    lines += [
+        "",
+        f"All of the server's threads together used {per_message * 1e6:,.0f} µs of CPU a "
+        f"message, of which signing alone needs about {signing * 1e6:,.0f} µs (one thread's "
+        f"rate above). Were that work spread over the {cores} cores without a pause, the "
+        f"broadcast would run at {cores / per_message:,.0f} messages/s; it ran at "
+        f"{m.per_s:,.0f}, the cores busy {m.server_cpu:.2f} of {cores} on average: the rest of "
+        "the gap is time the work waited on itself (a stage idle while another runs) rather "
+        "than CPU.",
+    ]
     if len(m.progress) > 2:
         lines += ["", *progress_table(m.progress)]
     for profiled in m.profiles:
@@ -209,7 +223,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--contacts", type=int, default=1_000_000, help="the segment's size")
     parser.add_argument("--processes", type=int, default=1, help="Postwire's `processes`")
     parser.add_argument("--rate", type=float, default=20.0, help="POST /emails a second")
-    parser.add_argument("--idle-seconds", type=float, default=20.0, help="idle latency period")
+    parser.add_argument("--idle-seconds", type=float, default=30.0, help="idle latency period")
     parser.add_argument(
         "--broadcast-rate", type=int, help="the config's broadcasts.rate (default: the server's)"
     )

@@ -55,7 +55,11 @@ PROFILE_PARTS = {
         "(quart/",
         "(quart_trio/",
     ),
+    "signing hand-off (`postwire/signing.py`; RSA itself runs without the GIL)": (
+        "(postwire/signing.py)",
+    ),
     "handing work to threads (`trio.to_thread.run_sync`)": ("to_thread_run_sync (trio/",),
+    "the delivery engine, holding what it leased (`postwire/delivery/`)": ("(postwire/delivery/",),
 }
 
 
