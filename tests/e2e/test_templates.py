@@ -15,8 +15,10 @@ import resend
 
 from tests.dns_server import AuthoritativeDnsServer
 from tests.e2e.conftest import DOMAIN, LiveServer, verified_domain, wait_until
-from tests.e2e.test_smtp_submission import relaying_to_sink, sink_dump  # noqa: F401
+from tests.e2e.test_smtp_submission import relaying_to_sink, sink_dump
 from tests.smtp_sink import sunk_messages
+
+__all__ = ["sink_dump"]  # a fixture used here
 
 ORDER_HTML = (
     "<p>Hi {{{NAME|there}}}, your {{{PRODUCT}}} costs {{{PRICE}}}.</p>"
@@ -133,7 +135,7 @@ def sent_email(email_id: str) -> dict[str, Any]:
 def test_sending_with_a_template(
     tmp_path: Path,
     dns_server: AuthoritativeDnsServer,
-    sink_dump: Path,  # noqa: F811
+    sink_dump: Path,
 ) -> None:
     with relaying_to_sink(tmp_path, dns_server, sink_dump) as live:
         verified_domain(dns_server)
@@ -195,11 +197,17 @@ def test_sending_with_a_template(
         prices = [sent_email(item["id"])["html"] for item in batch["data"]]
         assert ["costs 7." in prices[0], "costs 8." in prices[1]] == [True, True]
 
-        wait_until(lambda: len(sunk_messages(sink_dump)) == 4, "the four emails are delivered")
+        # Once delivery recorded each one, smtp-sink has written it whole.
+        ids = [sent["id"], overridden["id"], *(item["id"] for item in batch["data"])]
+        wait_until(
+            lambda: all(sent_email(i)["last_event"] == "delivered" for i in ids),
+            "the four emails are delivered",
+        )
         received = {
             m.rcpt_tos[0]: email.message_from_bytes(m.content, policy=email.policy.default)
             for m in sunk_messages(sink_dump)
         }
+        assert len(received) == 4
         ann = received["ann@example.org"]
         assert isinstance(ann, EmailMessage)
         assert ann["Subject"] == "Your item"
@@ -256,6 +264,14 @@ def test_template_refusals_over_raw_http(
         assert_error(client.patch("/templates/order", json={}), 422, "missing_required_field")
         assert_error(client.patch("/templates/order", json={"html": None}), 422, "validation_error")
         assert_error(client.get("/templates?limit=0"), 422, "validation_error")
+        # A field given as null is cleared; a cleared alias names nothing any more.
+        copy_id = client.post("/templates/order/duplicate").json()["id"]
+        changed = client.patch(f"/templates/{copy_id}", json={"alias": "spare", "text": "t"})
+        assert changed.json() == {"object": "template", "id": copy_id}
+        assert client.get("/templates/spare").json()["text"] == "t"
+        assert client.patch("/templates/spare", json={"alias": None, "text": None}).is_success
+        assert_error(client.get("/templates/spare"), 404, "not_found")
+        assert client.get(f"/templates/{copy_id}").json()["text"] is None
 
         # Sending.
         for extra, status, name, text in [
