@@ -129,6 +129,7 @@ def routes(ctx: ApiContext) -> Blueprint:
         record: BroadcastRecord, scheduled: str | None, now: datetime
     ) -> BroadcastRecord:
         """The record queued (or scheduled) to send; refused as `/emails` would refuse its mail."""
+        moment = None if scheduled is None else parse_scheduled_at(scheduled, now)
         if not record.html and not record.text:
             raise ApiError(422, "missing_required_field", "Missing `html` or `text` field")
         check_references(
@@ -136,7 +137,6 @@ def routes(ctx: ApiContext) -> Blueprint:
         )
         sender_domain = parse_sender(record.sender)[1].rpartition("@")[2].lower()
         ctx.acceptor.sending_domain(record.team_id, current_caller().key, sender_domain)
-        moment = None if scheduled is None else parse_scheduled_at(scheduled, now)
         due = moment or now
         return replace(
             record,
