@@ -55,6 +55,16 @@ def test_answers_match_the_openapi_document(
          "variables": [{"key": "A", "type": "string", "fallback_value": "a"}]}
     )  # fmt: skip
     resend.Templates.publish(template["id"])
+    segment = resend.Segments.create({"name": "s"})
+    topic = resend.Topics.create({"name": "t", "default_subscription": "opt_in"})
+    prop = resend.ContactProperties.create({"key": "plan", "type": "string"})
+    contact = resend.Contacts.create(
+        {"email": "c@example.org", "properties": {"plan": "pro"}, "segments": [segment["id"]],
+         "topics": [{"id": topic["id"], "subscription": "opt_out"}]}
+    )  # fmt: skip
+    broadcast = resend.Broadcasts.create(
+        {"segment_id": segment["id"], "from": f"a@{DOMAIN}", "subject": "s", "html": "<p>x</p>"}
+    )
     config = tmp_path / "schemathesis.toml"
     config.write_text(
         "[parameters]\n"
@@ -63,6 +73,12 @@ def test_answers_match_the_openapi_document(
         f'webhook_id = "{webhook["id"]}"\n'
         f'id_or_email = "{suppression["email"]}"\n'
         f'id_or_alias = "{template["id"]}"\n'
+        f'segment_id = "{segment["id"]}"\n'
+        f'audience_id = "{segment["id"]}"\n'
+        f'topic_id = "{topic["id"]}"\n'
+        f'property_id = "{prop["id"]}"\n'
+        f'contact_id_or_email = "{contact["id"]}"\n'
+        f'broadcast_id = "{broadcast["id"]}"\n'
     )
     schemathesis = Path(sys.executable).with_name("schemathesis")
     run = subprocess.run(
