@@ -144,6 +144,8 @@ ROW_CASES: list[tuple[list[str], ContactRow | str]] = [
     (["a@localhost"], "`a@localhost` is not a valid address"),
     (["a@example.org", "", "maybe"], "`unsubscribed` must be true or false"),
     (["a@example.org", "", "", "", "forty"], "`age` is a number, not `forty`"),
+    (["a@example.org", "A" * 257], "`first_name` is longer than 256 characters"),
+    (["a@example.org", "", "", "p" * 2001], "`plan` is longer than 2000 characters"),
 ]  # fmt: skip
 
 

@@ -66,6 +66,7 @@ KEY_USE_WRITE_INTERVAL = 60.0
 def create_app(ctx: ApiContext) -> QuartTrio:
     app = QuartTrio("postwire")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
+    app.request_class = contact_imports.UploadCappedRequest  # CSV uploads: their own cap
     app.config["JSON_SORT_KEYS"] = False
     app.json.sort_keys = False  # type: ignore[attr-defined]
     # OPTIONS is a 405 like any other method a path does not serve: the automatic answer had

@@ -272,3 +272,60 @@ OPERATIONS: tuple[Operation, ...] = (
 )  # fmt: skip
 
 # --- contact imports (CSV): their models, and `OPERATIONS += (...)` for their routes ----------
+
+
+class ContactImportCounts(TypedDict):
+    total: int
+    created: int
+    updated: int
+    skipped: int
+    failed: int
+
+
+class ContactImportSummary(TypedDict):
+    object: Literal["contact_import"]
+    id: str
+    status: Literal["queued", "in_progress", "completed", "failed"]
+    created_at: str
+    completed_at: str | None
+    counts: ContactImportCounts  # so far, while the import runs
+    failure_reason: NotRequired[str]  # why a failed import stopped
+
+
+class ContactImportFailedRow(TypedDict):
+    row: int  # the header is row 1
+    email: str | None
+    reason: str
+
+
+class ContactImportObject(ContactImportSummary):
+    failed_rows: list[ContactImportFailedRow]  # the first 1,000, in row order
+
+
+class ContactImportCreated(TypedDict):
+    object: Literal["contact_import"]
+    id: str
+
+
+class CreateContactImportBody(TypedDict):
+    """The multipart/form-data fields; the last three hold JSON."""
+
+    file: bytes
+    on_conflict: NotRequired[Literal["upsert", "skip"]]
+    column_map: NotRequired[str]
+    segments: NotRequired[str]
+    topics: NotRequired[str]
+
+
+IMPORTS = "/contacts/imports"
+IMPORT_OPERATIONS: tuple[Operation, ...] = (
+    Operation("post", IMPORTS, "Import contacts from a CSV file, as a background job",
+              ContactImportCreated, 201, CreateContactImportBody,
+              request_media="multipart/form-data"),
+    Operation("get", IMPORTS, "List contact imports, newest first (filter with `status`)",
+              ListBody, list_item=ContactImportSummary, query=(*PAGE_QUERY, "status")),
+    Operation("get", IMPORTS + "/{import_id}",
+              "Retrieve a contact import: status, counts and the rows refused",
+              ContactImportObject),
+)  # fmt: skip
+OPERATIONS = OPERATIONS + IMPORT_OPERATIONS

@@ -1,11 +1,310 @@
-"""Routes of `/contact_imports`."""
+"""`/contacts/imports`: CSV imports of contacts, run as durable background jobs.
+
+`POST` takes `multipart/form-data` as the SDKs send it: the CSV in `file`, and the JSON fields
+`column_map`, `segments` and `topics`, and `on_conflict`, before or after the file (Python's
+SDK sends them first, Go's after). The file streams into the spool as it arrives, one commit
+per 1 MiB chunk, so the request holds a chunk in memory and not the file, and a file larger
+than `MAX_FILE_BYTES` is refused (413) as soon as it passes that. The answer comes once the
+whole file, the job and its queue entry are on disk; a refused or broken upload removes what
+it stored. `audiences.imports` runs the job.
+"""
 
 from __future__ import annotations
 
-from quart import Blueprint
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
+import trio
+from quart import Blueprint, request
+from quart_trio.wrappers.request import TrioRequest
+from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.http import parse_options_header
+from werkzeug.sansio.multipart import Data, Epilogue, Field, File, MultipartDecoder, NeedData
+
+from postwire import _core
+from postwire._core import WriteBatch
+from postwire.api.audience_models import (
+    ContactImportCreated,
+    ContactImportObject,
+    ContactImportSummary,
+)
+from postwire.api.auth import current_caller
 from postwire.api.context import ApiContext
+from postwire.api.models import ListBody
+from postwire.api.pagination import list_response, parse_page_request
+from postwire.audiences.contact_rules import segment_ids, topic_choices
+from postwire.audiences.csv_rows import (
+    MAX_RECORD_BYTES,
+    column_indexes,
+    parse_column_map,
+    read_header,
+    resolve_columns,
+)
+from postwire.errors import ApiError, validation_error
+from postwire.store import contact_imports as store
+from postwire.store.accounts import contract_timestamp
+from postwire.store.contact_properties import team_properties
+from postwire.store.segments import get_segment
+from postwire.store.spool import Spool
+from postwire.store.topics import get_topic
+
+UPLOAD_PATH = "/contacts/imports"
+MAX_FILE_BYTES = 50 * 1024 * 1024
+# The other fields are small JSON; a form has a handful of parts.
+MAX_FIELD_BYTES = 64 * 1024
+MAX_PARTS = 16
+# The whole request: the file, its fields and the multipart framing.
+MAX_REQUEST_BYTES = MAX_FILE_BYTES + 1024 * 1024
+ON_CONFLICT = ("upsert", "skip")
+DEFAULT_ON_CONFLICT = "skip"  # the SDKs' documented default
+
+TOO_LARGE = ApiError(
+    413, "validation_error", f"The CSV file must be at most 50 MB ({MAX_FILE_BYTES} bytes)."
+)
+
+
+class UploadCappedRequest(TrioRequest):
+    """A request whose whole-body cap is its route's: a CSV import may be larger than any JSON
+    body the app's `MAX_CONTENT_LENGTH` allows. A `Content-Length` over the cap is refused
+    before a byte is read; the upload's own count refuses a longer body sent in chunks."""
+
+    def __init__(
+        self,
+        method: str,
+        scheme: str,
+        path: str,
+        *args: Any,
+        max_content_length: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if method == "POST" and path == UPLOAD_PATH:
+            max_content_length = MAX_REQUEST_BYTES
+        super().__init__(
+            method, scheme, path, *args, max_content_length=max_content_length, **kwargs
+        )
+
+
+@dataclass(slots=True)
+class _Upload:
+    """The file of one import as it streams into the spool."""
+
+    spool: Spool
+    team_id: str
+    import_id: str
+    now_ms: Callable[[], int]
+    size: int = 0
+    chunks: int = 0  # committed
+    pending: bytearray = field(default_factory=bytearray)
+    head: bytearray = field(default_factory=bytearray)  # the first bytes: the header
+
+    async def write(self, data: bytes) -> None:
+        self.size += len(data)
+        if self.size > MAX_FILE_BYTES:
+            raise TOO_LARGE
+        if len(self.head) < MAX_RECORD_BYTES:
+            self.head += data[: MAX_RECORD_BYTES - len(self.head)]
+        self.pending += data
+        while len(self.pending) >= store.FILE_CHUNK_BYTES:
+            batch = WriteBatch()
+            chunk = bytes(self.pending[: store.FILE_CHUNK_BYTES])
+            store.add_file_chunk(batch, self.team_id, self.import_id, self.chunks, chunk,
+                                 self.now_ms())  # fmt: skip
+            await self.spool.commit(batch)
+            self.chunks += 1
+            del self.pending[: store.FILE_CHUNK_BYTES]
+
+    def finish(self, batch: WriteBatch) -> None:
+        """Add the last chunk to `batch`, the one that queues the job."""
+        if self.pending:
+            store.add_file_chunk(batch, self.team_id, self.import_id, self.chunks,
+                                 bytes(self.pending), self.now_ms())  # fmt: skip
+
+    async def discard(self) -> None:
+        with trio.CancelScope(shield=True):
+            if store.get_import(self.spool, self.team_id, self.import_id) is not None:
+                return  # the queuing commit went through though its caller was cancelled
+            batch = WriteBatch()
+            store.discard_upload(batch, self.import_id, self.chunks + 1)
+            await self.spool.commit(batch)
+
+
+async def _receive_form(upload: _Upload) -> tuple[bool, dict[str, str]]:
+    """Stream the multipart body: the `file` part into `upload`, the other fields into the
+    returned map. Also whether a `file` part came."""
+    mimetype, options = parse_options_header(request.headers.get("Content-Type"))
+    boundary = options.get("boundary")
+    if mimetype != "multipart/form-data" or not boundary:
+        raise validation_error(
+            "Send the import as multipart/form-data, with the CSV in a field named `file`."
+        )
+    decoder = MultipartDecoder(boundary.encode(), max_parts=MAX_PARTS)
+    fields: dict[str, str] = {}
+    part: str | None = None  # the field being read; "file" for the file
+    value = bytearray()
+    got_file = False
+    received = 0
+
+    async def take_events() -> None:
+        nonlocal part, got_file
+        while True:
+            event = decoder.next_event()
+            if isinstance(event, NeedData | Epilogue):
+                return
+            if isinstance(event, File) and event.name == "file":
+                if got_file:
+                    raise validation_error("Send one `file`.")
+                part, got_file = "file", True
+            elif isinstance(event, Field | File):
+                part = event.name
+                value.clear()
+            elif isinstance(event, Data) and part == "file":
+                await upload.write(event.data)
+            elif isinstance(event, Data) and part is not None:
+                value.extend(event.data)
+                if len(value) > MAX_FIELD_BYTES:
+                    raise validation_error(f"The `{part}` field must be at most 64 KiB.")
+                if not event.more_data:
+                    fields[part] = value.decode(errors="replace")
+
+    try:
+        async for data in request.body:
+            received += len(data)
+            if received > MAX_REQUEST_BYTES:
+                raise TOO_LARGE
+            decoder.receive_data(data)
+            await take_events()
+        decoder.receive_data(None)
+        await take_events()
+    except RequestEntityTooLarge:  # the body's own cap, or too many parts
+        raise TOO_LARGE from None
+    except ValueError:  # werkzeug's word for a body that is not multipart
+        raise validation_error("The multipart/form-data body is malformed.") from None
+    return got_file, fields
+
+
+def _json_field(fields: dict[str, str], name: str) -> Any:
+    raw = fields.get(name)
+    if raw is None or not raw.strip():
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise validation_error(f"The `{name}` field must be JSON.") from None
+
+
+def import_summary(record: store.ImportRecord) -> ContactImportSummary:
+    body: ContactImportSummary = {
+        "object": "contact_import",
+        "id": record.id,
+        "status": record.status,
+        "created_at": record.created_at,
+        "completed_at": record.completed_at,
+        "counts": {
+            "total": record.total,
+            "created": record.created,
+            "updated": record.updated,
+            "skipped": record.skipped,
+            "failed": record.failed,
+        },
+    }
+    if record.failure is not None:
+        body["failure_reason"] = record.failure
+    return body
 
 
 def routes(ctx: ApiContext) -> Blueprint:
-    return Blueprint("contact_imports", __name__)
+    blueprint = Blueprint("contact_imports", __name__)
+
+    @blueprint.post(UPLOAD_PATH)
+    async def create_import() -> tuple[ContactImportCreated, int]:
+        team = current_caller().team_id
+        upload = _Upload(ctx.spool, team, _core.new_id(), ctx.now_ms)
+        try:
+            got_file, fields = await _receive_form(upload)
+            record = _new_import(ctx, upload, got_file, fields)
+            batch = WriteBatch()
+            upload.finish(batch)
+            store.queue_import(batch, record)
+            await ctx.spool.commit(batch)
+        except BaseException:
+            await upload.discard()
+            raise
+        return {"object": "contact_import", "id": record.id}, 201
+
+    @blueprint.get(UPLOAD_PATH)
+    async def list_imports() -> ListBody:
+        page = parse_page_request(request.args, default_limit=20)
+        status = request.args.get("status") or None
+        if status is not None and status not in store.STATUSES:
+            raise validation_error(
+                "The `status` must be `queued`, `in_progress`, `completed` or `failed`."
+            )
+        records, has_more = store.list_imports(
+            ctx.spool,
+            current_caller().team_id,
+            limit=page.limit or 20,
+            after=page.after,
+            before=page.before,
+            status=status,
+        )
+        return list_response([dict(import_summary(record)) for record in records], has_more)
+
+    @blueprint.get(f"{UPLOAD_PATH}/<id:import_id>")
+    async def get_import(import_id: str) -> ContactImportObject:
+        record = store.get_import(ctx.spool, current_caller().team_id, import_id)
+        if record is None:
+            raise ApiError(404, "not_found", "Contact import not found")
+        bad = store.bad_rows(ctx.spool, record.id)
+        return {
+            **import_summary(record),
+            "failed_rows": [{"row": b.row, "email": b.email, "reason": b.reason} for b in bad],
+        }
+
+    return blueprint
+
+
+def _new_import(
+    ctx: ApiContext, upload: _Upload, got_file: bool, fields: dict[str, str]
+) -> store.ImportRecord:
+    """The queued job the form describes, every field checked against the team's segments,
+    topics and contact properties and the file's header."""
+    if not got_file:
+        raise ApiError(422, "missing_required_field", "Missing `file` field.")
+    if upload.size == 0:
+        raise validation_error("The CSV file is empty.")
+    on_conflict = fields.get("on_conflict") or DEFAULT_ON_CONFLICT
+    if on_conflict not in ON_CONFLICT:
+        raise validation_error("The `on_conflict` field must be `upsert` or `skip`.")
+    column_map = _json_field(fields, "column_map")
+    targets = {} if column_map is None else parse_column_map(column_map)
+    header = read_header(bytes(upload.head), at_eof=upload.size == len(upload.head))
+    if header is None:
+        raise validation_error("The CSV header (its first row) must end within its first MiB.")
+    if header.problem is not None:
+        raise validation_error(f"The CSV header cannot be read: {header.problem}.")
+    team = upload.team_id
+    kinds = {key: prop.type for key, prop in team_properties(ctx.spool, team).items()}
+    columns = resolve_columns(header.cells, targets, kinds)
+    segments = list(dict.fromkeys(segment_ids(_json_field(fields, "segments"))))
+    for segment_id in segments:
+        if get_segment(ctx.spool, team, segment_id) is None:
+            raise ApiError(404, "not_found", f"Segment {segment_id} not found")
+    topics = topic_choices(_json_field(fields, "topics"))
+    for topic_id in topics:
+        if get_topic(ctx.spool, team, topic_id) is None:
+            raise ApiError(404, "not_found", f"Topic {topic_id} not found")
+    return store.ImportRecord(
+        id=upload.import_id,
+        team_id=team,
+        status="queued",
+        created_at=contract_timestamp(ctx.now()),
+        on_conflict=on_conflict,
+        columns=column_indexes(header.cells, columns),
+        segment_ids=segments,
+        topics=topics,
+        file_size=upload.size,
+        offset=header.end,
+        row=2,
+    )

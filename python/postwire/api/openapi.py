@@ -115,6 +115,8 @@ class SchemaBuilder:
             }
         if annotation is Any:
             return {}
+        if annotation is bytes:  # a file in a multipart/form-data body
+            return {"type": "string", "format": "binary"}
         if origin in (NotRequired, Required):
             return self.of(get_args(annotation)[0], closed=closed)
         if origin is Literal:
@@ -210,7 +212,7 @@ def openapi_document(server_url: str) -> dict[str, Any]:
         elif op.request is not None:
             operation["requestBody"] = {
                 "required": True,
-                "content": _json_content(schemas.of(op.request)),
+                "content": {op.request_media: {"schema": schemas.of(op.request)}},
             }
         if parameters:
             operation["parameters"] = parameters

@@ -15,6 +15,7 @@ class Operation:
     request: type | None = None
     list_item: type | None = None  # for list responses: the type of `data` items
     query: tuple[str, ...] = ()
+    request_media: str = "application/json"
 
 
 PAGE_QUERY = ("limit", "after", "before")

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from postwire.audiences.contact_rules import MAX_NAME_LENGTH, MAX_PROPERTY_STRING
 from postwire.compose.addresses import recipient_problem
 from postwire.errors import validation_error
 from postwire.store.contacts import ContactRecord
@@ -78,7 +79,7 @@ def read_records(window: bytes, start: int, row: int, *, at_eof: bool) -> list[C
             break
         except csv.Error as error:
             cells, problem = [], f"the row is not CSV ({error})"
-        if not any(cell.strip() for cell in cells):
+        if not "".join(cells).strip():
             cells = []
         records.append(CsvRecord(row, start + consumed, cells, problem))
         row += 1
@@ -232,6 +233,9 @@ def contact_row(
     problem = recipient_problem(email)
     if problem is not None:
         return f"`{email}` is not a valid address: {problem}"
+    for name in ("first_name", "last_name"):
+        if len(values.get(name, "")) > MAX_NAME_LENGTH:
+            return f"`{name}` is longer than {MAX_NAME_LENGTH} characters"
     unsubscribed: bool | None = None
     if "unsubscribed" in values:
         flag = values["unsubscribed"].lower()
@@ -251,6 +255,8 @@ def contact_row(
             if number is None:
                 return f"the contact property `{key}` is a number, not `{cell}`"
             properties[key] = number
+        elif len(cell) > MAX_PROPERTY_STRING:
+            return f"the contact property `{key}` is longer than {MAX_PROPERTY_STRING} characters"
         else:
             properties[key] = cell
     return ContactRow(

@@ -33,7 +33,14 @@ from postwire.services import ServiceDeps
 from postwire.store import contact_imports as store
 from postwire.store.accounts import contract_timestamp
 from postwire.store.contact_properties import team_properties
-from postwire.store.contacts import ContactRecord, contact_key, find_contact, put_contact
+from postwire.store.contacts import (
+    CONTACT_EMAILS,
+    ContactRecord,
+    contact_email_key,
+    contact_key,
+    find_contact,
+    put_contact,
+)
 from postwire.store.spool import Spool
 
 log = logging.getLogger("postwire.imports")
@@ -192,10 +199,12 @@ async def _try_slice(
     kinds = {key: prop.type for key, prop in team_properties(spool, team).items()}
     rows = [_row_of(record, csv_record, kinds) for csv_record in records]
     emails = {row.email.lower() for row in rows if isinstance(row, ContactRow)}
-    seen = _contacts_by_address(spool, team, emails)
-    async with spool.record_locks(contact_key(team, c.id) for c in seen.values()):
+    # The address index tells which contacts to lock; they are read once locked.
+    indexed = (CONTACT_EMAILS.get(spool, contact_email_key(team, e)) for e in emails)
+    seen = {entry.contact_id for entry in indexed if entry is not None}
+    async with spool.record_locks(contact_key(team, contact_id) for contact_id in seen):
         contacts = _contacts_by_address(spool, team, emails)
-        if not {c.id for c in contacts.values()} <= {c.id for c in seen.values()}:
+        if not {c.id for c in contacts.values()} <= seen:
             return None  # a contact was created meanwhile: lock it too
         now_ms = spool.clock_ms()
         now = contract_timestamp(datetime.fromtimestamp(now_ms / 1000, UTC))
