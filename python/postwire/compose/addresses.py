@@ -16,6 +16,7 @@ _ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~\-\u0080-\U0010ffff]"
 _LOCAL_PART = re.compile(rf"{_ATEXT}+(?:\.{_ATEXT}+)*")
 _ASCII_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?")
 _QUOTED_NAME = re.compile(r'"((?:[^"\\]|\\.)*)"', re.DOTALL)
+_SPACE = re.compile(r"\s")  # what str.isspace() finds, in one search
 
 
 def parse_mailbox(value: str) -> Mailbox | None:
@@ -56,7 +57,7 @@ def is_address(address: str) -> bool:
     local, at, domain = address.rpartition("@")
     if not at or not is_unicode_text(address) or not is_header_safe(address):
         return False
-    if any(char.isspace() for char in address) or len(address.encode()) > 254:
+    if _SPACE.search(address) or len(address.encode()) > 254:
         return False
     if len(local.encode()) > 64 or not _LOCAL_PART.fullmatch(local):
         return False
