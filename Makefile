@@ -6,7 +6,7 @@ INSTALLED := $(VENV)/.postwire-installed
 RUST_SRC  := $(shell find rust -name '*.rs' -o -name Cargo.toml) Cargo.toml Cargo.lock
 
 .PHONY: help setup serve sandbox test test-rust test-python lint bench-core bench-api bench-delivery bench-smtp \
-	bench-webhooks bench-broadcasts bench bench-gate clean need-knot need-postfix need-swaks need-openssl need-stunnel \
+	bench-webhooks bench-broadcasts bench-audiences bench bench-gate clean need-knot need-postfix need-swaks need-openssl need-stunnel \
 	need-opendkim need-nginx need-wrk need-py-spy
 
 help:  ## list the commands
@@ -92,6 +92,9 @@ bench-webhooks: setup need-knot need-postfix need-nginx need-wrk need-py-spy  ##
 # Spooled, not delivered: delivery is held at a port that never greets (--deliver: smtp-sink).
 bench-broadcasts: setup need-knot need-py-spy  ## a broadcast to 1,000,000 contacts: messages spooled/s, memory, POST /emails p99 beside it, profile
 	$(BIN)/python -m benchmarks.broadcasts --profile
+
+bench-audiences: setup need-py-spy  ## an import of 1,000,000 contacts from CSV: contacts/s, the server's peak memory, profile
+	$(BIN)/python -m benchmarks.audiences --profile
 
 BENCH_NEEDS := need-knot need-postfix need-stunnel need-opendkim need-nginx need-wrk need-py-spy
 

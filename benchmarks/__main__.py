@@ -15,6 +15,8 @@ benchmarks.<module>`, which checks the same options), with the counts given here
 - broadcasts (`benchmarks.broadcasts`): a broadcast to a segment of a million contacts, spooled
   end to end (render, personalize, sign, commit): messages/s, the server's memory, the p99 of
   `POST /emails` beside it against idle, with a profiled extra broadcast.
+- audiences (`benchmarks.audiences`): an import of a million contacts from CSV: contacts/s and
+  the server's peak memory, with a profiled extra import.
 - core (`benchmarks.core`): DKIM against dkimpy, MIME against `email`, the spool's group
   commit against one commit a message.
 
@@ -44,6 +46,7 @@ from pathlib import Path
 from benchmarks import chart, gate
 from benchmarks.api import __main__ as api
 from benchmarks.api.profile import Profiled
+from benchmarks.audiences import __main__ as audiences
 from benchmarks.broadcasts import __main__ as broadcasts
 from benchmarks.core import __main__ as core
 from benchmarks.delivery import __main__ as delivery
@@ -153,6 +156,11 @@ def run_broadcasts(args: argparse.Namespace, profile_base: Path | None) -> Outco
     return Outcome(text, broadcasts.figures(measured))
 
 
+def run_audiences(args: argparse.Namespace, profile_base: Path | None) -> Outcome:
+    _, text = audiences.measure(args, profile_base)
+    return Outcome(text)
+
+
 def run_core(args: argparse.Namespace, profile_base: Path | None) -> Outcome:
     medians = core.measure(args.rounds, args.seconds, args.only)
     named = {f"core.{key}": ratio for key, ratio in core.ratios(medians).items()}
@@ -218,6 +226,17 @@ SECTIONS = [
         (
             Option("contacts", None, "the segment's size"),
             Option("profile-contacts", None, "the profiled broadcast's segment"),
+        ),
+        profiles=True,
+    ),
+    Section(
+        "audiences",
+        "An import of a million contacts",
+        audiences.parse_args,
+        run_audiences,
+        (
+            Option("contacts", None, "rows of the CSV"),
+            Option("profile-contacts", None, "rows of the profiled import"),
         ),
         profiles=True,
     ),

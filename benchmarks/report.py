@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import itertools
 import os
 import platform
 import subprocess
@@ -132,3 +133,19 @@ def server_source() -> str:
         return "unknown commit"
     dirty = sum(1 for line in changed if line.strip())
     return f"commit {commit}" + (f" with {dirty} changed server source files" if dirty else "")
+
+
+def rate_over_tenths(steps: list[tuple[float, int]], things: str) -> list[str]:
+    """A Markdown table of the rate over each tenth of a run, from `(seconds, count)` readings
+    polled during it; `things` names what is counted ("messages", "rows")."""
+    lines = [f"{things.capitalize()} counted over the run (rate over each tenth):", ""]
+    lines += [f"| seconds | {things} | {things}/s in the tenth |", "|---:|---:|---:|"]
+    end = steps[-1][0]
+    marks = [steps[0]]
+    for tenth in range(1, 11):
+        step = min(steps, key=lambda s: abs(s[0] - end * tenth / 10))
+        if step[0] > marks[-1][0]:
+            marks.append(step)
+    for (t0, n0), (t1, n1) in itertools.pairwise(marks):
+        lines.append(f"| {t1:.1f} | {n1:,} | {(n1 - n0) / (t1 - t0):,.0f} |")
+    return lines

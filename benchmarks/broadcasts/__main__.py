@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import itertools
 import json
 import os
 import shlex
@@ -57,6 +56,7 @@ from benchmarks.report import (
     check_options,
     machine_description,
     measure_and_render,
+    rate_over_tenths,
     report_to_file,
     server_source,
 )
@@ -188,7 +188,7 @@ def report(args: argparse.Namespace, measured: Measured, load_average: LoadAvera
         "than CPU.",
     ]
     if len(m.progress) > 2:
-        lines += ["", *progress_table(m.progress)]
+        lines += ["", *rate_over_tenths(m.progress, "messages")]
     for profiled in m.profiles:
         lines += profile_section(
             profiled,
@@ -196,21 +196,6 @@ def report(args: argparse.Namespace, measured: Measured, load_average: LoadAvera
             "the spool's commits release the GIL and run beside it",
         )
     return "\n".join(lines) + "\n"
-
-
-def progress_table(steps: list[tuple[float, int]]) -> list[str]:
-    """The rate over each tenth of the run, from the counts polled."""
-    lines = ["Messages counted over the run (rate over each tenth):", ""]
-    lines += ["| seconds | messages | messages/s in the tenth |", "|---:|---:|---:|"]
-    end = steps[-1][0]
-    marks = [steps[0]]
-    for tenth in range(1, 11):
-        step = min(steps, key=lambda s: abs(s[0] - end * tenth / 10))
-        if step[0] > marks[-1][0]:
-            marks.append(step)
-    for (t0, n0), (t1, n1) in itertools.pairwise(marks):
-        lines.append(f"| {t1:.1f} | {n1:,} | {(n1 - n0) / (t1 - t0):,.0f} |")
-    return lines
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
