@@ -68,10 +68,10 @@ def test_the_sdk_manages_contacts_with_typed_properties(api: httpx.Client) -> No
     assert by_id["first_name"] == "Ada" and by_id["unsubscribed"] is False
     assert by_id["properties"] == {
         "plan": {"value": "pro", "type": "string"},
-        "age": {"value": 36, "type": "number"},
+        "age": {"value": "36", "type": "number"},
     }
     unnamed = resend.Contacts.get(id=bob["id"])
-    assert unnamed["first_name"] == "" and unnamed["properties"] == {}
+    assert unnamed["first_name"] is None and unnamed["properties"] == {}
 
     resend.Contacts.update(
         {"id": created["id"], "first_name": "Augusta", "properties": {"age": None, "plan": "team"}}
@@ -295,5 +295,5 @@ def test_contact_webhooks_arrive_signed(hooked_server: LiveServer) -> None:
     data = next(e["data"] for e in events if e["data"]["unsubscribed"])
     assert data["id"] == contact["id"] and data["email"] == "ada@example.org"
     assert data["audience_id"] == segment["id"] and data["segment_ids"] == [segment["id"]]
-    assert data["first_name"] == "Ada" and data["last_name"] == ""
+    assert data["first_name"] == "Ada" and data["last_name"] is None
     assert data["created_at"].endswith("Z") and data["updated_at"].endswith("Z")

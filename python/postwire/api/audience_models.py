@@ -41,17 +41,15 @@ class UpdateContactBody(TypedDict):
 
 
 class ContactPropertyValue(TypedDict):
-    value: PropertyValue
+    value: str  # a number as its JSON text: the Rust SDK reads a string
     type: Literal["string", "number"]
 
 
 class ContactSummary(TypedDict):
-    """A list item. A name not given is "" (the Rust SDK requires strings)."""
-
     id: str
     email: str
-    first_name: str
-    last_name: str
+    first_name: str | None
+    last_name: str | None
     created_at: str
     unsubscribed: bool
 
@@ -60,8 +58,8 @@ class ContactObject(TypedDict):
     object: Literal["contact"]
     id: str
     email: str
-    first_name: str
-    last_name: str
+    first_name: str | None
+    last_name: str | None
     created_at: str
     unsubscribed: bool
     properties: dict[str, ContactPropertyValue]

@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Any, cast
 from urllib.parse import unquote
 
+import orjson
 from quart import Blueprint, request
 
 from postwire.api.audience_models import ContactObject, ContactSummary, DeletedContact
@@ -37,7 +38,13 @@ from postwire.audiences.contacts import (
 )
 from postwire.errors import ApiError, validation_error
 from postwire.store.contact_properties import ContactPropertyRecord, team_properties, value_fits
-from postwire.store.contacts import CONTACTS, ContactRecord, find_contact, get_contact
+from postwire.store.contacts import (
+    CONTACTS,
+    ContactRecord,
+    PropertyValue,
+    find_contact,
+    get_contact,
+)
 from postwire.store.segments import SEGMENT_MEMBERS, SegmentRecord, get_segment, members_prefix
 from postwire.store.spool import Spool
 from postwire.store.team_records import team_prefix
@@ -48,8 +55,8 @@ def contact_summary(contact: ContactRecord) -> ContactSummary:
     return {
         "id": contact.id,
         "email": contact.email,
-        "first_name": contact.first_name or "",
-        "last_name": contact.last_name or "",
+        "first_name": contact.first_name,
+        "last_name": contact.last_name,
         "created_at": contact.created_at,
         "unsubscribed": contact.unsubscribed,
     }
@@ -58,16 +65,21 @@ def contact_summary(contact: ContactRecord) -> ContactSummary:
 def contact_json(
     contact: ContactRecord, properties: dict[str, ContactPropertyRecord]
 ) -> ContactObject:
-    """The contact with the property values it holds, each with its property's type; a value
-    under a key whose property was deleted (or re-made with another type) is not shown."""
+    """The contact with the property values it holds, each with its property's type and as
+    text (the Rust SDK reads a string; a number is its JSON text). A value under a key whose
+    property was deleted (or re-made with another type) is not shown."""
     shown = {
-        key: {"value": value, "type": properties[key].type}
+        key: {"value": property_text(value), "type": properties[key].type}
         for key, value in contact.properties.items()
         if key in properties and value_fits(properties[key], value)
     }
     return cast(
         ContactObject, {"object": "contact", **contact_summary(contact), "properties": shown}
     )
+
+
+def property_text(value: PropertyValue) -> str:
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
 def segment_not_found(noun: str = "Segment") -> ApiError:

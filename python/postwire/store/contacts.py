@@ -128,8 +128,7 @@ def delete_contact(batch: WriteBatch, contact: ContactRecord, now_ms: int) -> No
 
 def contact_webhook_data(contact: ContactRecord) -> dict[str, Any]:
     """The `data` of a contact.* webhook (contract section 8.2). `audience_id` is the first
-    segment's id, or "" outside every segment, and a name not given is "": the Rust SDK
-    requires strings there."""
+    segment's id, or "" outside every segment: the Rust SDK requires a string."""
     return {
         "id": contact.id,
         "audience_id": contact.segment_ids[0] if contact.segment_ids else "",
@@ -137,7 +136,7 @@ def contact_webhook_data(contact: ContactRecord) -> dict[str, Any]:
         "created_at": iso_from_contract_timestamp(contact.created_at),
         "updated_at": iso_from_contract_timestamp(contact.updated_at),
         "email": contact.email,
-        "first_name": contact.first_name or "",
-        "last_name": contact.last_name or "",
+        "first_name": contact.first_name,
+        "last_name": contact.last_name,
         "unsubscribed": contact.unsubscribed,
     }
