@@ -11,9 +11,11 @@ and the counts are exact. Memory holds a window of the file and one slice, whate
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+import outcome
 import trio
 
 from postwire import _core
@@ -44,6 +46,9 @@ from postwire.store.contacts import (
 from postwire.store.spool import Spool
 
 log = logging.getLogger("postwire.imports")
+
+# A slice's rows: each a contact, why it is refused, or None for a blank row.
+Rows = list[ContactRow | str | None]
 
 # Rows per commit: large enough that commits cost little per contact, small enough that a
 # slice holds the event loop for a few tens of milliseconds.
@@ -131,17 +136,24 @@ async def run_import(spool: Spool, team_id: str, import_id: str, stopping: trio.
             window_size *= 2
             continue
         window_size = WINDOW_BYTES
-        for start in range(0, len(records), SLICE_ROWS):
+        slices = [
+            records[start : start + SLICE_ROWS] for start in range(0, len(records), SLICE_ROWS)
+        ]
+        rows = _parse_rows(spool, record, slices[0])
+        for number, chunk in enumerate(slices):
             if stopping.is_set():
                 return
+            # The next slice's rows are read and checked while this one's commit is written.
+            ahead = _ParseAhead(spool, record, slices[number + 1 : number + 2])
             try:
-                record = await _apply_slice(spool, record, records[start : start + SLICE_ROWS])
+                record = await _apply_slice(spool, record, chunk, rows, ahead.run)
             except KeyExistsError:
                 reason = (
                     f"The contacts of rows from {record.row} on kept changing under the import."
                 )
                 await _finish(spool, record, reason)
                 return
+            rows = ahead.result()
 
 
 async def _finish(spool: Spool, record: store.ImportRecord, failure: str | None) -> None:
@@ -163,7 +175,11 @@ async def _finish(spool: Spool, record: store.ImportRecord, failure: str | None)
 
 
 async def _apply_slice(
-    spool: Spool, record: store.ImportRecord, records: list[CsvRecord]
+    spool: Spool,
+    record: store.ImportRecord,
+    records: list[CsvRecord],
+    rows: Rows,
+    during_commit: Callable[[], None],
 ) -> store.ImportRecord:
     """Commit the rows of `records` with the cursor past the last of them; the job as written.
 
@@ -172,12 +188,13 @@ async def _apply_slice(
     read again and applied anew, as is one that finds a contact it did not lock."""
     for _ in range(MAX_SLICE_ATTEMPTS - 1):
         try:
-            applied = await _try_slice(spool, record, records)
+            applied = await _try_slice(spool, record, records, rows, during_commit)
         except KeyExistsError:
             applied = None
         if applied is not None:
             return applied
-    applied = await _try_slice(spool, record, records)  # the last try lets its error out
+    # The last try lets its error out.
+    applied = await _try_slice(spool, record, records, rows, during_commit)
     if applied is None:
         raise KeyExistsError("the slice's contacts keep changing under it")
     return applied
@@ -193,11 +210,13 @@ class _SliceCounts:
 
 
 async def _try_slice(
-    spool: Spool, record: store.ImportRecord, records: list[CsvRecord]
+    spool: Spool,
+    record: store.ImportRecord,
+    records: list[CsvRecord],
+    rows: Rows,
+    during_commit: Callable[[], None],
 ) -> store.ImportRecord | None:
     team = record.team_id
-    kinds = {key: prop.type for key, prop in team_properties(spool, team).items()}
-    rows = [_row_of(record, csv_record, kinds) for csv_record in records]
     emails = {row.email.lower() for row in rows if isinstance(row, ContactRow)}
     # The address index tells which contacts to lock; they are read once locked.
     indexed = (CONTACT_EMAILS.get(spool, contact_email_key(team, e)) for e in emails)
@@ -250,8 +269,60 @@ async def _try_slice(
             failed=record.failed + counts.failed,
         )
         store.put_import(batch, advanced)
-        await spool.commit(batch)
+        await _commit_while(spool, batch, during_commit)
     return advanced
+
+
+async def _commit_while(spool: Spool, batch: WriteBatch, work: Callable[[], None]) -> None:
+    """Commit `batch`, doing `work` while the spool's committer thread writes it (the GIL is
+    free meanwhile): the commit is submitted before `work` starts."""
+    committed = _Commit()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(committed.run, spool, batch)
+        work()
+        await committed.done.wait()
+    assert committed.result is not None
+    committed.result.unwrap()
+
+
+class _Commit:
+    """A commit run in its own task, its outcome kept for the task that waits for it."""
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.result: outcome.Outcome[object] | None = None
+
+    async def run(
+        self, spool: Spool, batch: WriteBatch, task_status: trio.TaskStatus[None]
+    ) -> None:
+        task_status.started()  # the parent runs again at the commit's first wait, once submitted
+        self.result = await outcome.acapture(spool.commit, batch)
+        self.done.set()
+
+
+@dataclass(slots=True)
+class _ParseAhead:
+    """Reads and checks the rows of the next slice (none: nothing to do) once, when asked."""
+
+    spool: Spool
+    record: store.ImportRecord
+    chunks: list[list[CsvRecord]]
+    rows: Rows | None = None
+
+    def run(self) -> None:
+        if self.rows is None and self.chunks:
+            self.rows = _parse_rows(self.spool, self.record, self.chunks[0])
+
+    def result(self) -> Rows:
+        self.run()
+        return self.rows or []
+
+
+def _parse_rows(spool: Spool, record: store.ImportRecord, records: list[CsvRecord]) -> Rows:
+    """The rows of a slice, checked against the team's contact properties as they are now."""
+    props = team_properties(spool, record.team_id)
+    kinds = {key: prop.type for key, prop in props.items()}
+    return [_row_of(record, csv_record, kinds) for csv_record in records]
 
 
 def _row_of(
