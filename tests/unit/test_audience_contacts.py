@@ -17,6 +17,8 @@ from postwire.audiences.contacts import (
     change_contact,
     create_contact,
     delete_segment,
+    empty_deleted_segment,
+    empty_deleted_segments,
     new_contact,
     remove_contact,
 )
@@ -90,8 +92,16 @@ async def test_a_deleted_segment_lets_go_of_every_member(spool: Spool) -> None:
     assert segments.segment_member_count(spool, TEAM, news.id) == 1_100
     created = len(event_kinds(spool))
 
-    await delete_segment(spool, news, NOW)
+    await delete_segment(spool, news)
     assert segments.get_segment(spool, TEAM, news.id) is None
+    assert segments.segments_being_emptied(spool) == [news]
+    # Interrupted at its first wait, as a stop would: calling again finishes it.
+    with trio.move_on_after(0) as interrupted:
+        await empty_deleted_segment(spool, news, NOW)
+    assert interrupted.cancelled_caught
+    assert segments.segment_member_count(spool, TEAM, news.id) > 0
+    await empty_deleted_segments(spool, NOW)
+    assert segments.segments_being_emptied(spool) == []
     assert segments.segment_members(spool, TEAM, news.id, after_contact_id=None, limit=9) == []
     assert segments.segment_member_count(spool, TEAM, news.id) == 0
     assert spool.get("counters", segments.member_count_key(TEAM, news.id)) is None

@@ -2,8 +2,9 @@
 contacts, and `/contacts/{id}/segments`: which segments a contact is in.
 
 A segment holds contacts added to it (by id, by address, at creation or by import); filters
-that select contacts by their fields are not supported. Deleting a segment removes it at once
-and then takes its members out of it (`audiences.contacts.delete_segment`).
+that select contacts by their fields are not supported. Deleting a segment removes it at once;
+its members are taken out of it after the answer, in the app's background tasks, and what a
+stop interrupted is finished when the API starts again.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import replace
 from typing import Any, Literal
 from urllib.parse import unquote
 
-from quart import Blueprint, request
+from quart import Blueprint, current_app, request
 
 from postwire import _core
 from postwire._core import WriteBatch
@@ -31,7 +32,13 @@ from postwire.api.pagination import list_response, page_of, parse_page_request
 from postwire.api.request_body import json_object
 from postwire.api.store_pages import store_page
 from postwire.audiences.contact_rules import MAX_SEGMENT_NAME, required_text
-from postwire.audiences.contacts import change_contact, contact_not_found, delete_segment
+from postwire.audiences.contacts import (
+    change_contact,
+    contact_not_found,
+    delete_segment,
+    empty_deleted_segment,
+    empty_deleted_segments,
+)
 from postwire.errors import validation_error
 from postwire.store.accounts import contract_timestamp
 from postwire.store.contacts import find_contact
@@ -92,8 +99,15 @@ def routes(ctx: ApiContext) -> Blueprint:
         team_id = team()
         async with spool.record_lock(segment_lock_key(team_id, segment_id)):
             segment = require_segment(spool, team_id, segment_id, noun(kind))
-            await delete_segment(spool, segment, ctx.now())
+            await delete_segment(spool, segment)
+        # Its members leave it after the answer: a segment may hold a million contacts.
+        current_app.add_background_task(empty_deleted_segment, spool, segment, ctx.now())
         return {"object": kind, "id": segment.id, "deleted": True}
+
+    @blueprint.before_app_serving
+    async def resume_deletions() -> None:
+        """Finish emptying segments whose deletion a stop interrupted."""
+        current_app.add_background_task(empty_deleted_segments, spool, ctx.now())
 
     @blueprint.post("/segments")
     async def create_segment() -> tuple[CreatedSegment, int]:

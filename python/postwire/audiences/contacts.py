@@ -111,16 +111,23 @@ async def locked_contact(
         yield current
 
 
-async def delete_segment(spool: Spool, segment: SegmentRecord, now: datetime) -> None:
-    """Delete the segment, then take its members out of it, one commit per chunk of contacts.
-
-    The segment is gone for every reader from the first commit; members leave it under their
-    record locks and without a webhook, so an interruption leaves member rows no reader shows,
-    and `put_contact` drops the segment from a contact the next time it is written.
-    """
+async def delete_segment(spool: Spool, segment: SegmentRecord) -> None:
+    """Delete the segment for every reader at once; `empty_deleted_segment` then takes its
+    members out of it."""
     batch = WriteBatch()
     segments.delete_segment_record(batch, segment)
     await spool.commit(batch)
+
+
+async def empty_deleted_segment(spool: Spool, segment: SegmentRecord, now: datetime) -> None:
+    """Take a deleted segment's members out of it, one commit per chunk of contacts, then
+    forget it.
+
+    Members leave under their record locks and without a webhook. An interruption leaves
+    member rows no reader shows, and the deletion noted in the store, so calling this again
+    (after a restart: `empty_deleted_segments`) finishes it; two callers at once only wait for
+    each other, as each takes a row out only when it is still there.
+    """
     team = segment.team_id
     while members := segments.segment_members(
         spool, team, segment.id, after_contact_id=None, limit=SEGMENT_CLEANUP_CHUNK
@@ -133,9 +140,16 @@ async def delete_segment(spool: Spool, segment: SegmentRecord, now: datetime) ->
                     kept = [s for s in contact.segment_ids if s != segment.id]
                     left = replace(contact, segment_ids=kept)
                     put_contact(batch, spool, contact, left, _ms(now), event=None)
-                else:  # a row its contact does not list: only the row goes
+                elif segments.is_member(spool, team, segment.id, contact_id):
+                    # A row its contact does not list (or a contact gone): only the row goes.
                     segments.remove_member(batch, team, segment.id, contact_id)
             await spool.commit(batch)
     batch = WriteBatch()
-    segments.drop_member_counter(batch, team, segment.id)
+    segments.finish_deletion(batch, segment)
     await spool.commit(batch)
+
+
+async def empty_deleted_segments(spool: Spool, now: datetime) -> None:
+    """Finish emptying every segment whose deletion was interrupted."""
+    for segment in segments.segments_being_emptied(spool):
+        await empty_deleted_segment(spool, segment, now)

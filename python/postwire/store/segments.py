@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from postwire._core import WriteBatch
 from postwire.store.spool import Spool
 from postwire.store.tables import Table
-from postwire.store.team_records import TeamRecords
+from postwire.store.team_records import TeamRecords, team_key
 
 COUNTERS_TABLE = "counters"
 
@@ -35,6 +35,8 @@ class SegmentMember:
 
 SEGMENTS = Table("segments", SegmentRecord)
 SEGMENT_MEMBERS = Table("segment_members", SegmentMember)
+# Deleted segments whose members are still being taken out of them, under their old key.
+SEGMENT_DELETIONS = Table("segment_deletions", SegmentRecord)
 _SEGMENTS: TeamRecords[SegmentRecord] = TeamRecords(SEGMENTS)
 
 
@@ -96,12 +98,19 @@ def remove_member(batch: WriteBatch, team_id: str, segment_id: str, contact_id: 
 
 
 def delete_segment_record(batch: WriteBatch, segment: SegmentRecord) -> None:
-    """Remove the segment. Its member rows (and their counter, which stays in step with them)
-    and the contacts' `segment_ids` are cleaned up after, in bounded commits
-    (`audiences.segments`); until then readers skip ids whose segment is gone."""
+    """Remove the segment, and note it as being emptied: its member rows (and their counter,
+    which stays in step with them) and the contacts' `segment_ids` are cleaned up after, in
+    bounded commits (`audiences.contacts.empty_deleted_segment`), resumed after a restart;
+    until then readers skip ids whose segment is gone."""
     _SEGMENTS.delete(batch, segment)
+    SEGMENT_DELETIONS.put(batch, team_key(segment.team_id, segment.id), segment)
 
 
-def drop_member_counter(batch: WriteBatch, team_id: str, segment_id: str) -> None:
-    """Forget a deleted segment's counter, once no member row of it is left."""
-    batch.delete(COUNTERS_TABLE, member_count_key(team_id, segment_id))
+def segments_being_emptied(spool: Spool, *, limit: int = 1000) -> list[SegmentRecord]:
+    return [segment for _, segment in SEGMENT_DELETIONS.scan(spool, limit=limit)]
+
+
+def finish_deletion(batch: WriteBatch, segment: SegmentRecord) -> None:
+    """Forget a deleted segment once no member row of it is left, with its counter."""
+    SEGMENT_DELETIONS.delete(batch, team_key(segment.team_id, segment.id))
+    batch.delete(COUNTERS_TABLE, member_count_key(segment.team_id, segment.id))

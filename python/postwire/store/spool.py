@@ -51,6 +51,7 @@ TABLES: tuple[str, ...] = (
     "contact_emails",
     "segments",
     "segment_members",
+    "segment_deletions",
     "topics",
     "contact_properties",
     # CSV imports of contacts: the jobs and their uploaded files.
