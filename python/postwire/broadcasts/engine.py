@@ -10,17 +10,21 @@ member, the counts, and the broadcast's cursor: the last member done. After kill
 resumes after the cursor, so no member is mailed twice and none is skipped. The last page
 marks the broadcast sent and removes its due entry.
 
-Only pages are ever in memory. Pages are paced (`broadcasts.rate` messages a second across all
-broadcasts), several due broadcasts take turns a page each, and the walk yields to the event
-loop every few members, so the API's own sends keep their latency. A cancel (under the
-broadcast's record lock) stops the walk: a page prepared meanwhile is dropped, not committed.
+Only a few pages are ever in memory: a turn keeps `PAGES_IN_FLIGHT` of them going at once, so
+that one is signed in worker threads (RSA releases the GIL) while the next is built on the
+event loop's thread, and commits them in order. Pages are paced (`broadcasts.rate` messages a
+second across all broadcasts), several due broadcasts take turns, and the walk yields to the
+event loop every few members and builds a few messages at a time, so the API's own sends keep
+their latency. A cancel (under the broadcast's record lock) stops the walk: pages prepared
+meanwhile are dropped, not committed. A broadcast whose turn fails is logged and tried again
+later; it never stops the others.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import trio
@@ -65,12 +69,18 @@ log = logging.getLogger("postwire.broadcasts")
 
 # How often an idle engine looks for broadcasts that came due.
 IDLE_POLL_SECONDS = 0.2
-# Due broadcasts taking turns, a page each.
+# Due broadcasts taking turns.
 TURNS_AT_ONCE = 8
 # How long a broadcast waits when it cannot go on now (its domain unverified, a full spool).
 RETRY_SECONDS = 60.0
 # Members prepared between two checkpoints, where the API's requests get their turn.
 MEMBERS_BETWEEN_CHECKPOINTS = 8
+# Messages built, then signed, together: the event loop waits for one build of this many at most.
+REQUESTS_A_PREPARE = 32
+# Pages of one broadcast prepared at once (one signing while the next is built), and walked in
+# one turn before the next due broadcast's.
+PAGES_IN_FLIGHT = 3
+PAGES_A_TURN = 25
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,11 +94,28 @@ class _Walk:
     fallbacks: Mapping[str, object]
 
 
+@dataclass(slots=True, eq=False)
+class _Flight:
+    """A page of a walk: the members after `after` (the cursor before it), and once prepared
+    its signed messages and what became of each member."""
+
+    after: str | None
+    members: list[str]
+    finished: bool  # the segment's last page
+    ready: trio.Event = field(default_factory=trio.Event)
+    result: _Page | None = None
+
+    async def page(self) -> _Page:
+        await self.ready.wait()
+        assert self.result is not None
+        return self.result
+
+
 @dataclass(slots=True)
 class _Page:
     """A page prepared: the signed messages and what became of each member walked."""
 
-    members: list[str]
+    flight: _Flight
     prepared: list[PreparedEmail]
     outcomes: list[tuple[str, ContactOutcome]]
 
@@ -123,21 +150,26 @@ class BroadcastEngine:
                     await stopping.wait()
 
     async def take_turns(self, stopping: trio.Event | None = None) -> bool:
-        """One page of each due broadcast (up to `TURNS_AT_ONCE`); False if none was due."""
+        """A turn of each due broadcast (up to `TURNS_AT_ONCE`); False if none was due."""
         now_ms = self.now_ms()
         due = [(at, e) for at, e in due_entries(self.spool, limit=TURNS_AT_ONCE) if at <= now_ms]
         for at, entry in due:
             if stopping is not None and stopping.is_set():
                 break
-            enqueued = await self.walk_page(at, entry)
-            self.next_page_at = next_page_at(
-                self.next_page_at, trio.current_time(), enqueued, self.config.broadcasts.rate
-            )
-            await trio.sleep_until(self.next_page_at)
+            try:
+                await self.take_turn(at, entry)
+            except Exception:  # one broadcast's failure must not stop the others
+                log.exception("broadcast %s failed; it is tried again later", entry.broadcast_id)
+                record = get_broadcast(self.spool, entry.team_id, entry.broadcast_id)
+                if record is not None:
+                    await self._postpone(record)
         return bool(due)
 
-    async def walk_page(self, due_at_ms: int, entry: DueEntry) -> int:
-        """Prepare and commit the next page of a due broadcast; return the messages enqueued."""
+    async def take_turn(self, due_at_ms: int, entry: DueEntry) -> int:
+        """Walk up to `PAGES_A_TURN` pages of a due broadcast; return the messages enqueued.
+
+        Pages are pipelined: while one page's messages are signed (in worker threads) or
+        committed, the next ones are read and built, and they commit in order."""
         record = get_broadcast(self.spool, entry.team_id, entry.broadcast_id)
         if record is None or record.status not in PENDING_STATUSES:
             await self._drop_due(due_at_ms, entry)  # deleted or canceled meanwhile
@@ -150,23 +182,59 @@ class BroadcastEngine:
             await self._postpone(record)
             return 0
         self.walks[record.id] = walk
+        enqueued = 0
+        send_channel, receive_channel = trio.open_memory_channel[_Flight](PAGES_IN_FLIGHT - 1)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._launch_pages, nursery, record, walk, send_channel)
+            async with receive_channel:
+                async for flight in receive_channel:
+                    page = await flight.page()
+                    try:
+                        committed = await self._commit_page(record, page)
+                    except SpoolFullError:
+                        log.warning("the spool is full: broadcast %s waits", record.id)
+                        await self._postpone(record)
+                        committed = False
+                    if not committed:  # canceled meanwhile: pages in flight are dropped
+                        break
+                    enqueued += len(page.prepared)
+                    if page.prepared and self.delivery is not None:
+                        self.delivery.wake()
+                    self.next_page_at = next_page_at(
+                        self.next_page_at, trio.current_time(), len(page.prepared),
+                        self.config.broadcasts.rate,
+                    )  # fmt: skip
+                    await trio.sleep_until(self.next_page_at)
+            nursery.cancel_scope.cancel()
+        return enqueued
+
+    async def _launch_pages(
+        self,
+        nursery: trio.Nursery,
+        record: BroadcastRecord,
+        walk: _Walk,
+        channel: trio.MemorySendChannel[_Flight],
+    ) -> None:
+        """Read the members of the turn's pages, each after the one before, and start
+        preparing each; the channel's room bounds the pages in flight."""
         page_size = self.config.broadcasts.page_size
-        members = segment_members(
-            self.spool, record.team_id, record.segment_id,
-            after_contact_id=record.cursor, limit=page_size,
-        )  # fmt: skip
-        page = await self._prepare_page(record, walk, members)
-        try:
-            committed = await self._commit_page(record, page, finished=len(members) < page_size)
-        except SpoolFullError:
-            log.warning("the spool is full: broadcast %s waits", record.id)
-            await self._postpone(record)
-            return 0
-        if not committed:
-            return 0
-        if page.prepared and self.delivery is not None:
-            self.delivery.wake()
-        return len(page.prepared)
+        async with channel:
+            after = record.cursor
+            for _ in range(PAGES_A_TURN):
+                members = segment_members(
+                    self.spool, record.team_id, record.segment_id,
+                    after_contact_id=after, limit=page_size,
+                )  # fmt: skip
+                flight = _Flight(after, members, finished=len(members) < page_size)
+                await channel.send(flight)
+                nursery.start_soon(self._fill, record, walk, flight)
+                if flight.finished:
+                    return
+                after = members[-1]
+
+    async def _fill(self, record: BroadcastRecord, walk: _Walk, flight: _Flight) -> None:
+        flight.result = await self._prepare_page(record, walk, flight)
+        flight.ready.set()
 
     async def _start_walk(self, record: BroadcastRecord, domain: DomainRecord) -> _Walk:
         secret = await load_unsubscribe_secret(self.spool)
@@ -181,14 +249,12 @@ class BroadcastEngine:
         fallbacks = {key: prop.fallback_value for key, prop in properties.items()}
         return _Walk(compile_broadcast(record), links, topic_default, fallbacks)
 
-    async def _prepare_page(
-        self, record: BroadcastRecord, walk: _Walk, members: list[str]
-    ) -> _Page:
+    async def _prepare_page(self, record: BroadcastRecord, walk: _Walk, flight: _Flight) -> _Page:
         team = record.team_id
         requests: list[SendRequest] = []
         owners: list[tuple[str, str]] = []  # (contact id, address) of each request
         outcomes: list[tuple[str, ContactOutcome]] = []
-        for index, contact_id in enumerate(members):
+        for index, contact_id in enumerate(flight.members):
             if index % MEMBERS_BETWEEN_CHECKPOINTS == 0:
                 await trio.lowlevel.checkpoint()
             contact = get_contact(self.spool, team, contact_id)
@@ -217,7 +283,7 @@ class BroadcastEngine:
             else:
                 prepared.append(result)
                 outcomes.append((contact_id, ContactOutcome(address, "queued", result.record.id)))
-        return _Page(members, prepared, outcomes)
+        return _Page(flight, prepared, outcomes)
 
     def _skip_reason(
         self, record: BroadcastRecord, walk: _Walk, contact: ContactRecord
@@ -234,29 +300,34 @@ class BroadcastEngine:
     async def _prepare(
         self, team_id: str, requests: Sequence[SendRequest]
     ) -> list[PreparedEmail | ApiError]:
-        """Build and sign the page's messages; a message that cannot be built (a value the MIME
-        builder refuses) is its own error, not the page's."""
+        """Build and sign the page's messages, a few at a time: the event loop runs between
+        two builds, and one batch signs while the next is built. A message that cannot be
+        built (a value the MIME builder refuses) is its own error, not the page's."""
         now = self.now()
-        try:
-            return await self.acceptor.prepare_many(team_id, None, requests, now)
-        except ApiError:
-            results: list[PreparedEmail | ApiError] = []
-            for request in requests:
-                try:
-                    results += await self.acceptor.prepare_many(team_id, None, [request], now)
-                except ApiError as refusal:
-                    results.append(refusal)
-            return results
+        results: list[PreparedEmail | ApiError] = []
+        for start in range(0, len(requests), REQUESTS_A_PREPARE):
+            some = requests[start : start + REQUESTS_A_PREPARE]
+            try:
+                results += await self.acceptor.prepare_many(team_id, None, some, now)
+            except ApiError:
+                for request in some:
+                    try:
+                        results += await self.acceptor.prepare_many(team_id, None, [request], now)
+                    except ApiError as refusal:
+                        results.append(refusal)
+        return results
 
-    async def _commit_page(self, record: BroadcastRecord, page: _Page, *, finished: bool) -> bool:
+    async def _commit_page(self, record: BroadcastRecord, page: _Page) -> bool:
         """Commit the page with the broadcast's new cursor, under its record lock; False when
         the broadcast changed meanwhile (canceled: the page is dropped)."""
+        flight = page.flight
+        finished = flight.finished
         key = broadcast_key(record.team_id, record.id)
         async with self.spool.record_lock(key):
             current = get_broadcast(self.spool, record.team_id, record.id)
             if current is None or current.status not in PENDING_STATUSES:
                 return False
-            if current.cursor != record.cursor:  # another walk of it committed first
+            if current.cursor != flight.after:  # not the page after the last committed
                 return False
             now = self.now()
             batch = _core.WriteBatch()
@@ -271,7 +342,7 @@ class BroadcastEngine:
             updated = replace(
                 current,
                 status="sent" if finished else "sending",
-                cursor=page.members[-1] if page.members else current.cursor,
+                cursor=flight.members[-1] if flight.members else current.cursor,
                 sent_at=current.sent_at or stamp,
             )
             if finished:
