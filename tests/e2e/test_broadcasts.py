@@ -475,3 +475,56 @@ def test_refusals_have_the_documented_shape(
         "object": "list", "has_more": False, "data": [],
     }  # fmt: skip
     client.close()
+
+
+def test_opens_and_clicks_are_counted_per_recipient_and_link(
+    setup: Setup, dns_server: AuthoritativeDnsServer
+) -> None:
+    domain = verified_domain(dns_server)
+    resend.Domains.update({"id": domain["id"], "open_tracking": True, "click_tracking": True})
+    setup.live.stop()
+    audience = seed_audience(setup.live, setup.token, 3)
+    setup.restart_with()
+    shop, blog = "https://shop.example/sale", "https://blog.example/post"
+    html = f'<html><body><a href="{shop}">Sale</a> <a href="{blog}">Blog</a></body></html>'
+    created = resend.Broadcasts.create(
+        {"segment_id": audience.segment_id, "from": SENDER, "subject": "Hi", "html": html,
+         "send": True}
+    )  # fmt: skip
+    wait_until(lambda: broadcast(created["id"])["counts"]["delivered"] == 3, "delivered")
+    tracked = {}
+    for message in sunk_messages(setup.sink):
+        part = parsed(message.content).get_body(("html",))
+        assert part is not None
+        content = part.get_content()
+        base = re.escape(setup.live.base_url)
+        clicks = re.findall(rf'href="({base}/t/c/[\w-]+)"', content)
+        (pixel,) = re.findall(rf'src="({base}/t/o/[\w-]+)"', content)
+        tracked[message.rcpt_tos[0]] = (pixel, clicks)
+    ann, bob = member_email(0), member_email(1)
+    with httpx.Client() as client:
+        for _ in range(2):  # Ann opens twice and clicks the sale twice, then the blog
+            client.get(tracked[ann][0])
+            client.get(tracked[ann][1][0], follow_redirects=False)
+        client.get(tracked[ann][1][1], follow_redirects=False)
+        client.get(tracked[bob][1][0], follow_redirects=False)  # Bob clicks, images off
+    counts = broadcast(created["id"])["counts"]
+    assert (counts["opened"], counts["clicked"]) == (1, 2)  # recipients, not events
+    opened = resend.Broadcasts.recipients(created["id"], {"type": "opened"})["data"]
+    assert [(row["email"], row["count"]) for row in opened] == [(ann, 2)]
+    clicked = {
+        row["email"]: row
+        for row in resend.Broadcasts.recipients(created["id"], {"type": "clicked"})["data"]
+    }
+    assert clicked[ann]["count"] == 3
+    assert sorted((link["url"], link["clicks"]) for link in clicked[ann]["clicked_links"]) == [
+        (blog, 1), (shop, 2),
+    ]  # fmt: skip
+    links = resend.Broadcasts.clicked_links(created["id"])["data"]
+    assert [(link["url"], link["clicks"], link["unique_clicks"]) for link in links] == [
+        (shop, 3, 2), (blog, 1, 1),
+    ]  # fmt: skip
+    first = resend.Broadcasts.clicked_links(created["id"], {"limit": 1})
+    assert first["has_more"] and first["data"][0]["url"] == shop
+    rest = resend.Broadcasts.clicked_links(created["id"], {"after": first["data"][0]["id"]})
+    assert [link["url"] for link in rest["data"]] == [blog]
