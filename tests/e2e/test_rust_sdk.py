@@ -1,9 +1,9 @@
 """The official Rust SDK, the `resend-rs` crate, against a live `postwire serve`: the program in
 tests/sdk_rust makes every call the crate offers for contacts, contact properties, segments,
-topics, contact imports, templates and broadcasts, plus an email sent with a template and a
-plain one. The crate is the strictest reader of answers (a missing required key or a wrong type
-is an error), so a call it parses is a call every SDK can use. A few results are then read again
-over raw HTTP."""
+topics, contact imports, templates and broadcasts, plus emails sent with a template (alone and
+in a batch) and a plain one. The crate is the strictest reader of answers (a missing required
+key or a wrong type is an error), so a call it parses is a call every SDK can use. A few
+results are then read again over raw HTTP."""
 
 from __future__ import annotations
 
