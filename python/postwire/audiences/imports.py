@@ -43,6 +43,7 @@ from postwire.store.contacts import (
     find_contact,
     put_contact,
 )
+from postwire.store.segments import get_segment
 from postwire.store.spool import Spool
 
 log = logging.getLogger("postwire.imports")
@@ -229,6 +230,7 @@ async def _try_slice(
         now = contract_timestamp(datetime.fromtimestamp(now_ms / 1000, UTC))
         batch = WriteBatch()
         counts = _SliceCounts()
+        found = [s for s in record.segment_ids if get_segment(spool, team, s) is not None]
         for csv_record, row in zip(records, rows, strict=True):
             if row is None:
                 continue  # a blank row
@@ -245,8 +247,9 @@ async def _try_slice(
                 contact = new_contact(row, _core.new_id(), team, now, record.segment_ids,
                                       record.topics)  # fmt: skip
                 contacts[address] = put_contact(
-                    batch, spool, None, contact, now_ms, event="contact.created"
-                )
+                    batch, spool, None, contact, now_ms, event="contact.created",
+                    segments_found=found,
+                )  # fmt: skip
                 counts.created += 1
             elif record.on_conflict == "skip":
                 counts.skipped += 1
@@ -254,8 +257,9 @@ async def _try_slice(
                 changed = updated_contact(previous, row, now, record.segment_ids, record.topics)
                 if changed is not None:
                     contacts[address] = put_contact(
-                        batch, spool, previous, changed, now_ms, event="contact.updated"
-                    )
+                        batch, spool, previous, changed, now_ms, event="contact.updated",
+                        segments_found=found,
+                    )  # fmt: skip
                 counts.updated += 1
         last = records[-1]
         advanced = replace(

@@ -9,6 +9,7 @@ edits (two PATCHes, an unsubscribe during an edit) do not lose each other's chan
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -82,6 +83,7 @@ def put_contact(
     now_ms: int,
     *,
     event: str | None,
+    segments_found: Collection[str] = (),
 ) -> ContactRecord:
     """Write `contact` (which was `previous`, None for a new one) with its address index and
     segment member rows, and the `event` webhook ("contact.created" | "contact.updated");
@@ -90,12 +92,15 @@ def put_contact(
     A new address is inserted, so an address another contact of the team holds fails the
     batch with `KeyExistsError`, even against a racing writer. Segments that no longer exist
     (deleted since the caller looked, or before) are left out of the record written, and a
-    segment listed twice is listed once.
+    segment listed twice is listed once. `segments_found` names segments the caller has just
+    found, not looked up again (an import checks its segments once for a thousand contacts).
     """
     team = contact.team_id
     before = [] if previous is None else previous.segment_ids
     wanted = dict.fromkeys(contact.segment_ids)  # once each, in order
-    existing = [s for s in wanted if segments.get_segment(spool, team, s) is not None]
+    existing = [
+        s for s in wanted if s in segments_found or segments.get_segment(spool, team, s) is not None
+    ]
     if existing != contact.segment_ids:
         contact = replace(contact, segment_ids=existing)
     CONTACTS.put(batch, contact_key(team, contact.id), contact)
