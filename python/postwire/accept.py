@@ -276,6 +276,7 @@ class Acceptor:
         the GIL, and it is most of the cost). An email that may not be sent is its ApiError."""
         drafts: list[_Draft | ApiError] = []
         domains: dict[str, DomainRecord | ApiError] = {}  # a batch mostly shares one sender
+        created_at = contract_timestamp(now)  # once: a broadcast prepares thousands a second
 
         def checked(sender_domain: str) -> DomainRecord | ApiError:
             if sender_domain not in domains:
@@ -291,7 +292,7 @@ class Acceptor:
             if refusal is not None:
                 drafts.append(refusal)
             elif isinstance(domain, DomainRecord):
-                drafts.append(await self._draft(team_id, domain, request, now))
+                drafts.append(await self._draft(team_id, domain, request, now, created_at))
         await self._sign([draft for draft in drafts if isinstance(draft, _Draft)])
         return [draft if isinstance(draft, ApiError) else draft.prepared() for draft in drafts]
 
@@ -366,7 +367,12 @@ class Acceptor:
         return draft.prepared()
 
     async def _draft(
-        self, team_id: str, domain: DomainRecord, request: SendRequest, now: datetime
+        self,
+        team_id: str,
+        domain: DomainRecord,
+        request: SendRequest,
+        now: datetime,
+        created_at: str,
     ) -> _Draft:
         email_id = _core.new_id()
         message_id = f"<{email_id}@{domain.name}>"
@@ -397,7 +403,7 @@ class Acceptor:
             to=list(request.to_as_sent),
             subject=request.subject,
             message_id=message_id,
-            created_at=contract_timestamp(now),
+            created_at=created_at,
             last_event="scheduled" if scheduled is not None else "queued",
             envelope_from=verp_return_path(email_id, domain, await self.return_path_secret()),
             # The envelope, as DNS, RCPT TO and bounce reports name it: IDN domains as A-labels.

@@ -15,6 +15,7 @@ from postwire.store.broadcasts import (
     RECIPIENT_ROWS,
     BroadcastRecord,
     ContactOutcome,
+    RecipientRow,
     add_contact_outcome,
     broadcast_counts,
     count_email_event,
@@ -27,6 +28,7 @@ from postwire.store.broadcasts import (
     link_counts,
     link_id,
     put_broadcast,
+    recipient_rows_page,
     recipients_prefix,
     set_due,
 )
@@ -108,10 +110,8 @@ async def test_events_of_a_broadcast_email_are_counted_in_their_commit(spool: Sp
     )
     outcome = get_contact_outcome(spool, TEAM, BID, CONTACT)
     assert outcome == ContactOutcome("a@x.org", "queued", EMAIL_ID)
-    sent = RECIPIENT_ROWS.scan(spool, prefix=recipients_prefix(TEAM, BID, "sent"))
-    assert [(key.rpartition("/")[2], row.email, row.contact_id) for key, row in sent] == [
-        (EMAIL_ID, "a@x.org", CONTACT)
-    ]
+    sent, more = recipient_rows_page(spool, TEAM, BID, "sent", after=None, before=None, limit=5)
+    assert (sent, more) == ([(CONTACT, RecipientRow("a@x.org", CONTACT))], False)
     suppressed = RECIPIENT_ROWS.scan(spool, prefix=recipients_prefix(TEAM, BID, "suppressed"))
     assert [row.email for _, row in suppressed] == ["b@x.org"]
     bounced = RECIPIENT_ROWS.scan(spool, prefix=recipients_prefix(TEAM, BID, "bounced"))
@@ -150,3 +150,26 @@ def test_a_delivery_event_without_a_broadcast_counts_nothing() -> None:
     batch = _core.WriteBatch()
     count_email_event(batch, TEAM, BID, EMAIL_ID, "email.opened", {})
     assert len(batch) == 0
+
+
+async def test_recipient_pages_walk_newest_first_with_cursors_and_filters(spool: Spool) -> None:
+    batch = _core.WriteBatch()
+    ids = [f"0190a000-0000-7000-8000-0000000001{n:02d}" for n in range(12)]
+    for n, email_id in enumerate(ids):
+        add_event(batch, TEAM, email_id, "email.delivered", 1, broadcast_id=BID, to=f"r{n}@x.org")
+    await spool.commit(batch)
+
+    def page(**cursor: str | None) -> tuple[list[str], bool]:
+        args = {"after": None, "before": None, **cursor}
+        rows, more = recipient_rows_page(spool, TEAM, BID, "delivered", limit=5, **args)
+        return [row_id for row_id, _ in rows], more
+
+    assert page() == (ids[::-1][:5], True)
+    assert page(after=ids[7]) == (ids[::-1][5:10], True)
+    assert page(after=ids[2]) == (ids[1::-1], False)
+    assert page(before=ids[2]) == (ids[7:2:-1], True)
+    odd, more = recipient_rows_page(
+        spool, TEAM, BID, "delivered", after=None, before=None, limit=5,
+        keep=lambda row: row.email in ("r1@x.org", "r11@x.org"),
+    )  # fmt: skip
+    assert ([row.email for _, row in odd], more) == (["r11@x.org", "r1@x.org"], False)

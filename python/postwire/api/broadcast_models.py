@@ -114,7 +114,7 @@ class RecipientClickedLink(TypedDict):
 
 class BroadcastRecipient(TypedDict):
     """One recipient an event type concerns. `id` is the row's cursor (its email's id, or
-    its contact's for `suppressed` and `unsubscribed`)."""
+    its contact's for `sent`, `suppressed` and `unsubscribed`)."""
 
     id: str
     contact_id: str | None

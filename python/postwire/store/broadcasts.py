@@ -238,16 +238,11 @@ def add_contact_outcome(
     contact_id: str,
     outcome: ContactOutcome,
 ) -> None:
-    """Record what the walk did with a member; `queued` and `suppressed` members are listed
-    as recipients of that type too."""
+    """Record what the walk did with a member (the `sent` recipients list reads these); a
+    suppressed member is listed among the `suppressed` recipients too."""
     key = contact_outcome_key(team_id, broadcast_id, contact_id)
     CONTACT_OUTCOMES.put(batch, key, outcome)
-    if outcome.status == "queued" and outcome.email_id is not None:
-        row = RecipientRow(outcome.email, contact_id)
-        RECIPIENT_ROWS.put(
-            batch, recipients_prefix(team_id, broadcast_id, "sent") + outcome.email_id, row
-        )
-    elif outcome.status == "suppressed":
+    if outcome.status == "suppressed":
         row = RecipientRow(outcome.email, contact_id)
         RECIPIENT_ROWS.put(
             batch, recipients_prefix(team_id, broadcast_id, "suppressed") + contact_id, row
@@ -360,17 +355,45 @@ def recipient_rows_page(
 ) -> tuple[list[tuple[str, RecipientRow]], bool]:
     """Rows `(row id, row)` of one recipients list that `keep` accepts, newest first, strictly
     older than `after` or newer than `before`; at most `limit`, and whether more lie beyond.
-    Rows are read in chunks with the store's cursor, never the whole list at once."""
-    prefix = recipients_prefix(team_id, broadcast_id, kind)
+    Rows are read in chunks with the store's cursor, never the whole list at once. The `sent`
+    list is the members the walk enqueued a message for, by contact id."""
+    if kind == "sent":
+        prefix = f"{team_id}/{broadcast_id}/contact/"
+
+        def sent(key: str, raw: bytes) -> RecipientRow | None:
+            outcome = CONTACT_OUTCOMES.decode(raw)
+            return RecipientRow(outcome.email, key) if outcome.status == "queued" else None
+
+        return _newest_first(spool, prefix, sent, keep, after, before, limit)
+    return _newest_first(
+        spool, recipients_prefix(team_id, broadcast_id, kind),
+        lambda _, raw: RECIPIENT_ROWS.decode(raw), keep, after, before, limit,
+    )  # fmt: skip
+
+
+def _newest_first(
+    spool: Spool,
+    prefix: str,
+    row_of: Callable[[str, bytes], RecipientRow | None],
+    keep: Callable[[RecipientRow], bool],
+    after: str | None,
+    before: str | None,
+    limit: int,
+) -> tuple[list[tuple[str, RecipientRow]], bool]:
     toward_newer = before is not None
     cursor_id = before if toward_newer else after
-    cursor = None if cursor_id is None else prefix + cursor_id
+    cursor = None if cursor_id is None else (prefix + cursor_id).encode()
     rows: list[tuple[str, RecipientRow]] = []
     while len(rows) <= limit:
-        chunk = RECIPIENT_ROWS.scan(
-            spool, prefix=prefix, cursor=cursor, reverse=not toward_newer, limit=_SCAN_CHUNK
-        )
-        rows += [(key[len(prefix) :], row) for key, row in chunk if keep(row)]
+        chunk = spool.scan(
+            RECIPIENT_ROWS.name, prefix=prefix.encode(), cursor=cursor,
+            reverse=not toward_newer, limit=_SCAN_CHUNK,
+        )  # fmt: skip
+        for key, raw in chunk:
+            row_id = key.decode()[len(prefix) :]
+            row = row_of(row_id, raw)
+            if row is not None and keep(row):
+                rows.append((row_id, row))
         if len(chunk) < _SCAN_CHUNK:
             break
         cursor = chunk[-1][0]
