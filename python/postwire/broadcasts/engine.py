@@ -76,10 +76,11 @@ RETRY_SECONDS = 60.0
 # Members prepared between two checkpoints, where the API's requests get their turn.
 MEMBERS_BETWEEN_CHECKPOINTS = 8
 # Messages built, then signed, together: the event loop waits for one build of this many at most.
-REQUESTS_A_PREPARE = 32
-# Pages of one broadcast prepared at once (one signing while the next is built), and walked in
+REQUESTS_A_PREPARE = 25
+# Pages of one broadcast prepared at once (one signing while the next is built: more would only
+# add signing threads competing with the event loop for the cores), and walked in
 # one turn before the next due broadcast's.
-PAGES_IN_FLIGHT = 3
+PAGES_IN_FLIGHT = 2
 PAGES_A_TURN = 25
 
 
