@@ -180,3 +180,33 @@ async def test_a_broadcast_waits_while_its_domain_is_not_verified(
     retry_at = int(NOW.timestamp() * 1000 + RETRY_SECONDS * 1000)
     assert [at for at, _ in due_entries(spool, limit=10)] == [retry_at] == [record.due_at_ms]
     assert broadcast_counts(spool, TEAM, broadcast_id)["queued"] == 0
+
+
+async def test_a_page_made_before_an_edit_is_dropped_and_made_again(
+    spool: Spool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await verified_domain(spool, tmp_path)
+    segment_id, _, _ = await audience(spool, 8)
+    broadcast_id = await queued_broadcast(spool, segment_id, None)
+    walker = engine(spool, tmp_path, page_size=100)
+    prepare_page = walker._prepare_page
+    edited = False
+
+    async def edit_while_preparing(*args: object) -> object:
+        nonlocal edited
+        page = await prepare_page(*args)  # type: ignore[arg-type]
+        if not edited:  # the API's PATCH lands before the page commits
+            edited = True
+            record = get_broadcast(spool, TEAM, broadcast_id)
+            assert record is not None
+            batch = WriteBatch()
+            put_broadcast(batch, replace(record, subject="Edited {{{FIRST_NAME}}}"))
+            await spool.commit(batch)
+        return page
+
+    monkeypatch.setattr(walker, "_prepare_page", edit_while_preparing)
+    await walker.take_turns()
+    assert broadcast_counts(spool, TEAM, broadcast_id)["queued"] == 0
+    await walker.take_turns()
+    emails = [e for _, e in EMAILS.scan(spool, prefix=f"{TEAM}/", limit=100)]
+    assert {e.subject for e in emails} == {f"Edited Ann{n}" for n in (1, 5, 6, 7)}

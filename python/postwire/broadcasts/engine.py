@@ -326,9 +326,13 @@ class BroadcastEngine:
         key = broadcast_key(record.team_id, record.id)
         async with self.spool.record_lock(key):
             current = get_broadcast(self.spool, record.team_id, record.id)
-            if current is None or current.status not in PENDING_STATUSES:
-                return False
-            if current.cursor != flight.after:  # not the page after the last committed
+            if (
+                current is None
+                or current.status not in PENDING_STATUSES  # canceled or deleted
+                or current.cursor != flight.after  # not the page after the last committed
+                or _content(current) != _content(record)  # edited before its walk began
+            ):
+                self.walks.pop(record.id, None)
                 return False
             now = self.now()
             batch = _core.WriteBatch()
@@ -375,6 +379,15 @@ class BroadcastEngine:
         BROADCAST_DUE.delete(batch, due_key(due_at_ms, entry.team_id, entry.broadcast_id))
         await self.spool.commit(batch)
         self.walks.pop(entry.broadcast_id, None)
+
+
+def _content(record: BroadcastRecord) -> tuple[object, ...]:
+    """What the walk's messages are made of: a scheduled broadcast may still change until its
+    first page commits, and a page made from the content before must not."""
+    return (
+        record.segment_id, record.sender, record.subject, record.reply_to, record.html,
+        record.text, record.preview_text, record.topic_id,
+    )  # fmt: skip
 
 
 def _sender_domain(record: BroadcastRecord) -> str:
