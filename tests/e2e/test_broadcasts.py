@@ -377,6 +377,11 @@ def test_scheduled_broadcasts_wait_for_their_time_or_go_back_to_draft(
     scheduled = broadcast(later["id"])
     assert scheduled["status"] == "scheduled" and scheduled["scheduled_at"] is not None
     resend.Broadcasts.update({"broadcast_id": later["id"], "subject": "Still editable"})
+    # It will be sent as it now is: an edit that could not be sent is refused.
+    with pytest.raises(resend.exceptions.ResendError, match="not verified"):
+        resend.Broadcasts.update({"broadcast_id": later["id"], "from": "a@unverified.example"})
+    with pytest.raises(resend.exceptions.ResendError, match="`html` or `text`"):
+        resend.Broadcasts.update({"broadcast_id": later["id"], "text": None})
     resend.Broadcasts.cancel(later["id"])
     back = broadcast(later["id"])
     assert (back["status"], back["scheduled_at"], back["subject"]) == (

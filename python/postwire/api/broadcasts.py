@@ -125,11 +125,8 @@ def routes(ctx: ApiContext) -> Blueprint:
         if topic is not None and get_topic(spool, team_id, topic) is None:
             raise ApiError(404, "not_found", "Topic not found")
 
-    def ready_to_send(
-        record: BroadcastRecord, scheduled: str | None, now: datetime
-    ) -> BroadcastRecord:
-        """The record queued (or scheduled) to send; refused as `/emails` would refuse its mail."""
-        moment = None if scheduled is None else parse_scheduled_at(scheduled, now)
+    def check_sendable(record: BroadcastRecord) -> None:
+        """It has content, its segment and topic exist, and its sender may send (the 403)."""
         if not record.html and not record.text:
             raise ApiError(422, "missing_required_field", "Missing `html` or `text` field")
         check_references(
@@ -137,6 +134,13 @@ def routes(ctx: ApiContext) -> Blueprint:
         )
         sender_domain = parse_sender(record.sender)[1].rpartition("@")[2].lower()
         ctx.acceptor.sending_domain(record.team_id, current_caller().key, sender_domain)
+
+    def ready_to_send(
+        record: BroadcastRecord, scheduled: str | None, now: datetime
+    ) -> BroadcastRecord:
+        """The record queued (or scheduled) to send; refused as `/emails` would refuse its mail."""
+        moment = None if scheduled is None else parse_scheduled_at(scheduled, now)
+        check_sendable(record)
         due = moment or now
         return replace(
             record,
@@ -200,7 +204,10 @@ def routes(ctx: ApiContext) -> Blueprint:
             raise ApiError(422, "missing_required_field", "Missing a field to change.")
         check_references(current_caller().team_id, fields)
         async with changing(broadcast_id, "update") as change:
-            put_broadcast(change.batch, replace(change.record, **fields))
+            updated = replace(change.record, **fields)
+            if updated.status == "scheduled":  # it will be sent as it now is
+                check_sendable(updated)
+            put_broadcast(change.batch, updated)
         return {"object": "broadcast", "id": change.record.id}
 
     @blueprint.delete("/broadcasts/<id:broadcast_id>")
