@@ -62,6 +62,9 @@ from benchmarks.report import (
 )
 
 GOAL_PER_S = 4000.0
+# The signing ceiling the goal was set against (RSA-2048 on 2 cores), for scaling it to the
+# machine measured, whose CPU may sign at quite another speed.
+GOAL_SIGNING_CEILING = 6000.0
 GOAL_RSS_MIB = 512.0
 GOAL_LATENCY_RATIO = 2.0
 # The goals as the full report checks them: figures that must reach a minimum.
@@ -161,7 +164,10 @@ def report(args: argparse.Namespace, measured: Measured, load_average: LoadAvera
         f"the broadcast's ({m.signing.message_bytes:,} bytes on average): "
         f"{m.signing.one_thread_per_s:,.0f} RSA-2048 signatures/s on one thread, "
         f"{m.signing.all_threads_per_s:,.0f}/s on {m.signing.threads}. The broadcast ran at "
-        f"{m.per_s / m.signing.all_threads_per_s:.0%} of that ceiling.",
+        f"{m.per_s / m.signing.all_threads_per_s:.0%} of that ceiling. The goal of "
+        f"{GOAL_PER_S:,.0f}/s was set where signing alone allowed about "
+        f"{GOAL_SIGNING_CEILING:,.0f}/s; the same share of this run's ceiling is "
+        f"{GOAL_PER_S / GOAL_SIGNING_CEILING * m.signing.all_threads_per_s:,.0f}/s.",
         "",
         "CPU seconds of the server's threads during the broadcast, by thread name (threads "
         "that ended before the end are not counted):",
