@@ -163,4 +163,6 @@ def test_openapi_document_is_served(server: LiveServer) -> None:
         document["paths"]
     )
     schemas = document["components"]["schemas"]
-    assert "from" in schemas["SendEmailBody"]["required"]
+    # `from` and `subject` may come from a template, so only `to` is always required.
+    assert schemas["SendEmailBody"]["required"] == ["to"]
+    assert {"from", "subject", "template"} <= set(schemas["SendEmailBody"]["properties"])
