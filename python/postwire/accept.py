@@ -48,6 +48,8 @@ log = logging.getLogger("postwire.accept")
 _BUILD_IN_THREAD_BYTES = 256 * 1024
 # Signing releases the GIL: one thread per core keeps every core busy on a batch.
 SIGNING_THREADS = os.cpu_count() or 2
+# Emails built between two checkpoints of a large prepare_many (a few ms of the event loop).
+BUILDS_BETWEEN_CHECKPOINTS = 25
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,7 +288,9 @@ class Acceptor:
                     domains[sender_domain] = refusal
             return domains[sender_domain]
 
-        for request in requests:
+        for index, request in enumerate(requests):
+            if index % BUILDS_BETWEEN_CHECKPOINTS == BUILDS_BETWEEN_CHECKPOINTS - 1:
+                await trio.lowlevel.checkpoint()  # a broadcast's page: let requests run
             domain, *agents = [checked(name) for name in _sending_domains(request)]
             refusal = next((d for d in (domain, *agents) if isinstance(d, ApiError)), None)
             if refusal is not None:

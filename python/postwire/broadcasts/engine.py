@@ -75,8 +75,6 @@ TURNS_AT_ONCE = 8
 RETRY_SECONDS = 60.0
 # Members prepared between two checkpoints, where the API's requests get their turn.
 MEMBERS_BETWEEN_CHECKPOINTS = 8
-# Messages built, then signed, together: the event loop waits for one build of this many at most.
-REQUESTS_A_PREPARE = 25
 # Pages of one broadcast prepared at once (one signing while the next is built: more would only
 # add signing threads competing with the event loop for the cores), and walked in
 # one turn before the next due broadcast's.
@@ -301,22 +299,20 @@ class BroadcastEngine:
     async def _prepare(
         self, team_id: str, requests: Sequence[SendRequest]
     ) -> list[PreparedEmail | ApiError]:
-        """Build and sign the page's messages, a few at a time: the event loop runs between
-        two builds, and one batch signs while the next is built. A message that cannot be
-        built (a value the MIME builder refuses) is its own error, not the page's."""
+        """Build and sign the page's messages: built on the event loop (which runs other tasks
+        every few builds), then signed together, one worker thread per core. A message that
+        cannot be built (a value the MIME builder refuses) is its own error, not the page's."""
         now = self.now()
-        results: list[PreparedEmail | ApiError] = []
-        for start in range(0, len(requests), REQUESTS_A_PREPARE):
-            some = requests[start : start + REQUESTS_A_PREPARE]
-            try:
-                results += await self.acceptor.prepare_many(team_id, None, some, now)
-            except ApiError:
-                for request in some:
-                    try:
-                        results += await self.acceptor.prepare_many(team_id, None, [request], now)
-                    except ApiError as refusal:
-                        results.append(refusal)
-        return results
+        try:
+            return await self.acceptor.prepare_many(team_id, None, requests, now)
+        except ApiError:
+            results: list[PreparedEmail | ApiError] = []
+            for request in requests:
+                try:
+                    results += await self.acceptor.prepare_many(team_id, None, [request], now)
+                except ApiError as refusal:
+                    results.append(refusal)
+            return results
 
     async def _commit_page(self, record: BroadcastRecord, page: _Page) -> bool:
         """Commit the page with the broadcast's new cursor, under its record lock; False when
