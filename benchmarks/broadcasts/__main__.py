@@ -170,16 +170,32 @@ def report(args: argparse.Namespace, measured: Measured, load_average: LoadAvera
         f"{GOAL_PER_S / GOAL_SIGNING_CEILING * m.signing.all_threads_per_s:,.0f}/s.",
         "",
         "CPU seconds of the server's threads during the broadcast, by thread name (threads "
-        "that ended before the end are not counted):",
+        "that ended before the end are not counted), and how many of them samples (every "
+        "50 ms) found running or runnable, waiting on the disk (state D) or sleeping, on "
+        "average (idle worker threads sleep):",
         "",
-        "| thread | CPU seconds | share | per message |",
-        "|---|---:|---:|---:|",
+        "| thread | CPU seconds | share | per message | running | on disk | sleeping |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name, seconds in sorted(m.threads.items(), key=lambda item: -item[1]):
+        states = m.thread_states.get(name, {})
         lines.append(
             f"| `{name}` | {seconds:.1f} | {seconds / total:.0%} "
-            f"| {seconds / m.mailed * 1e6:.0f} µs |"
+            f"| {seconds / m.mailed * 1e6:.0f} µs | {states.get('running', 0):.2f} "
+            f"| {states.get('disk', 0):.2f} | {states.get('sleeping', 0):.2f} |"
         )
+    if m.disk is not None:
+        flush = f"{m.disk.flush_ms / m.disk.flushes:.1f} ms" if m.disk.flushes else "unknown"
+        lines += [
+            "",
+            f"The spool's disk ({m.disk.device}) was busy {m.disk.busy_ms / 1000 / m.seconds:.0%} "
+            f"of the broadcast, {m.disk.bytes_written / 1024**3:,.1f} GiB written "
+            f"({m.disk.bytes_written / m.mailed / 1024:,.1f} KiB a message), "
+            f"{m.disk.flushes:,} flushes of {flush} on average (the machine's, not only the "
+            f"server's). The server itself wrote {m.written / 1024**3:,.1f} GiB "
+            f"({m.written / m.mailed / 1024:,.1f} KiB a message; `/proc/<pid>/io` "
+            "`write_bytes`, the spool map's pages it dirtied).",
+        ]
     per_message = m.server_cpu * m.seconds / m.mailed  # CPU seconds, every thread
     signing = 1 / m.signing.one_thread_per_s
     cores = os.cpu_count() or 1

@@ -21,10 +21,11 @@ from benchmarks.api.profile import Profiled
 from benchmarks.api.server import BenchServer, verify_domain
 from benchmarks.broadcasts.blackhole import SilentListener
 from benchmarks.broadcasts.content import broadcast_body, mailed, transactional_email
+from benchmarks.broadcasts.disk import DiskReading, disk_reading, process_write_bytes
 from benchmarks.broadcasts.latency import Latencies, SteadySends
 from benchmarks.broadcasts.memory import MemoryPeaks, MemorySampler
 from benchmarks.broadcasts.signing import SigningCeiling, measure_signing
-from benchmarks.broadcasts.threads import cpu_between, thread_cpu
+from benchmarks.broadcasts.threads import ThreadStates, cpu_between, thread_cpu
 from benchmarks.cpu_time import machine_busy, process_tree_cpu
 from benchmarks.delivery.rounds import DOMAIN, DeliveryBenchServer, ok
 from benchmarks.delivery.sink import SmtpSink
@@ -32,6 +33,8 @@ from benchmarks.report import progress
 
 POLL_SECONDS = 0.25
 WARMUP_SENDS = 20
+# A broadcast whose count stands still this long has failed (the server's log says why).
+STALL_SECONDS = 120.0
 # Spool bytes a contact's message and records may take, for the map's size (a sparse file).
 SPOOL_BYTES_A_CONTACT = 24 * 1024
 MIN_MAP_SIZE = 8 * 1024**3
@@ -77,6 +80,9 @@ class Measured:
     server_cpu: float  # cores busy on average during the broadcast
     other_cpu: float
     threads: dict[str, float]  # CPU seconds by thread name during the broadcast
+    thread_states: dict[str, dict[str, float]]  # by thread name: share of samples per state
+    disk: DiskReading | None  # the spool's disk during the broadcast
+    written: int  # bytes the server wrote (dirtied) during the broadcast
     signing: SigningCeiling
     profiles: list[Profiled] = field(default_factory=list)
 
@@ -137,6 +143,7 @@ def send_broadcast(
     started = time.monotonic()
     ok(client.post(f"/broadcasts/{broadcast_id}/send", json={}))
     steps: list[tuple[float, int]] = []
+    moved_at = started  # when the count last changed
     while True:
         state = ok(client.get(f"/broadcasts/{broadcast_id}"))
         now = time.monotonic()
@@ -149,6 +156,12 @@ def send_broadcast(
             raise SystemExit(f"broadcast {broadcast_id} is {state['status']}: {state}")
         if now - started > timeout:
             raise SystemExit(f"broadcast {broadcast_id} not sent within {timeout:g} s: {state}")
+        if len(steps) < 2 or steps[-1][1] != steps[-2][1]:
+            moved_at = now
+        if now - moved_at > STALL_SECONDS:
+            raise SystemExit(
+                f"broadcast {broadcast_id} enqueued nothing for {STALL_SECONDS:g} s: {state}"
+            )
         if len(steps) % 40 == 1 and count is not None:
             progress(f"{name}: {count:,} messages after {now - started:.0f} s")
         time.sleep(POLL_SECONDS)
@@ -200,6 +213,9 @@ def run_benchmark(args: argparse.Namespace, work: Path, profile_base: Path | Non
 
             memory = MemorySampler(server.pid)
             memory.start()
+            states = ThreadStates(server.pid)
+            states.start()
+            disk_before, written_before = disk_reading(work), process_write_bytes(server.pid)
             sends = SteadySends(server.base_url, token, args.rate, transactional_email)
             cpu_before, busy_before, threads_before = (
                 process_tree_cpu(server.pid),
@@ -216,6 +232,12 @@ def run_benchmark(args: argparse.Namespace, work: Path, profile_base: Path | Non
             other_cpu = machine_busy() - busy_before - server_cpu
             threads = cpu_between(threads_before, thread_cpu(server.pid))
             peaks = memory.stop()
+            thread_states = states.stop()
+            disk_after, written = disk_reading(work), process_write_bytes(server.pid)
+            written -= written_before
+            disk = None
+            if disk_before is not None and disk_after is not None:
+                disk = disk_after.since(disk_before)
             if during.errors:
                 raise SystemExit(f"{during.errors} probe sends failed: {sends.first_error}")
             expected = mailed(args.contacts)
@@ -247,6 +269,9 @@ def run_benchmark(args: argparse.Namespace, work: Path, profile_base: Path | Non
             server_cpu=server_cpu / seconds,
             other_cpu=other_cpu / seconds,
             threads=threads,
+            thread_states=thread_states,
+            disk=disk,
+            written=written,
             signing=signing,
             profiles=profiles,
         )
