@@ -235,6 +235,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--broadcast-rate", type=int, help="the config's broadcasts.rate (default: the server's)"
     )
     parser.add_argument(
+        "--page-size", type=int, help="the config's broadcasts.page_size (default: the server's)"
+    )
+    parser.add_argument(
         "--broadcast-timeout", type=float, default=3600.0, help="seconds a broadcast may take"
     )
     parser.add_argument(

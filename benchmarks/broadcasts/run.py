@@ -93,7 +93,8 @@ class Measured:
 
 class BroadcastBenchServer(DeliveryBenchServer):
     """The delivery benchmark's server (mail for the contacts' domain routed to `route_port`),
-    its spool map large enough for `contacts` messages, `rate` its broadcasts' pace if given."""
+    its spool map large enough for `contacts` messages, with the `[broadcasts]` keys given
+    (`rate`, `page_size`; the server's defaults otherwise)."""
 
     def __init__(
         self,
@@ -103,14 +104,15 @@ class BroadcastBenchServer(DeliveryBenchServer):
         *,
         contacts: int,
         processes: int,
-        rate: int | None,
+        broadcasts: dict[str, int],
     ) -> None:
         super().__init__(directory, nameserver, route_port, processes=processes)
         map_size = max(MIN_MAP_SIZE, contacts * SPOOL_BYTES_A_CONTACT)
         with self.config_path.open("a") as config:
             config.write(f"\n[spool]\nmap_size = {map_size}\n")
-            if rate is not None:
-                config.write(f"\n[broadcasts]\nrate = {rate}\n")
+            if broadcasts:
+                keys = "".join(f"{key} = {value}\n" for key, value in broadcasts.items())
+                config.write(f"\n[broadcasts]\n{keys}")
 
 
 def seed(server: BenchServer, token: str, args: argparse.Namespace) -> tuple[list[str], float]:
@@ -190,7 +192,11 @@ def run_benchmark(args: argparse.Namespace, work: Path, profile_base: Path | Non
             route.port,
             contacts=args.contacts,
             processes=args.processes,
-            rate=args.broadcast_rate,
+            broadcasts={
+                key: value
+                for key, value in (("rate", args.broadcast_rate), ("page_size", args.page_size))
+                if value is not None
+            },
         )
         progress("starting postwire serve ...")
         server.start()
