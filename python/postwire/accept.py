@@ -63,7 +63,7 @@ class PreparedEmail:
 
 
 @dataclass(slots=True)
-class _Draft:
+class Draft:
     """A built message waiting for its signature."""
 
     # The record's fields but its size, known once signed (one construction, no replace()).
@@ -276,7 +276,18 @@ class Acceptor:
     ) -> list[PreparedEmail | ApiError]:
         """Check and build every email, then sign them all across the cores (signing releases
         the GIL, and it is most of the cost). An email that may not be sent is its ApiError."""
-        drafts: list[_Draft | ApiError] = []
+        return await self.sign_built(await self.build_many(team_id, key, requests, now))
+
+    async def build_many(
+        self,
+        team_id: str,
+        key: ApiKeyRecord | None,
+        requests: Sequence[SendRequest],
+        now: datetime,
+    ) -> list[Draft | ApiError]:
+        """`prepare_many`'s first half, on the event loop's thread: check and build every
+        email, each a draft to sign or the ApiError that refuses it."""
+        drafts: list[Draft | ApiError] = []
         domains: dict[str, DomainRecord | ApiError] = {}  # a batch mostly shares one sender
         created_at = contract_timestamp(now)  # once: a broadcast prepares thousands a second
 
@@ -297,7 +308,11 @@ class Acceptor:
                 drafts.append(refusal)
             elif isinstance(domain, DomainRecord):
                 drafts.append(await self._draft(team_id, domain, request, now, created_at))
-        await self._sign([draft for draft in drafts if isinstance(draft, _Draft)])
+        return drafts
+
+    async def sign_built(self, drafts: list[Draft | ApiError]) -> list[PreparedEmail | ApiError]:
+        """`prepare_many`'s second half: sign `build_many`'s drafts in worker threads."""
+        await self._sign([draft for draft in drafts if isinstance(draft, Draft)])
         return [draft if isinstance(draft, ApiError) else draft.prepared() for draft in drafts]
 
     async def prepare_submitted(
@@ -366,7 +381,7 @@ class Acceptor:
                     body = await trio.to_thread.run_sync(tracked_submission, tracking, body)
                 else:
                     body = tracked_submission(tracking, body)
-        draft = _Draft(fields, body, _millis(now), self.signer_for(domain), domain.tls)
+        draft = Draft(fields, body, _millis(now), self.signer_for(domain), domain.tls)
         await self._sign([draft])
         return draft.prepared()
 
@@ -377,7 +392,7 @@ class Acceptor:
         request: SendRequest,
         now: datetime,
         created_at: str,
-    ) -> _Draft:
+    ) -> Draft:
         email_id = _core.new_id()
         message_id = f"<{email_id}@{domain.name}>"
         tracking = None
@@ -426,17 +441,24 @@ class Acceptor:
             broadcast_id=request.broadcast_id,
         )
         due = scheduled if scheduled is not None else now
-        return _Draft(fields, message, _millis(due), self.signer_for(domain), domain.tls)
+        return Draft(fields, message, _millis(due), self.signer_for(domain), domain.tls)
 
-    async def _sign(self, drafts: list[_Draft]) -> None:
+    async def _sign(self, drafts: list[Draft]) -> None:
         """Sign in as many worker threads as there are cores, one chunk of drafts each."""
         if not drafts:
             return
         chunks = [drafts[i::SIGNING_THREADS] for i in range(min(SIGNING_THREADS, len(drafts)))]
 
-        def sign_chunk(chunk: list[_Draft]) -> None:
+        def sign_chunk(chunk: list[Draft]) -> None:
+            # One GIL release per signer and chunk: retaking the GIL after every signature
+            # waited on the event loop's thread, which builds the next page meanwhile.
+            by_signer: dict[int, list[Draft]] = {}
             for draft in chunk:
-                draft.signature = draft.signer.sign(draft.message)
+                by_signer.setdefault(id(draft.signer), []).append(draft)
+            for same in by_signer.values():
+                signatures = same[0].signer.sign_many([draft.message for draft in same])
+                for draft, signature in zip(same, signatures, strict=True):
+                    draft.signature = signature
 
         if len(drafts) == 1:  # one email, SMTP's case: batched with other callers' emails
             drafts[0].signature = await self.signing.sign(drafts[0].signer, drafts[0].message)

@@ -316,3 +316,16 @@ def test_sign_takes_bytes_only(signer: _core.DkimSigner) -> None:
         signer.sign(bytearray(PLAIN))  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         signer.sign(PLAIN.decode())  # type: ignore[arg-type]
+
+
+def test_sign_many_is_sign_of_each(signer: _core.DkimSigner) -> None:
+    messages = list(MESSAGES.values())
+    at = 1_700_000_000
+    assert signer.sign_many(messages, timestamp=at) == [
+        signer.sign(message, timestamp=at) for message in messages
+    ]
+    assert signer.sign_many([]) == []
+    with pytest.raises(DkimError, match="no From header"):
+        signer.sign_many([PLAIN, b"To: bob@example.org\r\nSubject: x\r\n\r\nbody\r\n"])
+    with pytest.raises(TypeError):
+        signer.sign_many([bytearray(PLAIN)])  # type: ignore[list-item]

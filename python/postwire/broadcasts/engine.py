@@ -10,14 +10,14 @@ member, the counts, and the broadcast's cursor: the last member done. After kill
 resumes after the cursor, so no member is mailed twice and none is skipped. The last page
 marks the broadcast sent and removes its due entry.
 
-Only a few pages are ever in memory: a turn keeps `PAGES_IN_FLIGHT` of them going at once, so
-that one is signed in worker threads (RSA releases the GIL) while the next is built on the
-event loop's thread, and commits them in order. Pages are paced (`broadcasts.rate` messages a
-second across all broadcasts), several due broadcasts take turns, and the walk yields to the
-event loop every few members and builds a few messages at a time, so the API's own sends keep
-their latency. A cancel (under the broadcast's record lock) stops the walk: pages prepared
-meanwhile are dropped, not committed. A broadcast whose turn fails is logged and tried again
-later; it never stops the others.
+Only a few pages are ever in memory: a turn keeps `PAGES_IN_FLIGHT` of them going at once,
+built one after the other on the event loop's thread and each signed in worker threads (RSA
+releases the GIL) while the next is built, and commits them in order. Pages are paced
+(`broadcasts.rate` messages a second across all broadcasts), several due broadcasts take turns,
+and the walk yields to the event loop every few members and builds a few messages at a time, so
+the API's own sends keep their latency. A cancel (under the broadcast's record lock) stops the
+walk: pages prepared meanwhile are dropped, not committed. A broadcast whose turn fails is
+logged and tried again later; it never stops the others.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 import trio
 
 from postwire import _core
-from postwire.accept import Acceptor, PreparedEmail
+from postwire.accept import Acceptor, Draft, PreparedEmail
 from postwire.broadcasts.messages import BroadcastContent, compile_broadcast
 from postwire.broadcasts.rules import next_page_at, skip_reason, topic_subscription
 from postwire.compose.addresses import recipient_problem
@@ -75,10 +75,10 @@ TURNS_AT_ONCE = 8
 RETRY_SECONDS = 60.0
 # Members prepared between two checkpoints, where the API's requests get their turn.
 MEMBERS_BETWEEN_CHECKPOINTS = 8
-# Pages of one broadcast prepared at once (one signing while the next is built: more would only
-# add signing threads competing with the event loop for the cores), and walked in
-# one turn before the next due broadcast's.
-PAGES_IN_FLIGHT = 2
+# Pages of one broadcast prepared at once: one committing, one signing and one being built (one
+# at a time, so that a page built goes to signing as soon as it can), and walked in one turn
+# before the next due broadcast's.
+PAGES_IN_FLIGHT = 3
 PAGES_A_TURN = 25
 
 
@@ -136,6 +136,8 @@ class BroadcastEngine:
         self.now = now
         self.acceptor = Acceptor(spool, tracking=Tracking(spool, config.api.public_url))
         self.walks: dict[str, _Walk] = {}
+        # Builds share the event loop's thread: two at once would both finish late.
+        self.building = trio.Lock()
         self.next_page_at = 0.0  # trio clock
 
     def now_ms(self) -> int:
@@ -249,6 +251,25 @@ class BroadcastEngine:
         return _Walk(compile_broadcast(record), links, topic_default, fallbacks)
 
     async def _prepare_page(self, record: BroadcastRecord, walk: _Walk, flight: _Flight) -> _Page:
+        async with self.building:
+            owners, outcomes, built = await self._build_page(record, walk, flight)
+        prepared: list[PreparedEmail] = []
+        for (contact_id, address), result in zip(
+            owners, await self.acceptor.sign_built(built), strict=True
+        ):
+            if isinstance(result, ApiError):
+                log.warning("broadcast %s: no message for %s: %s", record.id, address, result)
+                outcomes.append((contact_id, ContactOutcome(address, "failed")))
+            else:
+                prepared.append(result)
+                outcomes.append((contact_id, ContactOutcome(address, "queued", result.record.id)))
+        return _Page(flight, prepared, outcomes)
+
+    async def _build_page(
+        self, record: BroadcastRecord, walk: _Walk, flight: _Flight
+    ) -> tuple[list[tuple[str, str]], list[tuple[str, ContactOutcome]], list[Draft | ApiError]]:
+        """The page's members skipped (their outcomes) and the others' messages built: who
+        each message is for (contact id, address) and its draft or refusal."""
         team = record.team_id
         requests: list[SendRequest] = []
         owners: list[tuple[str, str]] = []  # (contact id, address) of each request
@@ -272,17 +293,7 @@ class BroadcastEngine:
             )  # fmt: skip
             requests.append(walk.content.request_for(contact.email, values, links.headers))
             owners.append((contact_id, contact.email))
-        prepared: list[PreparedEmail] = []
-        for (contact_id, address), result in zip(
-            owners, await self._prepare(team, requests), strict=True
-        ):
-            if isinstance(result, ApiError):
-                log.warning("broadcast %s: no message for %s: %s", record.id, address, result)
-                outcomes.append((contact_id, ContactOutcome(address, "failed")))
-            else:
-                prepared.append(result)
-                outcomes.append((contact_id, ContactOutcome(address, "queued", result.record.id)))
-        return _Page(flight, prepared, outcomes)
+        return owners, outcomes, await self._build(team, requests)
 
     def _skip_reason(
         self, record: BroadcastRecord, walk: _Walk, contact: ContactRecord
@@ -296,20 +307,18 @@ class BroadcastEngine:
             suppressed=is_suppressed(self.spool, record.team_id, contact.email),
         )
 
-    async def _prepare(
-        self, team_id: str, requests: Sequence[SendRequest]
-    ) -> list[PreparedEmail | ApiError]:
-        """Build and sign the page's messages: built on the event loop (which runs other tasks
-        every few builds), then signed together, one worker thread per core. A message that
-        cannot be built (a value the MIME builder refuses) is its own error, not the page's."""
+    async def _build(self, team_id: str, requests: Sequence[SendRequest]) -> list[Draft | ApiError]:
+        """Build the page's messages on the event loop (which runs other tasks every few
+        builds). A message that cannot be built (a value the MIME builder refuses) is its own
+        error, not the page's."""
         now = self.now()
         try:
-            return await self.acceptor.prepare_many(team_id, None, requests, now)
+            return await self.acceptor.build_many(team_id, None, requests, now)
         except ApiError:
-            results: list[PreparedEmail | ApiError] = []
+            results: list[Draft | ApiError] = []
             for request in requests:
                 try:
-                    results += await self.acceptor.prepare_many(team_id, None, [request], now)
+                    results += await self.acceptor.build_many(team_id, None, [request], now)
                 except ApiError as refusal:
                     results.append(refusal)
             return results
