@@ -396,7 +396,8 @@ class Acceptor:
         email_id = _core.new_id()
         message_id = f"<{email_id}@{domain.name}>"
         tracking = None
-        if self.tracking is not None and request.html is not None:
+        tracks = domain.open_tracking or domain.click_tracking
+        if self.tracking is not None and request.html is not None and tracks:
             tracking = await self.tracking.for_email(
                 team_id, email_id, opens=domain.open_tracking, clicks=domain.click_tracking
             )
