@@ -155,7 +155,8 @@ def report(args: argparse.Namespace, measured: Measured, load_average: LoadAvera
             f"| {name} | {latencies.calls:,} | {latencies.p50_ms:.1f} ms "
             f"| {latencies.p99_ms:.1f} ms | {latencies.max_ms:.1f} ms |"
         )
-    total = sum(m.threads.values())
+    total = m.server_cpu * m.seconds  # CPU seconds of the server's processes
+    ended = total - sum(m.threads.values())  # what no thread alive at the end holds
     lines += [
         "",
         "## Where the cores went",
@@ -169,10 +170,10 @@ def report(args: argparse.Namespace, measured: Measured, load_average: LoadAvera
         f"{GOAL_SIGNING_CEILING:,.0f}/s; the same share of this run's ceiling is "
         f"{GOAL_PER_S / GOAL_SIGNING_CEILING * m.signing.all_threads_per_s:,.0f}/s.",
         "",
-        "CPU seconds of the server's threads during the broadcast, by thread name (threads "
-        "that ended before the end are not counted), and how many of them samples (every "
-        "50 ms) found running or runnable, waiting on the disk (state D) or sleeping, on "
-        "average (idle worker threads sleep):",
+        "CPU seconds of the server's threads during the broadcast, by thread name (what "
+        "threads that ended used is the process's CPU less theirs), and how many of them "
+        "samples (every 50 ms) found running or runnable, waiting on the disk (state D) or "
+        "sleeping, on average (idle worker threads sleep):",
         "",
         "| thread | CPU seconds | share | per message | running | on disk | sleeping |",
         "|---|---:|---:|---:|---:|---:|---:|",
@@ -183,6 +184,11 @@ def report(args: argparse.Namespace, measured: Measured, load_average: LoadAvera
             f"| `{name}` | {seconds:.1f} | {seconds / total:.0%} "
             f"| {seconds / m.mailed * 1e6:.0f} µs | {states.get('running', 0):.2f} "
             f"| {states.get('disk', 0):.2f} | {states.get('sleeping', 0):.2f} |"
+        )
+    if ended > 0.01 * total:
+        lines.append(
+            f"| threads that ended meanwhile | {ended:.1f} | {ended / total:.0%} "
+            f"| {ended / m.mailed * 1e6:.0f} µs | | | |"
         )
     if m.disk is not None:
         flush = f"{m.disk.flush_ms / m.disk.flushes:.1f} ms" if m.disk.flushes else "unknown"
