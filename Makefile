@@ -98,7 +98,7 @@ bench-audiences: setup need-py-spy  ## an import of 1,000,000 contacts from CSV:
 
 BENCH_NEEDS := need-knot need-postfix need-stunnel need-opendkim need-nginx need-wrk need-py-spy
 
-bench: setup $(BENCH_NEEDS)  ## every benchmark in one run (about 30 min): one report, benchmarks/results/<date>.md
+bench: setup $(BENCH_NEEDS)  ## every benchmark in one run (about 45 min): one report, benchmarks/results/<date>.md
 	$(BIN)/python -m benchmarks
 
 # Small counts: 5 alternating rounds of 2,500 4 KiB and 400 100 KiB messages against Postfix +
