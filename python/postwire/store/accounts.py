@@ -70,6 +70,12 @@ def contract_timestamp(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f+00")
 
 
+def iso_from_contract_timestamp(text: str) -> str:
+    """The REST API's `2026-11-23 10:00:00.123000+00` (always UTC, fixed widths) as a webhook
+    timestamp; cut rather than parsed, as it is done for every event."""
+    return f"{text[:10]}T{text[11:23]}Z"
+
+
 def _key_key(team_id: str, key_id: str) -> str:
     return f"key/{team_id}/{key_id}"
 

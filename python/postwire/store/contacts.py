@@ -15,11 +15,11 @@ from typing import Any
 
 from postwire._core import WriteBatch
 from postwire.store import segments
+from postwire.store.accounts import iso_from_contract_timestamp
 from postwire.store.deliveries import add_event
 from postwire.store.spool import Spool
 from postwire.store.tables import Table
 from postwire.store.team_records import team_key
-from postwire.webhooks.payloads import iso_from_contract_timestamp
 
 PropertyValue = str | int | float
 CONTACT_EVENTS = ("contact.created", "contact.updated", "contact.deleted")

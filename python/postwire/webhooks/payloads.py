@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 
+from postwire.store.accounts import iso_from_contract_timestamp
 from postwire.store.deliveries import EventRecord
 from postwire.store.emails import EmailRecord
 
@@ -19,12 +20,6 @@ def iso_from_ms(at_ms: int) -> str:
     """`2026-11-23T10:00:00.000Z`, the contract's webhook timestamps."""
     moment = datetime.fromtimestamp(at_ms / 1000, UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
-
-def iso_from_contract_timestamp(text: str) -> str:
-    """The REST API's `2026-11-23 10:00:00.123000+00` (always UTC, fixed widths) as a webhook
-    timestamp; cut rather than parsed, as it is done for every event."""
-    return f"{text[:10]}T{text[11:23]}Z"
 
 
 def is_email_event(kind: str) -> bool:
