@@ -32,7 +32,7 @@ sandbox: setup  ## run `postwire serve --sandbox`: mail is held in a local inbox
 
 # The real peers the tests run against (each need-* below installs its own when missing). A test
 # whose peer is missing fails: it never skips.
-TEST_NEEDS := need-knot need-postfix need-swaks need-openssl
+TEST_NEEDS := need-knot need-postfix need-swaks need-openssl need-chromium need-xmlsec1
 
 test: setup $(TEST_NEEDS)  ## install the tests' peers when missing, then cargo test and pytest
 	cargo test --release -p postwire-core
@@ -51,7 +51,7 @@ bench-core: setup  ## micro-benchmarks of the core against Python baselines (rat
 
 # What the tests and the live benchmarks run against, each installed only when missing: Knot DNS
 # verifies the sending domain; Postfix gives smtp-sink, smtp-source, an MTA and the baselines;
-# swaks submits mail; openssl makes the test receivers' certificates; stunnel drives implicit
+# swaks submits mail; chromium shows the dashboard; xmlsec1 checks SAML; openssl makes the test receivers' certificates; stunnel drives implicit
 # TLS; OpenDKIM signs for the Postfix + OpenDKIM baseline; nginx receives webhooks; wrk drives
 # HTTP load; py-spy profiles the server. A new peer is one more need-* target of this shape.
 APT_INSTALL := apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
@@ -64,6 +64,10 @@ need-swaks:
 	@command -v swaks >/dev/null || { $(APT_INSTALL) swaks; }
 need-openssl:
 	@command -v openssl >/dev/null || { $(APT_INSTALL) openssl; }
+need-chromium:  # Playwright drives Debian's chromium (it downloads no browser of its own)
+	@test -x /usr/bin/chromium || { $(APT_INSTALL) chromium fonts-dejavu-core; }
+need-xmlsec1:  # pysaml2 signs and checks SAML with the xmlsec1 program
+	@command -v xmlsec1 >/dev/null || { $(APT_INSTALL) xmlsec1; }
 need-stunnel:
 	@command -v stunnel4 >/dev/null || command -v stunnel >/dev/null || { $(APT_INSTALL) stunnel4; }
 need-opendkim:

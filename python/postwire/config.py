@@ -187,6 +187,45 @@ class BroadcastsConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class DashboardConfig:
+    """The dashboard: server-rendered pages on an origin of their own, so its cookies never
+    reach the API."""
+
+    listen: str = "127.0.0.1:3001"
+    # The address people open: links in invitation and reset mail, OAuth redirect URIs, and the
+    # WebAuthn relying party (its host; an IP address cannot be one, hence localhost). Use
+    # https in production: session cookies are Secure. Default: from `listen`.
+    public_url: str = "http://localhost:3001"
+    # A session ends after this long without a request, and this long after login regardless.
+    session_idle_minutes: int = 720
+    session_max_hours: int = 168
+
+
+@dataclass(frozen=True, slots=True)
+class AuthConfig:
+    """How people sign in to the dashboard."""
+
+    # "open": anyone may sign up (and gets a team of their own); "invite_only": only through
+    # an invitation, or `postwire users create`.
+    signup: str = "invite_only"
+    # The sender of invitations, password resets and address checks ("Name <a@b>"), under a
+    # verified domain. Empty: the links are written to the log instead.
+    mail_from: str = ""
+    # Failed logins allowed per account and per client address within 15 minutes.
+    max_login_failures: int = 10
+    # Sign in with Google (OpenID Connect). Empty client id: the button is not shown.
+    google_client_id: str = ""
+    google_client_secret: str = ""
+    google_issuer: str = "https://accounts.google.com"
+    # Sign in with GitHub (OAuth 2.0 and its user API). Empty client id: not shown.
+    github_client_id: str = ""
+    github_client_secret: str = ""
+    github_authorize_url: str = "https://github.com/login/oauth/authorize"
+    github_token_url: str = "https://github.com/login/oauth/access_token"
+    github_api_url: str = "https://api.github.com"
+
+
+@dataclass(frozen=True, slots=True)
 class SpoolConfig:
     """The LMDB spool under data_dir/spool."""
 
@@ -214,6 +253,8 @@ class Config:
     domains: DomainsConfig = field(default_factory=DomainsConfig)
     webhooks: WebhooksConfig = field(default_factory=WebhooksConfig)
     broadcasts: BroadcastsConfig = field(default_factory=BroadcastsConfig)
+    dashboard: DashboardConfig = field(default_factory=DashboardConfig)
+    auth: AuthConfig = field(default_factory=AuthConfig)
     spool: SpoolConfig = field(default_factory=SpoolConfig)
     # The file this was loaded from (None: embedded default). Not a key: it cannot be set.
     config_file: Path | None = field(default=None, metadata={"key": False})
@@ -227,6 +268,7 @@ def process_count(config: Config) -> int:
 
 
 EMBEDDED_DATA_DIR = Path("postwire-data")
+SIGNUP_MODES = ("open", "invite_only")
 
 # Keys whose production default differs from the embedded one (the dataclass defaults).
 # The API stays on loopback: it speaks plain HTTP, so exposing it is a deliberate choice
@@ -682,6 +724,12 @@ def _check_route_tls(key: str, value: Mapping[str, str]) -> Mapping[str, str]:
     return _check_patterns(key, value, policy)
 
 
+def _check_signup(key: str, value: str) -> str:
+    if value not in SIGNUP_MODES:
+        raise ConfigError(f"config key {key!r} must be one of {', '.join(SIGNUP_MODES)}")
+    return value
+
+
 def _at_least(minimum: int) -> Callable[[str, int], int]:
     def check(key: str, value: int) -> int:
         if value < minimum:
@@ -714,6 +762,16 @@ _VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "domains.dkim_selector": _check_dkim_selector,
     "broadcasts.rate": _at_least(1),
     "broadcasts.page_size": _at_least(1),
+    "dashboard.listen": _check_listen,
+    "dashboard.public_url": _check_url,
+    "dashboard.session_idle_minutes": _at_least(1),
+    "dashboard.session_max_hours": _at_least(1),
+    "auth.signup": _check_signup,
+    "auth.max_login_failures": _at_least(1),
+    "auth.google_issuer": _check_url,
+    "auth.github_authorize_url": _check_url,
+    "auth.github_token_url": _check_url,
+    "auth.github_api_url": _check_url,
     "spool.map_size": _at_least(1),
     "spool.commit_window_us": _at_least(0),
     "spool.max_batch": _at_least(1),
@@ -840,6 +898,16 @@ def load_config(path: Path | None, environ: Mapping[str, str] = os.environ) -> C
     if "api.public_url" not in checked:
         url = _default_public_url(config.api.listen, config.delivery.helo_name)
         config = dataclasses.replace(config, api=dataclasses.replace(config.api, public_url=url))
+    if "dashboard.public_url" not in checked:
+        host, port = split_host_port(config.dashboard.listen)
+        # WebAuthn needs a name, not an address: loopback is opened as localhost.
+        url = (
+            f"http://localhost:{port}"
+            if is_loopback_host(host)
+            else _default_public_url(config.dashboard.listen, config.delivery.helo_name)
+        )
+        dashboard = dataclasses.replace(config.dashboard, public_url=url)
+        config = dataclasses.replace(config, dashboard=dashboard)
     if (config.smtp.tls_cert is None) != (config.smtp.tls_key is None):
         raise ConfigError("config keys 'smtp.tls_cert' and 'smtp.tls_key' must be set together")
     if config.sandbox:
@@ -862,7 +930,7 @@ def check_sandbox_allowed(config: Config) -> None:
     this machine's user can reach the service: the production defaults (SMTP on 0.0.0.0) and
     any public listener are refused, whatever turned the sandbox on.
     """
-    listeners = [("api.listen", config.api.listen)]
+    listeners = [("api.listen", config.api.listen), ("dashboard.listen", config.dashboard.listen)]
     listeners += [("smtp.starttls_listen", value) for value in config.smtp.starttls_listen]
     listeners += [("smtp.tls_listen", value) for value in config.smtp.tls_listen]
     for key, value in listeners:

@@ -67,6 +67,20 @@ TABLES: tuple[str, ...] = (
     "broadcast_recipients",
     # Integers kept with `WriteBatch.add_counter` (a broadcast's per-status counts, ...).
     "counters",
+    # Dashboard accounts: users, their addresses, team memberships, invitations, sessions,
+    # single-use links, login failures, MFA devices, per-team SSO and its pending logins.
+    "users",
+    "user_emails",
+    "memberships",
+    "invitations",
+    "sessions",
+    "auth_links",
+    "login_failures",
+    "mfa_devices",
+    "sso_configs",
+    "sso_logins",
+    # Secondary indexes of emails for the dashboard's filters (status, domain, API key, ...).
+    "email_index",
 )
 
 

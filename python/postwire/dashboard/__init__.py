@@ -1,0 +1,1 @@
+"""The dashboard: server-rendered pages on their own listener (`dashboard.listen`)."""
