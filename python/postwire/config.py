@@ -223,6 +223,9 @@ class AuthConfig:
     github_authorize_url: str = "https://github.com/login/oauth/authorize"
     github_token_url: str = "https://github.com/login/oauth/access_token"
     github_api_url: str = "https://api.github.com"
+    # A team's SSO issuer or SAML metadata URL is a tenant's choice: off, such URLs may not
+    # lead to loopback, private or link-local addresses (SSRF guard). For tests and labs.
+    allow_private_issuers: bool = False
 
 
 @dataclass(frozen=True, slots=True)
