@@ -1,0 +1,109 @@
+"""A team's SSO settings: saved whole, email domains claimed by one team only, enforcement
+refusing password login to members but not owners, and pending logins taken once."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import trio
+
+from postwire import _core
+from postwire.accounts import sso
+from postwire.accounts.sso import SsoSettingsError
+from postwire.store.spool import TABLES, Spool
+from postwire.store.sso import (
+    PendingLoginRecord,
+    SsoConfigRecord,
+    put_pending_login,
+    take_pending_login,
+    team_for_email_domain,
+)
+
+NOW = datetime(2026, 11, 25, 5, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+async def spool(tmp_path: Path) -> AsyncIterator[Spool]:
+    spool = Spool(_core.Spool(tmp_path / "spool", tables=list(TABLES)))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(spool.dispatch_completions)
+        yield spool
+        nursery.cancel_scope.cancel()
+    await spool.close()
+
+
+async def test_enforcement_refuses_password_login_to_members_but_not_owners(spool: Spool) -> None:
+    assert not sso.team_enforces_sso(spool, "t1")
+    oidc = SsoConfigRecord(
+        team_id="t1", protocol="oidc", oidc_issuer="https://idp.example", oidc_client_id="c"
+    )
+    await sso.save_sso_settings(spool, oidc, now=NOW)
+    assert not sso.team_enforces_sso(spool, "t1")
+    await sso.save_sso_settings(spool, replace(oidc, enforce=True), now=NOW)
+    assert sso.team_enforces_sso(spool, "t1")
+    assert sso.password_login_refused(spool, "t1", "member")
+    assert sso.password_login_refused(spool, "t1", "admin")
+    assert not sso.password_login_refused(spool, "t1", "owner")
+    assert not sso.password_login_refused(spool, "t2", "member")
+
+
+async def test_incomplete_settings_are_refused_in_words(spool: Spool) -> None:
+    with pytest.raises(SsoSettingsError, match="issuer"):
+        await sso.save_sso_settings(spool, SsoConfigRecord(team_id="t1", protocol="oidc"), now=NOW)
+    with pytest.raises(SsoSettingsError, match="metadata"):
+        await sso.save_sso_settings(spool, SsoConfigRecord(team_id="t1", protocol="saml"), now=NOW)
+    with pytest.raises(SsoSettingsError, match="enforced"):
+        await sso.save_sso_settings(spool, SsoConfigRecord(team_id="t1", enforce=True), now=NOW)
+
+
+async def test_an_email_domain_must_be_a_verified_domain_of_the_team(spool: Spool) -> None:
+    claim = SsoConfigRecord(
+        team_id="t1",
+        protocol="oidc",
+        oidc_issuer="https://idp.example",
+        oidc_client_id="c",
+        email_domains=["gmail.com"],
+    )
+    with pytest.raises(SsoSettingsError, match="not a verified domain"):
+        await sso.save_sso_settings(spool, claim, now=NOW)
+    assert team_for_email_domain(spool, "gmail.com") is None
+
+
+def test_email_domains_are_parsed_and_checked() -> None:
+    assert sso.parse_email_domains("Example.com, a.example.org\nexample.com") == [
+        "example.com",
+        "a.example.org",
+    ]
+    with pytest.raises(SsoSettingsError, match="not a domain"):
+        sso.parse_email_domains("example.com, https://evil")
+
+
+async def test_a_pending_login_is_taken_once(spool: Spool) -> None:
+    record = PendingLoginRecord(
+        provider="google",
+        team_id=None,
+        nonce="n",
+        code_verifier="v",
+        next_url="/emails",
+        browser_sha256="b",
+        redirect_uri="http://localhost:3001/auth/callback/google",
+        created_at=NOW.isoformat(),
+        expires_at=NOW.isoformat(),
+    )
+    batch = _core.WriteBatch()
+    put_pending_login(batch, "state-1", record)
+    await spool.commit(batch)
+    results: list[PendingLoginRecord | None] = []
+
+    async def take() -> None:
+        results.append(await take_pending_login(spool, "state-1"))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(take)
+        nursery.start_soon(take)
+    assert sorted(results, key=lambda r: r is None) == [record, None]
+    assert await take_pending_login(spool, "state-2") is None
