@@ -24,6 +24,7 @@ import resend
 from tests.dns_server import AuthoritativeDnsServer
 
 READY = re.compile(r"REST API listening on (http://\S+)")
+DASHBOARD_READY = re.compile(r"dashboard listening on (http://\S+)")
 
 
 @dataclass
@@ -100,6 +101,10 @@ def write_config(
     processes: int = 1,
     delivery_port: int = 25,
     allow_private_destinations: bool = False,
+    dashboard_listen: str = "127.0.0.1:0",
+    dashboard_public_url: str | None = None,
+    auth_signup: str = "invite_only",
+    auth_extra: str = "",
 ) -> None:
     """`routes` (domain pattern -> "host:port") becomes the `[delivery.routes]` table;
     `starttls_listen` and `tls_listen` ("host:port" each) the SMTP listeners, none by default;
@@ -107,10 +112,16 @@ def write_config(
     `public_url` where the API listens and the base of the links it puts in mail; `processes`
     the service processes (the production default would be one per core); `delivery_port`
     the port of the MX hosts DNS names, and `allow_private_destinations` lets those hosts be
-    on loopback (the test-only setting: a receiver there)."""
+    on loopback (the test-only setting: a receiver there). `dashboard_listen` and
+    `dashboard_public_url` place the dashboard (any free port by default, so servers of
+    parallel tests never collide; the public URL then defaults from the listener);
+    `auth_signup` is `auth.signup` and `auth_extra` raw TOML lines appended to `[auth]`."""
     servers = ", ".join(f'"{server}"' for server in nameservers)
     listeners = ", ".join(f'"{listener}"' for listener in starttls_listen)
     tls_listeners = ", ".join(f'"{listener}"' for listener in tls_listen)
+    dashboard_url = (
+        "" if dashboard_public_url is None else f'public_url = "{dashboard_public_url}"\n'
+    )
     routes_table = ""
     if routes is not None:
         entries = "".join(f'"{pattern}" = "{target}"\n' for pattern, target in routes.items())
@@ -133,6 +144,13 @@ tls_listen = [{tls_listeners}]
 
 [webhooks]
 allow_private_targets = {"true" if allow_private_webhooks else "false"}
+
+[dashboard]
+listen = "{dashboard_listen}"
+{dashboard_url}
+[auth]
+signup = "{auth_signup}"
+{auth_extra}
 
 [delivery]
 port = {delivery_port}

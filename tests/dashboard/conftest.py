@@ -1,0 +1,248 @@
+"""The dashboard in a real browser: a live `postwire serve` with its dashboard on a free port,
+Debian's chromium driven by Playwright (sync API: tests are plain `def` functions), screenshots
+as artifacts, and the shell commands an operator runs to create the first user.
+
+Fixtures:
+- `dashboard_server`: a live server (API, dashboard, delivery routed to `smtp_receiver`, DNS
+  through the `dns_server` Knot fixture), `auth.signup = "invite_only"`.
+- `start_dashboard(**config)`: the same with `write_config` keywords of the test's choosing
+  (`auth_signup="open"`, `auth_extra="google_client_id = ..."`); stopped after the test.
+- `browser` (one chromium per test session), `context` and `page` (new for every test; a test
+  that fails leaves a screenshot named after it).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
+
+from tests.dashboard.screenshots import screenshot
+from tests.dns_server import AuthoritativeDnsServer
+from tests.e2e.conftest import DASHBOARD_READY, READY, LiveServer, _clean_env, write_config
+from tests.peers import require_peer
+from tests.processes import stop_process
+from tests.smtp_receiver import ScriptedSmtpReceiver
+
+CHROMIUM = "/usr/bin/chromium"
+START_TIMEOUT = 30.0
+SERVER_READY = re.compile(r"postwire is ready")
+# Playwright waits this long for an element or a navigation before a test fails.
+PAGE_TIMEOUT_MS = 15_000
+
+
+def free_port() -> int:
+    """A loopback port free now (bound, read, closed), so a config can name it before start."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class DashboardServer(LiveServer):
+    """A live `postwire serve` whose whole log is read by a thread as it comes: the pipe never
+    fills, and tests can wait for lines (links written to the log when `auth.mail_from` is
+    empty: invitations, password resets, address checks)."""
+
+    dashboard_url: str = ""
+    _log_changed: threading.Condition = field(default_factory=threading.Condition)
+    _reader: threading.Thread | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "postwire", "serve", "--config", str(self.config_path)],
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_clean_env(),
+        )
+        self._reader = threading.Thread(target=self._read_log, daemon=True)
+        self._reader.start()
+        api = self.wait_for_log(READY, START_TIMEOUT, what="the REST API to listen")
+        self.base_url = api.group(1)
+        # The dashboard starts before the server says it is ready: no line by then, none ever.
+        self.wait_for_log(SERVER_READY, START_TIMEOUT, what="postwire is ready")
+        dashboard = self.wait_for_log(DASHBOARD_READY, 0, what="dashboard listening on")
+        listening = dashboard.group(1).rstrip("/")
+        # The public URL (localhost) is the origin cookies and WebAuthn are bound to.
+        self.dashboard_url = self.public_dashboard_url() or listening
+
+    def _read_log(self) -> None:
+        assert self.process is not None and self.process.stderr is not None
+        for line in self.process.stderr:
+            with self._log_changed:
+                self.log_lines.append(line)
+                self._log_changed.notify_all()
+        with self._log_changed:
+            self._log_changed.notify_all()
+
+    def log_text(self) -> str:
+        with self._log_changed:
+            return "".join(self.log_lines)
+
+    def wait_for_log(
+        self, pattern: re.Pattern[str] | str, timeout: float = 15.0, *, what: str = ""
+    ) -> re.Match[str]:
+        """The first match of `pattern` in the log, waiting up to `timeout` seconds for it."""
+        regex = re.compile(pattern) if isinstance(pattern, str) else pattern
+        deadline = time.monotonic() + timeout
+        with self._log_changed:
+            while True:
+                if match := regex.search("".join(self.log_lines)):
+                    return match
+                exited = self.process is None or self.process.poll() is not None
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or (exited and not self._reader_alive()):
+                    raise AssertionError(
+                        f"no {what or regex.pattern!r} in the server's log"
+                        f"{' (the server exited)' if exited else ''}:\n" + "".join(self.log_lines)
+                    )
+                self._log_changed.wait(min(remaining, 0.5))
+
+    def _reader_alive(self) -> bool:
+        return self._reader is not None and self._reader.is_alive()
+
+    def public_dashboard_url(self) -> str:
+        match = re.search(
+            r'^\[dashboard\]\n(?:.*\n)*?public_url = "([^"]+)"', self.config_path.read_text(), re.M
+        )
+        return match.group(1) if match else ""
+
+    def url(self, path: str) -> str:
+        """The dashboard's URL of `path` ("/emails?status=delivered")."""
+        return self.dashboard_url + path
+
+    def create_user(
+        self, email: str, password: str, *, team: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """`postwire users create --email E --password-stdin [--team T]`: the owner an operator
+        bootstraps from the shell, its password given on standard input."""
+        command = [sys.executable, "-m", "postwire", "users", "create", "--email", email]
+        command += ["--config", str(self.config_path), "--password-stdin"]
+        if team is not None:
+            command += ["--team", team]
+        result = subprocess.run(
+            command, input=password + "\n", capture_output=True, text=True, env=_clean_env()
+        )
+        assert result.returncode == 0, f"postwire users create failed:\n{result.stderr}"
+        return result
+
+    def stop(self, sig: int = 15) -> int:
+        assert self.process is not None
+        process, self.process = self.process, None
+        stop_process(process, timeout=20, sig=sig)
+        if self._reader is not None:
+            self._reader.join(timeout=5)
+        return int(process.returncode)
+
+
+StartDashboard = Callable[..., DashboardServer]
+
+
+@pytest.fixture
+def smtp_receiver() -> Iterator[ScriptedSmtpReceiver]:
+    """Where the server delivers every message (`delivery.routes` "*")."""
+    receiver = ScriptedSmtpReceiver()
+    receiver.start()
+    yield receiver
+    receiver.stop()
+
+
+@pytest.fixture
+def start_dashboard(
+    tmp_path: Path, dns_server: AuthoritativeDnsServer, smtp_receiver: ScriptedSmtpReceiver
+) -> Iterator[StartDashboard]:
+    """Start a live server with `write_config` keywords (at most one per test); it is stopped
+    when the test ends."""
+    started: list[DashboardServer] = []
+
+    def start(**config: Any) -> DashboardServer:
+        port = free_port()
+        server = DashboardServer(config_path=tmp_path / "postwire.toml", data_dir=tmp_path / "data")
+        settings: dict[str, Any] = {
+            "nameservers": (dns_server.nameserver,),
+            "routes": {"*": f"{smtp_receiver.host}:{smtp_receiver.port}"},
+            "dashboard_listen": f"127.0.0.1:{port}",
+            "dashboard_public_url": f"http://localhost:{port}",
+        }
+        write_config(server.config_path, server.data_dir, **(settings | config))
+        started.append(server)
+        server.start()
+        return server
+
+    yield start
+    for server in started:
+        if server.process is not None:
+            server.stop()
+
+
+@pytest.fixture
+def dashboard_server(start_dashboard: StartDashboard) -> DashboardServer:
+    return start_dashboard()
+
+
+@pytest.fixture(scope="session")
+def playwright_driver() -> Iterator[Playwright]:
+    with sync_playwright() as driver:
+        yield driver
+
+
+@pytest.fixture(scope="session")
+def browser(playwright_driver: Playwright) -> Iterator[Browser]:
+    """Debian's chromium, headless, one for the whole test session (Playwright downloads no
+    browser of its own here)."""
+    executable = require_peer(
+        CHROMIUM if shutil.which(CHROMIUM) else None, "chromium", "chromium fonts-dejavu-core"
+    )
+    chromium = playwright_driver.chromium.launch(executable_path=executable, headless=True)
+    yield chromium
+    chromium.close()
+
+
+@pytest.fixture
+def context(browser: Browser) -> Iterator[BrowserContext]:
+    """A fresh profile for each test: no cookies, storage or credentials carried over."""
+    profile = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
+    profile.set_default_timeout(PAGE_TIMEOUT_MS)
+    yield profile
+    profile.close()
+
+
+FAILED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.failed:
+        item.stash[FAILED] = True
+    return report
+
+
+@pytest.fixture
+def page(context: BrowserContext, request: pytest.FixtureRequest) -> Iterator[Page]:
+    """A tab in the test's own profile; if the test fails, what it showed is saved as
+    `failed-<test name>.png`."""
+    tab = context.new_page()
+    yield tab
+    if request.node.stash.get(FAILED, False) and not tab.is_closed():
+        screenshot(tab, f"failed-{request.node.name}")
+
+
+def log_in(page: Page, server: DashboardServer, email: str, password: str) -> None:
+    """Sign in through the login form as a person would, and wait to land past it."""
+    page.goto(server.url("/login"))
+    page.fill('input[name="email"]', email)
+    page.fill('input[name="password"]', password)
+    page.click('form button[type="submit"]')
+    page.wait_for_load_state()
