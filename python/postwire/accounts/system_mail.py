@@ -1,0 +1,190 @@
+"""Mail Postwire sends about accounts (invitations, password resets, address checks), through
+its own accept path, from `auth.mail_from`.
+
+The sender must be under a domain some team has verified: the message is accepted as that
+team's, so it is signed with the domain's DKIM key, delivered, and listed on that team's Emails
+page like any other. When `auth.mail_from` is empty, not an address, or under no verified
+domain, or the message cannot be accepted, the link is written to the log at WARNING instead,
+so an operator can pass it on by hand (a first setup has no verified domain yet).
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from postwire.accept import Acceptor, PreparedEmail
+from postwire.compose.addresses import parse_mailbox
+from postwire.compose.request import SendRequest
+from postwire.config import Config
+from postwire.domains.store import DomainRecord, find_verified_domain_for_sender
+from postwire.errors import ApiError, SpoolError
+from postwire.services import Wakeable
+from postwire.store.accounts import list_teams
+from postwire.store.spool import Spool
+
+log = logging.getLogger("postwire.accounts.mail")
+
+
+@dataclass(frozen=True, slots=True)
+class SystemMail:
+    """One message to one person, built around one link."""
+
+    to: str
+    subject: str
+    lines: tuple[str, ...]  # paragraphs before the link
+    link: str
+    what: str  # what the link is, for the log: "invitation link", "password reset link"
+    closing: str = "If you did not expect this message, you can ignore it."
+
+    def text(self) -> str:
+        return "\n\n".join((*self.lines, self.link, self.closing)) + "\n"
+
+    def html(self) -> str:
+        paragraphs = "".join(f"<p>{html.escape(line)}</p>" for line in self.lines)
+        href = html.escape(self.link, quote=True)
+        closing = html.escape(self.closing)
+        return (
+            f"<!doctype html><html><body>{paragraphs}"
+            f'<p><a href="{href}">{href}</a></p><p>{closing}</p></body></html>'
+        )
+
+
+def invitation_mail(to: str, team_name: str, inviter: str, role: str, link: str) -> SystemMail:
+    return SystemMail(
+        to=to,
+        subject=f"Join {team_name} on Postwire",
+        lines=(
+            f"{inviter} invited you to the team {team_name} on Postwire, as {role}.",
+            "Open this link within 7 days to accept:",
+        ),
+        link=link,
+        what="invitation link",
+    )
+
+
+def password_reset_mail(to: str, link: str) -> SystemMail:
+    return SystemMail(
+        to=to,
+        subject="Reset your Postwire password",
+        lines=(
+            "Someone asked to reset the password of your Postwire account.",
+            "Open this link within an hour to choose a new password:",
+        ),
+        link=link,
+        what="password reset link",
+        closing="If it was not you, ignore this message: your password stays as it is.",
+    )
+
+
+def verification_mail(to: str, link: str) -> SystemMail:
+    return SystemMail(
+        to=to,
+        subject="Confirm your address for Postwire",
+        lines=("Open this link within 2 days to confirm that this address is yours:",),
+        link=link,
+        what="address verification link",
+    )
+
+
+def set_password_mail(to: str, link: str) -> SystemMail:
+    return SystemMail(
+        to=to,
+        subject="Choose your Postwire password",
+        lines=("An account was made for you on Postwire. Open this link to choose a password:",),
+        link=link,
+        what="set password link",
+    )
+
+
+@dataclass(slots=True)
+class SystemMailer:
+    """Sends `SystemMail` as the team that verified `auth.mail_from`'s domain."""
+
+    config: Config
+    spool: Spool
+    delivery: Wakeable | None = None
+    # An acceptor of its own, without tracking: a tracked link would pass a single-use token
+    # through the click redirect and keep it in the tracking records.
+    acceptor: Acceptor = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.acceptor = Acceptor(self.spool)
+
+    def sender(self) -> tuple[str, DomainRecord] | None:
+        """`auth.mail_from` and the verified domain it is under, or None."""
+        mail_from = self.config.auth.mail_from.strip()
+        mailbox = parse_mailbox(mail_from) if mail_from else None
+        if mailbox is None:
+            return None
+        sender_domain = mailbox[1].rpartition("@")[2]
+        for team in list_teams(self.spool):
+            domain = find_verified_domain_for_sender(self.spool, team.id, sender_domain)
+            if domain is not None:
+                return mail_from, domain
+        return None
+
+    async def send(self, mail: SystemMail, now: datetime) -> bool:
+        """Send `mail`, or log its link; True once the message is accepted (on disk)."""
+        sender = self.sender()
+        if sender is None:
+            log.warning(
+                "%s for %s: %s (auth.mail_from is empty or not under a verified domain, so "
+                "no mail was sent)",
+                mail.what,
+                mail.to,
+                mail.link,
+            )
+            return False
+        mail_from, domain = sender
+        try:
+            await self._accept(mail, mail_from, domain, now)
+        except (ApiError, SpoolError) as error:
+            log.warning(
+                "%s for %s: %s (the message could not be accepted: %s)",
+                mail.what,
+                mail.to,
+                mail.link,
+                error,
+            )
+            return False
+        if self.delivery is not None:
+            self.delivery.wake()
+        return True
+
+    async def _accept(
+        self, mail: SystemMail, mail_from: str, domain: DomainRecord, now: datetime
+    ) -> None:
+        mailbox = parse_mailbox(mail_from)
+        recipient = parse_mailbox(mail.to)
+        if mailbox is None or recipient is None:
+            raise ApiError(422, "validation_error", "not an address")
+        request = SendRequest(
+            sender=mailbox,
+            to=(recipient,),
+            cc=(),
+            bcc=(),
+            reply_to=(),
+            from_as_sent=mail_from,
+            to_as_sent=(mail.to,),
+            cc_as_sent=(),
+            bcc_as_sent=(),
+            reply_to_as_sent=(),
+            subject=mail.subject,
+            html=mail.html(),
+            text=mail.text(),
+            headers=(("Auto-Submitted", "auto-generated"),),
+            tags=(),
+            attachments=(),
+            scheduled_at=None,
+            size=0,
+        )
+
+        async def prepare() -> tuple[list[PreparedEmail], dict[str, Any]]:
+            prepared = await self.acceptor.prepare(domain.team_id, None, request, now)
+            return [prepared], {"id": prepared.record.id}
+
+        await self.acceptor.accept(prepare, idempotent=None, status=200, now=now)
