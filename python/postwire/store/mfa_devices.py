@@ -1,0 +1,207 @@
+"""Second factors of dashboard users and the teams' MFA policy, in the `mfa_devices` table.
+
+Keys (one table, prefixes by kind, so a device and its index commit in one batch):
+- `device/{user_id}/{device_id}`: an `MfaDevice` (a TOTP authenticator or a passkey);
+- `credential/{credential_id}`: which user and device a passkey's credential id belongs to
+  (a passkey login starts from the credential the browser returns);
+- `recovery/{user_id}`: the SHA-256 of the user's unused recovery codes;
+- `policy/{team_id}`: whether the team requires MFA;
+- `challenge/{holder}`: a WebAuthn challenge waiting for the browser's answer (single use);
+- `failures/{user_id}`: wrong codes in the current window (guessing a 6-digit code is slow).
+
+A TOTP secret is kept as it is (base32): the server must compute codes from it, and a key to
+encrypt it would live in the same data directory (mode 0700) as the secret itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from postwire._core import WriteBatch
+from postwire.store.spool import Spool
+from postwire.store.tables import Table
+
+DeviceKind = Literal["totp", "passkey"]
+ChallengePurpose = Literal["register", "authenticate"]
+# A user has this many devices at most: the list page and every scan stay small.
+MAX_DEVICES_PER_USER = 50
+
+
+@dataclass(frozen=True, slots=True)
+class MfaDevice:
+    id: str
+    user_id: str
+    kind: str  # DeviceKind
+    name: str
+    created_at_ms: int
+    # A TOTP device counts once its first code was entered (enrolment confirmed).
+    confirmed: bool
+    last_used_at_ms: int | None = None
+    # TOTP: the base32 secret and the last time step accepted (a code is never taken twice).
+    totp_secret: str = ""
+    last_counter: int = -1
+    # Passkey: the credential (base64url), its COSE public key (base64url), its signature counter.
+    credential_id: str = ""
+    public_key: str = ""
+    sign_count: int = 0
+    transports: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class CredentialOwner:
+    user_id: str
+    device_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryCodes:
+    sha256: list[str]  # hex digests of the unused codes
+    created_at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class TeamMfaPolicy:
+    require_mfa: bool
+    updated_at_ms: int
+    updated_by: str  # user id
+
+
+@dataclass(frozen=True, slots=True)
+class WebAuthnChallenge:
+    challenge: str  # base64url
+    purpose: str  # ChallengePurpose
+    user_id: str  # "" for a login that does not know its user yet
+    expires_at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class CodeFailures:
+    count: int
+    window_start_ms: int
+
+
+DEVICES = Table("mfa_devices", MfaDevice)
+CREDENTIALS = Table("mfa_devices", CredentialOwner)
+RECOVERY_CODES = Table("mfa_devices", RecoveryCodes)
+POLICIES = Table("mfa_devices", TeamMfaPolicy)
+CHALLENGES = Table("mfa_devices", WebAuthnChallenge)
+FAILURES = Table("mfa_devices", CodeFailures)
+
+
+def device_key(user_id: str, device_id: str) -> str:
+    return f"device/{user_id}/{device_id}"
+
+
+def recovery_key(user_id: str) -> str:
+    return f"recovery/{user_id}"
+
+
+def failures_key(user_id: str) -> str:
+    return f"failures/{user_id}"
+
+
+def challenge_key(holder: str) -> str:
+    return f"challenge/{holder}"
+
+
+def list_devices(spool: Spool, user_id: str) -> list[MfaDevice]:
+    rows = DEVICES.scan(spool, prefix=f"device/{user_id}/", limit=MAX_DEVICES_PER_USER)
+    return [device for _, device in rows]
+
+
+def get_device(spool: Spool, user_id: str, device_id: str) -> MfaDevice | None:
+    return DEVICES.get(spool, device_key(user_id, device_id))
+
+
+def credential_owner(spool: Spool, credential_id: str) -> CredentialOwner | None:
+    return CREDENTIALS.get(spool, f"credential/{credential_id}")
+
+
+async def save_device(spool: Spool, device: MfaDevice) -> None:
+    """Add or replace `device`; a passkey's credential index is written in the same commit."""
+    batch = WriteBatch()
+    DEVICES.put(batch, device_key(device.user_id, device.id), device)
+    if device.kind == "passkey":
+        owner = CredentialOwner(device.user_id, device.id)
+        CREDENTIALS.put(batch, f"credential/{device.credential_id}", owner)
+    await spool.commit(batch)
+
+
+async def delete_device(spool: Spool, device: MfaDevice) -> None:
+    batch = WriteBatch()
+    DEVICES.delete(batch, device_key(device.user_id, device.id))
+    if device.kind == "passkey":
+        CREDENTIALS.delete(batch, f"credential/{device.credential_id}")
+    await spool.commit(batch)
+
+
+async def mark_device_used(
+    spool: Spool, device: MfaDevice, now_ms: int, *, last_counter: int, sign_count: int
+) -> None:
+    """Record a use; the caller holds `spool.record_lock(device_key(...))` since it read it."""
+    used = replace(device, last_used_at_ms=now_ms, last_counter=last_counter, sign_count=sign_count)
+    batch = WriteBatch()
+    DEVICES.put(batch, device_key(device.user_id, device.id), used)
+    await spool.commit(batch)
+
+
+def get_recovery_codes(spool: Spool, user_id: str) -> RecoveryCodes | None:
+    return RECOVERY_CODES.get(spool, recovery_key(user_id))
+
+
+async def put_recovery_codes(spool: Spool, user_id: str, codes: RecoveryCodes) -> None:
+    batch = WriteBatch()
+    RECOVERY_CODES.put(batch, recovery_key(user_id), codes)
+    await spool.commit(batch)
+
+
+async def delete_recovery_codes(spool: Spool, user_id: str) -> None:
+    batch = WriteBatch()
+    RECOVERY_CODES.delete(batch, recovery_key(user_id))
+    await spool.commit(batch)
+
+
+def get_team_policy(spool: Spool, team_id: str) -> TeamMfaPolicy | None:
+    return POLICIES.get(spool, f"policy/{team_id}")
+
+
+async def put_team_policy(spool: Spool, team_id: str, policy: TeamMfaPolicy) -> None:
+    batch = WriteBatch()
+    POLICIES.put(batch, f"policy/{team_id}", policy)
+    await spool.commit(batch)
+
+
+async def put_challenge(spool: Spool, holder: str, challenge: WebAuthnChallenge) -> None:
+    """Keep `challenge` for `holder` (a session), replacing any earlier one of it."""
+    batch = WriteBatch()
+    CHALLENGES.put(batch, challenge_key(holder), challenge)
+    await spool.commit(batch)
+
+
+async def take_challenge(spool: Spool, holder: str, now_ms: int) -> WebAuthnChallenge | None:
+    """The holder's pending challenge, removed as it is read (single use); None when there is
+    none or it has expired."""
+    key = challenge_key(holder)
+    async with spool.record_lock(key):
+        challenge = CHALLENGES.get(spool, key)
+        if challenge is None:
+            return None
+        batch = WriteBatch()
+        CHALLENGES.delete(batch, key)
+        await spool.commit(batch)
+    return challenge if now_ms < challenge.expires_at_ms else None
+
+
+def get_code_failures(spool: Spool, user_id: str) -> CodeFailures | None:
+    return FAILURES.get(spool, failures_key(user_id))
+
+
+async def put_code_failures(spool: Spool, user_id: str, failures: CodeFailures | None) -> None:
+    """Store the count (the caller holds the record lock of `failures_key`); None clears it."""
+    batch = WriteBatch()
+    if failures is None:
+        FAILURES.delete(batch, failures_key(user_id))
+    else:
+        FAILURES.put(batch, failures_key(user_id), failures)
+    await spool.commit(batch)
