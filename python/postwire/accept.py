@@ -307,7 +307,7 @@ class Acceptor:
             if refusal is not None:
                 drafts.append(refusal)
             elif isinstance(domain, DomainRecord):
-                drafts.append(await self._draft(team_id, domain, request, now, created_at))
+                drafts.append(await self._draft(team_id, key, domain, request, now, created_at))
         return drafts
 
     async def sign_built(self, drafts: list[Draft | ApiError]) -> list[PreparedEmail | ApiError]:
@@ -370,6 +370,7 @@ class Acceptor:
             cc=cc,
             bcc=[r for r in recipients if r.lower() not in visible],
             reply_to=_addresses(message.values(b"reply-to")),
+            api_key_id=None if key is None else key.id,
         )
         body = message.to_bytes()  # signed below, with the other drafts' signer
         if self.tracking is not None:
@@ -388,6 +389,7 @@ class Acceptor:
     async def _draft(
         self,
         team_id: str,
+        key: ApiKeyRecord | None,
         domain: DomainRecord,
         request: SendRequest,
         now: datetime,
@@ -440,6 +442,7 @@ class Acceptor:
             scheduled_at=None if scheduled is None else contract_timestamp(scheduled),
             template_id=request.template_id,
             broadcast_id=request.broadcast_id,
+            api_key_id=None if key is None else key.id,
         )
         due = scheduled if scheduled is not None else now
         return Draft(fields, message, _millis(due), self.signer_for(domain), domain.tls)
@@ -529,5 +532,6 @@ class Acceptor:
                 recipients=email.record.recipients,
                 tls=email.tls,
                 broadcast_id=email.record.broadcast_id,
+                domain_id=email.record.domain_id,
             )
             DELIVERIES.put(batch, email.record.id, delivery)

@@ -55,7 +55,8 @@ from postwire.store.deliveries import (
     new_suppression,
     suppression_key,
 )
-from postwire.store.emails import EMAILS, email_key, next_last_event
+from postwire.store.emails import EMAILS, email_key, record_last_event
+from postwire.store.metric_counters import add_count as add_metric_count
 from postwire.store.sandbox_inbox import hold_message
 from postwire.store.spool import Spool
 
@@ -299,11 +300,14 @@ class DeliveryEngine:
         `attempt.delivery`; returns the email's new `last_event` (None: unchanged). A
         transient outcome is a bounce when `retry_at` is None (no retry left)."""
         delivery = attempt.delivery
-        team, broadcast = delivery.team_id, delivery.broadcast_id
+        team, broadcast, domain = delivery.team_id, delivery.broadcast_id, delivery.domain_id
         finished = dict(delivery.finished)
         last_event: str | None = None
         if delivery.first_attempt_ms is None and outcomes:
-            add_event(batch, team, message_id, "email.sent", now_ms, broadcast_id=broadcast)
+            add_event(
+                batch, team, message_id, "email.sent", now_ms,
+                broadcast_id=broadcast, domain_id=domain,
+            )  # fmt: skip
             last_event = "sent"
             delivery = replace(delivery, first_attempt_ms=now_ms)
         for address, outcome in outcomes.items():
@@ -311,14 +315,15 @@ class DeliveryEngine:
                 finished[address] = "delivered"
                 add_event(
                     batch, team, message_id, "email.delivered", now_ms,
-                    broadcast_id=broadcast, to=address,
+                    broadcast_id=broadcast, domain_id=domain, to=address,
                 )  # fmt: skip
                 last_event = "delivered"
             elif outcome.status == "permanent" or retry_at is None:
                 finished[address] = "bounced"
                 add_event(
                     batch, team, message_id, "email.bounced", now_ms,
-                    broadcast_id=broadcast, to=address, bounce=outcome.bounce(),
+                    broadcast_id=broadcast, domain_id=domain, to=address,
+                    bounce=outcome.bounce(),
                 )  # fmt: skip
                 last_event = "bounced"
                 if should_suppress(outcome):
@@ -330,7 +335,8 @@ class DeliveryEngine:
             else:
                 add_event(
                     batch, team, message_id, "email.delivery_delayed", now_ms,
-                    broadcast_id=broadcast, to=address, diagnostic=outcome.diagnostic,
+                    broadcast_id=broadcast, domain_id=domain, to=address,
+                    diagnostic=outcome.diagnostic,
                 )  # fmt: skip
                 last_event = "delivery_delayed"
         attempt.delivery = replace(delivery, finished=finished)
@@ -369,6 +375,7 @@ class DeliveryEngine:
         if suppressed:
             if delivery.broadcast_id is not None:  # suppressed after the walk enqueued it
                 add_count(batch, team, delivery.broadcast_id, "suppressed", len(suppressed))
+            add_metric_count(batch, team, delivery.domain_id, "suppressed", now_ms, len(suppressed))
             finished = attempt.delivery.finished | dict.fromkeys(suppressed, "suppressed")
             attempt.delivery = replace(attempt.delivery, finished=finished)
             if last_event in (None, "sent"):
@@ -416,8 +423,7 @@ class DeliveryEngine:
                 await stack.enter_async_context(self.spool.record_lock(key))
                 record = EMAILS.get(self.spool, key)
                 if last_event is not None and record is not None:
-                    event = next_last_event(record.last_event, last_event)
-                    EMAILS.put(batch, key, replace(record, last_event=event))
+                    record_last_event(batch, record, last_event)
             try:
                 await self.spool.commit(batch)
             except (LeaseLostError, NoSuchMessageError):

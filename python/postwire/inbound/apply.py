@@ -51,7 +51,7 @@ from postwire.store.deliveries import (
     new_suppression,
     suppression_key,
 )
-from postwire.store.emails import EMAILS, EmailRecord, email_key, next_last_event
+from postwire.store.emails import EMAILS, EmailRecord, email_key, record_last_event
 from postwire.store.server_secrets import server_secret
 from postwire.store.spool import Spool
 
@@ -160,8 +160,7 @@ async def apply_report(
             return None
         batch, last_event, result = applied
         current = EMAILS.get(spool, record_key) or record  # the engine may have recorded since
-        updated = replace(current, last_event=next_last_event(current.last_event, last_event))
-        EMAILS.put(batch, record_key, updated)
+        record_last_event(batch, current, last_event)
         await spool.commit(batch)
     return result
 
@@ -203,7 +202,8 @@ def _report_changes(
                 outcome = dsn_outcome(status)
                 add_event(
                     batch, team, email_id, "email.bounced", now_ms,
-                    broadcast_id=record.broadcast_id, to=address, bounce=outcome.bounce(),
+                    broadcast_id=record.broadcast_id, domain_id=record.domain_id, to=address,
+                    bounce=outcome.bounce(),
                 )  # fmt: skip
                 events.append("email.bounced")
                 last_event = "bounced"
@@ -213,7 +213,8 @@ def _report_changes(
                 outcome = dsn_outcome(status)
                 add_event(
                     batch, team, email_id, "email.delivery_delayed", now_ms,
-                    broadcast_id=record.broadcast_id, to=address, diagnostic=outcome.diagnostic,
+                    broadcast_id=record.broadcast_id, domain_id=record.domain_id, to=address,
+                    diagnostic=outcome.diagnostic,
                 )  # fmt: skip
                 events.append("email.delivery_delayed")
                 last_event = last_event or "delivery_delayed"
@@ -223,7 +224,8 @@ def _report_changes(
                 continue
             add_event(
                 batch, team, email_id, "email.complained", now_ms,
-                broadcast_id=record.broadcast_id, to=address, feedback_type=report.feedback_type,
+                broadcast_id=record.broadcast_id, domain_id=record.domain_id, to=address,
+                feedback_type=report.feedback_type,
             )  # fmt: skip
             events.append("email.complained")
             last_event = "complained"

@@ -12,6 +12,7 @@ from typing import Final
 from postwire._core import WriteBatch
 from postwire.api.models import EmailObject
 from postwire.errors import ApiError, LeaseLostError, NoSuchMessageError
+from postwire.store.email_index import index_new_email, move_status
 from postwire.store.spool import Spool
 from postwire.store.tables import Table
 
@@ -48,6 +49,7 @@ class EmailRecord:
     size: int = 0
     broadcast_id: str | None = None  # the broadcast that sent it
     template_id: str | None = None  # the template it was rendered from
+    api_key_id: str | None = None  # the API key that sent it (None: a broadcast, or older)
 
 
 EMAILS = Table("emails", EmailRecord)
@@ -62,7 +64,34 @@ def add_email(
 ) -> None:
     """Add the record and its message to `batch`: they commit together or not at all."""
     batch.enqueue(record.id, message, due_at_ms, now_ms)
+    put_new_email(batch, record)
+
+
+def put_new_email(batch: WriteBatch, record: EmailRecord) -> None:
+    """Add a new email's record and its index entries to `batch` (no message: `add_email`
+    spools one too; seeded records for benchmarks have none)."""
     EMAILS.put(batch, email_key(record.team_id, record.id), record)
+    index_new_email(
+        batch,
+        team_id=record.team_id,
+        email_id=record.id,
+        last_event=record.last_event,
+        domain_id=record.domain_id,
+        api_key_id=record.api_key_id,
+    )
+
+
+def record_last_event(batch: WriteBatch, record: EmailRecord, event: str) -> EmailRecord:
+    """Add to `batch` the record's `last_event` once `event` happened to it (a milder event
+    does not replace a bounce or complaint) and its status index entry moved to match; return
+    the record as it will be. Callers hold the record's lock and read `record` under it."""
+    last_event = next_last_event(record.last_event, event)
+    if last_event == record.last_event:
+        return record
+    updated = replace(record, last_event=last_event)
+    EMAILS.put(batch, email_key(record.team_id, record.id), updated)
+    move_status(batch, record.team_id, record.id, record.last_event, last_event)
+    return updated
 
 
 def get_email(spool: Spool, team_id: str, email_id: str) -> EmailRecord:
@@ -118,6 +147,7 @@ async def _change_scheduled(
     """Commit a change to a scheduled email's message (in `batch`) with its new record. The
     spool refuses it if delivery has already taken the message, whatever the record said."""
     EMAILS.put(batch, email_key(updated.team_id, updated.id), updated)
+    move_status(batch, updated.team_id, updated.id, "scheduled", updated.last_event)
     try:
         await spool.commit(batch)
     except (LeaseLostError, NoSuchMessageError):

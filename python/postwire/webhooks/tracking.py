@@ -27,7 +27,7 @@ import logging
 import re
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from html.entities import html5 as _HTML5_ENTITIES
 from typing import Any, Final, Literal
@@ -38,7 +38,8 @@ import trio
 from postwire._core import WriteBatch
 from postwire.store.broadcasts import count_engagement
 from postwire.store.deliveries import add_event
-from postwire.store.emails import EMAILS, email_key, next_last_event
+from postwire.store.emails import EMAILS, email_key, record_last_event
+from postwire.store.metric_counters import count_first_engagement
 from postwire.store.server_secrets import SECRET_BYTES, server_secret
 from postwire.store.spool import Spool
 from postwire.webhooks.payloads import iso_from_ms
@@ -365,12 +366,14 @@ async def _record(
             log.info("%s of an email that is no longer kept: %s", what, email_id)
             return
         batch = WriteBatch()
-        add_event(batch, team_id, email_id, f"email.{what}", _millis(now), **data)
+        now_ms = _millis(now)
+        add_event(
+            batch, team_id, email_id, f"email.{what}", now_ms, domain_id=record.domain_id, **data
+        )
+        count_first_engagement(batch, spool, team_id, record.domain_id, email_id, what, now_ms)
         if record.broadcast_id is not None and record.to:
             count_engagement(
                 batch, spool, team_id, record.broadcast_id, email_id, record.to[0], what, link
             )
-        last_event = next_last_event(record.last_event, what)
-        if last_event != record.last_event:
-            EMAILS.put(batch, key, replace(record, last_event=last_event))
+        record_last_event(batch, record, what)
         await spool.commit(batch)

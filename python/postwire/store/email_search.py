@@ -1,0 +1,223 @@
+"""The dashboard's list of a team's emails: filters, search and cursor paging, always bounded.
+
+One source is walked per request, newest first (or oldest first when paging to newer emails):
+the status, API-key or domain index when the filter names one (`store/email_index.py`), else
+the team's email records. A date range is a key range of that source, since email ids are
+UUIDv7. Every other condition (from, to, subject, tag, the search box, a second indexed
+filter) is checked on the records the walk reads, and the walk reads at most `budget` of them:
+a request that runs out of budget before its page is full returns what it found with a cursor
+to continue from, so no request is ever unbounded, however rare its matches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Final
+
+from postwire.store.email_index import (
+    API_KEY,
+    DOMAIN,
+    STATUS,
+    index_prefix,
+    scan_index_ids,
+)
+from postwire.store.emails import EMAILS, EmailRecord, email_key
+from postwire.store.spool import Spool
+
+# Records a request may read before it answers with what it found (a partial page). Reading a
+# record costs a few microseconds: this bounds a request to some tens of milliseconds.
+SCAN_BUDGET: Final = 2000
+# Keys or records read from the spool at a time.
+_CHUNK: Final = 200
+
+
+@dataclass(frozen=True, slots=True)
+class EmailFilter:
+    """What the Emails page asks for; empty fields do not filter. Text fields match
+    case-insensitively anywhere in their field; `tag` is `name` or `name=value`."""
+
+    status: str | None = None
+    domain_id: str | None = None
+    api_key_id: str | None = None
+    since_ms: int | None = None  # created at or after (ms since the epoch)
+    until_ms: int | None = None  # created before
+    sender: str = ""
+    to: str = ""
+    subject: str = ""
+    tag: str = ""
+    search: str = ""  # any of to, from and subject
+
+    def matches(self, record: EmailRecord) -> bool:
+        if self.status is not None and record.last_event != self.status:
+            return False
+        if self.domain_id is not None and record.domain_id != self.domain_id:
+            return False
+        if self.api_key_id is not None and record.api_key_id != self.api_key_id:
+            return False
+        sender = record.sender.lower()
+        to = " ".join(record.to).lower()
+        subject = record.subject.lower()
+        if self.sender and self.sender.lower() not in sender:
+            return False
+        if self.to and self.to.lower() not in to:
+            return False
+        if self.subject and self.subject.lower() not in subject:
+            return False
+        if self.search:
+            term = self.search.lower()
+            if term not in sender and term not in to and term not in subject:
+                return False
+        return not self.tag or _has_tag(record, self.tag)
+
+    def raw_terms(self) -> list[bytes]:
+        """Terms every matching record's stored bytes contain (lower-cased), to skip decoding
+        records that cannot match; only ASCII terms that JSON stores as they are."""
+        terms = [self.sender, self.to, self.subject, self.search, self.tag.partition("=")[0]]
+        return [
+            term.lower().encode()
+            for term in terms
+            if term and term.isascii() and '"' not in term and "\\" not in term
+        ]
+
+
+def _has_tag(record: EmailRecord, wanted: str) -> bool:
+    name, has_value, value = wanted.partition("=")
+    return any(
+        tag.get("name") == name and (not has_value or tag.get("value") == value)
+        for tag in record.tags
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class EmailPage:
+    """A page of emails, newest first, and where to go from it.
+
+    `older` and `newer` are cursors (email ids or id bounds, opaque to the page) for the next
+    request's `after` and `before`; None when nothing lies that way. `partial` says the budget
+    ran out before the page was full: the cursor that way continues the search.
+    """
+
+    emails: list[EmailRecord]
+    older: str | None
+    newer: str | None
+    partial: bool = False
+    examined: int = 0
+
+
+def id_floor(ms: int) -> str:
+    """The lowest UUIDv7 text of millisecond `ms`: every id made at `ms` or later sorts after
+    it, every id made earlier before it (it is itself no id)."""
+    digits = f"{ms:012x}"
+    return f"{digits[:8]}-{digits[8:]}"
+
+
+def find_emails(
+    spool: Spool,
+    team_id: str,
+    wanted: EmailFilter,
+    *,
+    limit: int,
+    after: str | None = None,
+    before: str | None = None,
+    budget: int = SCAN_BUDGET,
+) -> EmailPage:
+    """A page of the team's emails that match `wanted`, newest first: older than `after`, or
+    else newer than `before`, or else the newest. Reads at most `budget` records."""
+    lower = None if wanted.since_ms is None else id_floor(wanted.since_ms)
+    upper = None if wanted.until_ms is None else id_floor(wanted.until_ms)
+    start: str | None
+    older: str | None
+    newer: str | None
+    if before is not None:
+        start = before if lower is None else max(before, lower)
+        walk = _walk(spool, team_id, wanted, start, upper, False, limit, budget)
+        page = walk.found[:limit][::-1]
+        newer = walk.resume or (page[0].id if walk.more else None)
+        older = page[-1].id if page else before
+    else:
+        start = after if upper is None or (after is not None and after < upper) else upper
+        walk = _walk(spool, team_id, wanted, start, lower, True, limit, budget)
+        page = walk.found[:limit]
+        older = walk.resume or (page[-1].id if walk.more else None)
+        newer = None if after is None else (page[0].id if page else after)
+    return EmailPage(page, older, newer, walk.resume is not None, walk.read)
+
+
+@dataclass(slots=True)
+class _Walk:
+    found: list[EmailRecord]
+    more: bool = False  # more than the page's limit matched
+    resume: str | None = None  # the budget ran out: the last id read
+    read: int = 0
+
+
+def _walk(
+    spool: Spool,
+    team_id: str,
+    wanted: EmailFilter,
+    start: str | None,
+    stop: str | None,
+    reverse: bool,
+    limit: int,
+    budget: int,
+) -> _Walk:
+    """Up to `limit` + 1 matches strictly beyond `start`, walking the best source newest first
+    (`reverse`) or oldest first, up to `stop`, reading at most `budget` records."""
+    walk = _Walk([])
+    last_read = start
+    for email_id, record in _source(spool, team_id, wanted, start, reverse):
+        if stop is not None and (email_id < stop if reverse else email_id >= stop):
+            break
+        if walk.read == budget:
+            walk.resume = last_read
+            break
+        walk.read += 1
+        last_read = email_id
+        if record is not None and wanted.matches(record):
+            walk.found.append(record)
+            if len(walk.found) > limit:
+                walk.more = True
+                break
+    return walk
+
+
+def _source(
+    spool: Spool, team_id: str, wanted: EmailFilter, start: str | None, reverse: bool
+) -> Iterator[tuple[str, EmailRecord | None]]:
+    """(id, record or None when filtered out unread) pairs from the best source."""
+    indexed = (
+        (STATUS, wanted.status),
+        (API_KEY, wanted.api_key_id),
+        (DOMAIN, wanted.domain_id),
+    )
+    for kind, value in indexed:
+        if value is not None:
+            prefix = index_prefix(kind, team_id, value)
+            for email_id in scan_index_ids(spool, prefix, start, reverse=reverse, chunk=_CHUNK):
+                yield email_id, EMAILS.get(spool, email_key(team_id, email_id))
+            return
+    yield from _records(spool, team_id, wanted, start, reverse)
+
+
+def _records(
+    spool: Spool, team_id: str, wanted: EmailFilter, start: str | None, reverse: bool
+) -> Iterator[tuple[str, EmailRecord | None]]:
+    """The team's email records in id order (or reversed) after `start`, decoding only those
+    whose stored bytes hold every ASCII term of the filter."""
+    prefix = f"{team_id}/".encode()
+    cursor = None if start is None else prefix + start.encode()
+    terms = wanted.raw_terms()
+    while True:
+        rows = spool.scan(EMAILS.name, prefix=prefix, cursor=cursor, reverse=reverse, limit=_CHUNK)
+        for key, raw in rows:
+            email_id = key[len(prefix) :].decode()
+            if terms:
+                lowered = raw.lower()
+                if not all(term in lowered for term in terms):
+                    yield email_id, None
+                    continue
+            yield email_id, EMAILS.decode(raw)
+        if len(rows) < _CHUNK:
+            return
+        cursor = rows[-1][0]
