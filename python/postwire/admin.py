@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import trio
 
-from postwire.api.api_keys import MAX_NAME_LENGTH
+from postwire.accounts.api_keys import MAX_NAME_LENGTH
 from postwire.config import Config
 from postwire.domains import store as domain_store
 from postwire.domains.records import DnsRecord, parse_domain_name

@@ -12,23 +12,19 @@ from urllib.parse import unquote
 
 from quart import Blueprint, request
 
-from postwire._core import WriteBatch
 from postwire.api.auth import current_caller
 from postwire.api.context import ApiContext
 from postwire.api.models import DeletedReference, ListBody, SuppressionObject
 from postwire.api.pagination import list_response, page_of, parse_page_request
 from postwire.api.request_body import json_object
-from postwire.compose.addresses import parse_mailbox
-from postwire.errors import ApiError, validation_error
-from postwire.store.deliveries import (
-    SUPPRESSIONS,
-    SuppressionRecord,
-    list_suppressions,
-    new_suppression,
-    suppression_key,
+from postwire.errors import ApiError
+from postwire.store.deliveries import SuppressionRecord
+from postwire.suppressions import (
+    add_suppression,
+    find_suppression,
+    remove_suppression,
+    team_suppressions,
 )
-
-ORIGINS = ("bounce", "complaint", "manual")
 
 
 def suppression_json(record: SuppressionRecord) -> SuppressionObject:
@@ -47,15 +43,7 @@ def routes(ctx: ApiContext) -> Blueprint:
     blueprint = Blueprint("suppressions", __name__)
 
     def find(id_or_email: str) -> SuppressionRecord:
-        team = current_caller().team_id
-        wanted = unquote(id_or_email)
-        if "@" in wanted:
-            record = SUPPRESSIONS.get(ctx.spool, suppression_key(team, wanted))
-        else:
-            record = next((r for r in list_suppressions(ctx.spool, team) if r.id == wanted), None)
-        if record is None:
-            raise ApiError(404, "not_found", "Suppression not found")
-        return record
+        return find_suppression(ctx.spool, current_caller().team_id, unquote(id_or_email))
 
     @blueprint.post("/suppressions")
     async def add() -> tuple[SuppressionObject, int]:
@@ -63,31 +51,14 @@ def routes(ctx: ApiContext) -> Blueprint:
         email = body.get("email")
         if not isinstance(email, str):
             raise ApiError(422, "missing_required_field", "Missing `email` field.")
-        mailbox = parse_mailbox(email)
-        if mailbox is None or mailbox[0] is not None:
-            raise validation_error("The `email` field must be an email address.")
-        team = current_caller().team_id
-        key = suppression_key(team, mailbox[1])
-        record = SUPPRESSIONS.get(ctx.spool, key)
-        if record is None:
-            record = new_suppression(mailbox[1], "manual", ctx.now_ms())
-            batch = WriteBatch()
-            SUPPRESSIONS.put(batch, key, record)
-            await ctx.spool.commit(batch)
+        record = await add_suppression(ctx.spool, current_caller().team_id, email, ctx.now_ms())
         return suppression_json(record), 201
 
     @blueprint.get("/suppressions")
     async def list_all() -> ListBody:
         page = parse_page_request(request.args, default_limit=None)
         origin = request.args.get("origin")
-        if origin is not None and origin not in ORIGINS:
-            raise validation_error("The `origin` must be `bounce`, `complaint` or `manual`.")
-        records = [
-            record
-            for record in reversed(list_suppressions(ctx.spool, current_caller().team_id))
-            if origin is None or record.origin == origin
-        ]
-        records.sort(key=lambda record: record.created_at_ms, reverse=True)
+        records = team_suppressions(ctx.spool, current_caller().team_id, origin=origin)
         window, has_more = page_of(records, page, lambda record: record.id)
         data: list[dict[str, Any]] = [dict(suppression_json(record)) for record in window]
         return list_response(data, has_more)
@@ -99,9 +70,7 @@ def routes(ctx: ApiContext) -> Blueprint:
     @blueprint.delete("/suppressions/<id_or_address:id_or_email>")
     async def remove(id_or_email: str) -> DeletedReference:
         record = find(id_or_email)
-        batch = WriteBatch()
-        SUPPRESSIONS.delete(batch, suppression_key(current_caller().team_id, record.email))
-        await ctx.spool.commit(batch)
+        await remove_suppression(ctx.spool, current_caller().team_id, record)
         return {"object": "suppression", "id": record.id, "deleted": True}
 
     return blueprint
