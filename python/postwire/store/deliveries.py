@@ -17,6 +17,7 @@ from postwire._core import WriteBatch
 from postwire.api.models import AttemptRecipient, DeliveryAttempt
 from postwire.store.accounts import contract_timestamp
 from postwire.store.broadcasts import count_email_event
+from postwire.store.metric_counters import count_event
 from postwire.store.spool import Spool
 from postwire.store.tables import Table
 
@@ -32,6 +33,9 @@ class DeliveryRecord:
     first_attempt_ms: int | None = None
     attempts: int = 0
     broadcast_id: str | None = None  # its events count towards this broadcast's
+    # The sending domain's id, for the metrics' per-domain counts (None: spooled before they
+    # were kept).
+    domain_id: str | None = None
 
     @property
     def pending(self) -> list[str]:
@@ -105,14 +109,18 @@ def add_event(
     now_ms: int,
     *,
     broadcast_id: str | None = None,
+    domain_id: str | None = None,
     **data: Any,
 ) -> EventRecord:
     """Add an event to `batch`, and to the webhook outbox in the same commit; its id is
-    time-ordered, so a team's events scan in order. An event of a broadcast's email (its
-    `broadcast_id` given) adds to the broadcast's counts in the same commit."""
+    time-ordered, so a team's events scan in order. An email's event adds to the metrics'
+    counts of its team (and of its sending domain, `domain_id`, when given), and an event of
+    a broadcast's email (its `broadcast_id` given) to the broadcast's counts, in the same
+    commit."""
     event = EventRecord(_core.new_id(), kind, now_ms, team_id, email_id, data)
     EVENTS.put(batch, event_key(team_id, event.id), event)
     OUTBOX.put(batch, event.id, OutboxEntry(team_id))
+    count_event(batch, team_id, domain_id, kind, now_ms, data)
     if broadcast_id is not None:
         count_email_event(batch, team_id, broadcast_id, email_id, kind, data)
     return event

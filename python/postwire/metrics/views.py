@@ -1,0 +1,138 @@
+"""The metrics as pages and the API show them: a range of UTC hours or days, its totals and
+rates, and one row of counts per bucket, read from the counters kept with events."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Final
+
+from postwire.metrics.counters import COUNTS, DAY_MS, HOUR_MS, Granularity
+from postwire.store.metric_counters import read_counts
+from postwire.store.spool import Spool
+
+RATES: Final = ("delivery_rate", "bounce_rate", "complaint_rate", "open_rate", "click_rate")
+# The range presets of the page: (name, label, length, default granularity).
+PRESETS: Final[dict[str, tuple[str, timedelta, Granularity]]] = {
+    "24h": ("Last 24 hours", timedelta(hours=24), "hour"),
+    "7d": ("Last 7 days", timedelta(days=7), "day"),
+    "30d": ("Last 30 days", timedelta(days=30), "day"),
+}
+# More buckets than this in one range is refused (a page or response that size helps nobody).
+MAX_BUCKETS: Final = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsRange:
+    """Buckets `first` <= b < `end` of `granularity` (hours or days since the Unix epoch)."""
+
+    granularity: Granularity
+    first: int
+    end: int
+
+    @property
+    def bucket_ms(self) -> int:
+        return HOUR_MS if self.granularity == "hour" else DAY_MS
+
+    @property
+    def start(self) -> datetime:
+        return _moment(self.first * self.bucket_ms)
+
+    @property
+    def stop(self) -> datetime:
+        return _moment(self.end * self.bucket_ms)
+
+    def buckets(self) -> range:
+        return range(self.first, self.end)
+
+    def bucket_start(self, bucket: int) -> datetime:
+        return _moment(bucket * self.bucket_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsReport:
+    range: MetricsRange
+    totals: dict[str, int]
+    rates: dict[str, float]
+    # One (bucket start, counts) per bucket of the range, empty ones included, oldest first.
+    series: list[tuple[datetime, dict[str, int]]] = field(default_factory=list)
+
+
+def covering_range(start: datetime, stop: datetime, granularity: Granularity) -> MetricsRange:
+    """The buckets that cover [start, stop): whole UTC hours or days, so that totals are the
+    sum of the buckets shown. Raises ValueError for an empty or too long range."""
+    size = HOUR_MS if granularity == "hour" else DAY_MS
+    start_ms, stop_ms = _ms(start), _ms(stop)
+    if stop_ms <= start_ms:
+        raise ValueError("The end of the range must be after its start.")
+    first, end = start_ms // size, -(-stop_ms // size)
+    if end - first > MAX_BUCKETS:
+        unit = "hours" if granularity == "hour" else "days"
+        raise ValueError(f"The range is too long: at most {MAX_BUCKETS:,} {unit}.")
+    return MetricsRange(granularity, first, end)
+
+
+def preset_range(preset: str, now: datetime, granularity: Granularity | None) -> MetricsRange:
+    """The range of a preset ("24h", "7d", "30d"): as many whole buckets as it is long, the
+    current one (up to now) the last; unknown presets raise KeyError."""
+    _, length, default = PRESETS[preset]
+    granularity = granularity or default
+    size = HOUR_MS if granularity == "hour" else DAY_MS
+    end = _ms(now) // size + 1
+    return MetricsRange(granularity, end - max(1, _ms_of(length) // size), end)
+
+
+def dates_range(first: date, last: date, granularity: Granularity) -> MetricsRange:
+    """The UTC days `first` to `last`, both included."""
+    start = datetime(first.year, first.month, first.day, tzinfo=UTC)
+    stop = datetime(last.year, last.month, last.day, tzinfo=UTC) + timedelta(days=1)
+    return covering_range(start, stop, granularity)
+
+
+def rates(totals: dict[str, int]) -> dict[str, float]:
+    """Percentages rounded to two decimals; a zero denominator gives 0. Delivery and bounce
+    rates are shares of the recipients whose delivery ended (delivered or bounced), so an
+    email to several people counts each; complaints, opens and clicks are shares of the
+    delivered ones (opens and clicks counted once per email)."""
+    delivered, bounced = totals.get("delivered", 0), totals.get("bounced", 0)
+    ended = delivered + bounced
+    return {
+        "delivery_rate": _percent(delivered, ended),
+        "bounce_rate": _percent(bounced, ended),
+        "complaint_rate": _percent(totals.get("complained", 0), delivered),
+        "open_rate": _percent(totals.get("unique_opened", 0), delivered),
+        "click_rate": _percent(totals.get("unique_clicked", 0), delivered),
+    }
+
+
+def metrics_report(
+    spool: Spool, team_id: str, domain_id: str | None, span: MetricsRange
+) -> MetricsReport:
+    """Totals, rates and the per-bucket series of the team (or one of its domains)."""
+    counts = read_counts(spool, team_id, domain_id, span.granularity, span.first, span.end)
+    totals = dict.fromkeys(COUNTS, 0)
+    series = []
+    for bucket in span.buckets():
+        row = dict.fromkeys(COUNTS, 0)
+        for name, value in counts.get(bucket, {}).items():
+            if name in row:
+                row[name] = value
+                totals[name] += value
+        series.append((span.bucket_start(bucket), row))
+    return MetricsReport(span, totals, rates(totals), series)
+
+
+def _percent(part: int, whole: int) -> float:
+    return 0.0 if whole <= 0 else round(100 * part / whole, 2)
+
+
+def _ms_of(length: timedelta) -> int:
+    return int(length.total_seconds() * 1000)
+
+
+def _ms(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+def _moment(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, UTC)
