@@ -57,6 +57,9 @@ listen = "127.0.0.1:0"
 public_url = "http://127.0.0.1:3000"
 rate_limit = 0
 
+[dashboard]
+listen = "127.0.0.1:0"
+
 [smtp]
 {smtp_section}"""
         )

@@ -227,15 +227,17 @@ async def _start_worker_processing(stage: Stage, config: Config, deps: ServiceDe
 
 
 async def _start_intake(stage: Stage, config: Config, deps: ServiceDeps) -> None:
-    """Start the services that accept mail, the REST API and SMTP submission, then the worker
-    processes, which accept from the same SMTP sockets."""
+    """Start the services that accept mail, the REST API, the dashboard and SMTP submission,
+    then the worker processes, which accept from the same SMTP sockets."""
     from postwire.api.app import serve_api
+    from postwire.dashboard.serve import serve_dashboard
     from postwire.smtp.submission import bind_submission_sockets, serve_submission
     from postwire.workers import serve_workers
 
     listeners = bind_submission_sockets(config)
     await stage.start(partial(_hold_sockets, listeners=listeners), config, deps)
     await stage.start(serve_api, config, deps)
+    await stage.start(serve_dashboard, config, deps)
     await stage.start(partial(serve_submission, listeners=listeners), config, deps)
     if process_count(config) > 1:
         await stage.start(partial(serve_workers, listeners=listeners), config, deps)

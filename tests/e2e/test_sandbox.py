@@ -51,6 +51,7 @@ class SandboxServer:
         # query or SMTP connection for a recipient would go.
         env = user_env(
             POSTWIRE_API_LISTEN="127.0.0.1:0",
+            POSTWIRE_DASHBOARD_LISTEN="127.0.0.1:0",
             POSTWIRE_SMTP_STARTTLS_LISTEN="127.0.0.1:0",
             POSTWIRE_SMTP_TLS_LISTEN="127.0.0.1:0",
             POSTWIRE_DNS_NAMESERVERS=traps.nameserver,

@@ -24,6 +24,7 @@ STOP_TIMEOUT = 10.0
 # Port 0 everywhere so that runs in parallel (and a developer's own `postwire serve`) never clash.
 EPHEMERAL_LISTENERS = {
     "POSTWIRE_API_LISTEN": "127.0.0.1:0",
+    "POSTWIRE_DASHBOARD_LISTEN": "127.0.0.1:0",
     "POSTWIRE_SMTP_STARTTLS_LISTEN": "127.0.0.1:0",
     "POSTWIRE_SMTP_TLS_LISTEN": "127.0.0.1:0",
 }
@@ -105,6 +106,9 @@ def write_config(tmp_path: Path, extra: str = "") -> Path:
         data_dir = "data"
 
         [api]
+        listen = "127.0.0.1:0"
+
+        [dashboard]
         listen = "127.0.0.1:0"
 
         [smtp]

@@ -13,13 +13,6 @@ from typing import Any
 import hypercorn.trio
 import trio
 from hypercorn.config import Config as HypercornConfig
-from hypercorn.typing import (
-    ASGIFramework,
-    ASGIReceiveCallable,
-    ASGISendCallable,
-    ASGISendEvent,
-    Scope,
-)
 from quart import Response, g, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import RequestEntityTooLarge
@@ -46,6 +39,7 @@ from postwire.api.context import ApiContext
 from postwire.api.errors import install_error_handlers
 from postwire.api.openapi import openapi_document
 from postwire.api.resource_ids import install_id_converters
+from postwire.asgi_shield import with_shielded_sends
 from postwire.config import Config
 from postwire.errors import ApiError
 from postwire.rate_limit import RateLimiter
@@ -182,7 +176,7 @@ async def serve_api(
         urls: list[str] = await nursery.start(
             partial(
                 hypercorn.trio.serve,
-                _with_shielded_sends(app),
+                with_shielded_sends(app),
                 hypercorn_config,
                 shutdown_trigger=deps.stopping.wait,
                 mode="asgi",
@@ -190,26 +184,3 @@ async def serve_api(
         )
         log.info("REST API listening on %s", ", ".join(urls))
         task_status.started(urls)
-
-
-def _with_shielded_sends(app: QuartTrio) -> ASGIFramework:
-    """`app` with each of its ASGI sends shielded from cancellation.
-
-    Hypercorn re-arms a kept-alive connection's idle timer inside the send of the response's
-    last body chunk, after telling the app the request is over; Quart-Trio then cancels the
-    request's tasks, that send included, so the timer was never re-armed: an idle connection
-    was closed neither after `keep_alive_timeout` nor at shutdown, where it held SIGTERM for
-    the whole graceful timeout. Hypercorn shields its socket writes already, so a client
-    cannot make a shielded send wait any longer than before.
-    """
-
-    async def shielded_app(
-        scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
-    ) -> None:
-        async def shielded_send(message: ASGISendEvent) -> None:
-            with trio.CancelScope(shield=True):
-                await send(message)
-
-        await app(scope, receive, shielded_send)
-
-    return shielded_app

@@ -1,0 +1,176 @@
+"""Dashboard sessions: a random 32-byte token in the browser's cookie, its SHA-256 in the spool.
+
+A session is made only at login, with a fresh token (a token the browser held before is never
+promoted, so fixation is impossible), and ends after `idle` without a request or `absolute`
+after it was made, whichever comes first. While the second factor is pending it can reach only
+the MFA challenge. Times are Unix seconds from the caller's clock, so tests inject one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass, replace
+from typing import Final
+
+from postwire import _core
+from postwire._core import WriteBatch
+from postwire.store import sessions as store
+from postwire.store.sessions import SessionRecord
+from postwire.store.spool import Spool
+from postwire.store.users import UserRecord
+
+TOKEN_BYTES: Final = 32
+# last_seen_at is written at most this often: a commit per page view would be waste.
+LAST_SEEN_INTERVAL: Final = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLimits:
+    idle_seconds: float
+    absolute_seconds: float
+
+
+def token_sha256(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _new_token() -> str:
+    return secrets.token_urlsafe(TOKEN_BYTES)
+
+
+def is_live(session: SessionRecord, now: float, limits: SessionLimits) -> bool:
+    return (
+        now - session.last_seen_at < limits.idle_seconds
+        and now - session.created_at < limits.absolute_seconds
+    )
+
+
+async def start_session(
+    spool: Spool,
+    user: UserRecord,
+    team_id: str,
+    *,
+    mfa_pending: bool,
+    method: str,
+    now: float,
+    address: str = "",
+    user_agent: str = "",
+    replaces: SessionRecord | None = None,
+) -> tuple[str, SessionRecord]:
+    """Make a session with a fresh token; end `replaces` (the browser's previous session) in
+    the same commit. Returns the token for the cookie, which is never available again."""
+    token = _new_token()
+    session = SessionRecord(
+        id=_core.new_id(),
+        token_sha256=token_sha256(token),
+        user_id=user.id,
+        team_id=team_id,
+        method=method,
+        mfa_pending=mfa_pending,
+        csrf_token=secrets.token_urlsafe(TOKEN_BYTES),
+        created_at=now,
+        last_seen_at=now,
+        address=address[:64],
+        user_agent=user_agent[:300],
+    )
+    batch = WriteBatch()
+    if replaces is not None:
+        store.delete_session(batch, replaces)
+    store.put_session(batch, session)
+    await spool.commit(batch)
+    return token, session
+
+
+def load_session(
+    spool: Spool, token: str | None, now: float, limits: SessionLimits
+) -> SessionRecord | None:
+    """The live session of the cookie's token, or None (expired ones are ended lazily)."""
+    if not token or len(token) > 200:
+        return None
+    session = store.get_session(spool, token_sha256(token))
+    if session is None or not is_live(session, now, limits):
+        return None
+    return session
+
+
+def needs_touch(session: SessionRecord, now: float) -> bool:
+    return now - session.last_seen_at >= LAST_SEEN_INTERVAL
+
+
+async def touch_session(spool: Spool, session: SessionRecord, now: float) -> SessionRecord:
+    """Record activity (callers check `needs_touch` first); a session ended meanwhile stays so."""
+    current = store.get_session(spool, session.token_sha256)
+    if current is None:
+        return session
+    touched = replace(current, last_seen_at=now)
+    batch = WriteBatch()
+    store.put_session(batch, touched)
+    await spool.commit(batch)
+    return touched
+
+
+async def complete_mfa(
+    spool: Spool, session: SessionRecord, now: float
+) -> tuple[str, SessionRecord]:
+    """The second factor passed: replace the pending session by a full one with a new token
+    (and a new CSRF token). Returns the token for the cookie."""
+    token = _new_token()
+    full = replace(
+        session,
+        id=_core.new_id(),
+        token_sha256=token_sha256(token),
+        mfa_pending=False,
+        csrf_token=secrets.token_urlsafe(TOKEN_BYTES),
+        last_seen_at=now,
+    )
+    batch = WriteBatch()
+    store.delete_session(batch, session)
+    store.put_session(batch, full)
+    await spool.commit(batch)
+    return token, full
+
+
+async def switch_team(spool: Spool, session: SessionRecord, team_id: str) -> SessionRecord:
+    """Show another team (the caller checked the membership)."""
+    switched = replace(session, team_id=team_id)
+    batch = WriteBatch()
+    store.put_session(batch, switched)
+    await spool.commit(batch)
+    return switched
+
+
+async def end_session(spool: Spool, session: SessionRecord) -> None:
+    batch = WriteBatch()
+    store.delete_session(batch, session)
+    await spool.commit(batch)
+
+
+def list_sessions(
+    spool: Spool, user_id: str, now: float, limits: SessionLimits
+) -> list[SessionRecord]:
+    """The user's live sessions, most recently used first."""
+    live = [s for s in store.sessions_of_user(spool, user_id) if is_live(s, now, limits)]
+    return sorted(live, key=lambda s: s.last_seen_at, reverse=True)
+
+
+async def end_other_sessions(spool: Spool, keep: SessionRecord) -> int:
+    """End every session of `keep`'s user but `keep` (expired ones too); how many ended."""
+    others = [s for s in store.sessions_of_user(spool, keep.user_id) if s.id != keep.id]
+    if others:
+        batch = WriteBatch()
+        for session in others:
+            store.delete_session(batch, session)
+        await spool.commit(batch)
+    return len(others)
+
+
+async def end_all_sessions(spool: Spool, user_id: str) -> int:
+    """End every session of the user (after a password reset, or when removed)."""
+    sessions = store.sessions_of_user(spool, user_id)
+    if sessions:
+        batch = WriteBatch()
+        for session in sessions:
+            store.delete_session(batch, session)
+        await spool.commit(batch)
+    return len(sessions)

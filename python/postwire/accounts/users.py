@@ -1,0 +1,156 @@
+"""Users and their team memberships: what sign-in, invitations, SSO and the Team page call.
+
+Every change commits in one batch with its indexes (the address index, both membership keys).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from postwire import _core
+from postwire._core import WriteBatch
+from postwire.errors import KeyExistsError, PostwireError
+from postwire.store import users as store
+from postwire.store.accounts import TEAMS, TeamRecord
+from postwire.store.spool import Spool
+from postwire.store.users import MembershipRecord, Role, UserRecord
+
+
+class EmailTakenError(PostwireError):
+    """Another user already has this address."""
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def get_user(spool: Spool, user_id: str) -> UserRecord | None:
+    return store.get_user(spool, user_id)
+
+
+def find_user_by_email(spool: Spool, email: str) -> UserRecord | None:
+    user_id = store.find_user_id_by_email(spool, email)
+    return None if user_id is None else store.get_user(spool, user_id)
+
+
+async def create_user(
+    spool: Spool,
+    *,
+    email: str,
+    name: str,
+    now: datetime,
+    password_hash: str | None = None,
+    email_verified: bool = False,
+) -> UserRecord:
+    """Create a user; raises EmailTakenError if the address belongs to someone already."""
+    user = UserRecord(
+        id=_core.new_id(),
+        email=email.strip(),
+        name=name.strip(),
+        password_hash=password_hash,
+        email_verified=email_verified,
+        created_at=_iso(now),
+    )
+    batch = WriteBatch()
+    store.put_user(batch, user)
+    store.claim_email(batch, user.email, user.id)
+    try:
+        await spool.commit(batch)
+    except KeyExistsError:
+        raise EmailTakenError(f"{email} already has an account") from None
+    return user
+
+
+async def update_user(spool: Spool, user: UserRecord) -> UserRecord:
+    """Store `user` (same address; changing the address is `change_email`)."""
+    batch = WriteBatch()
+    store.put_user(batch, user)
+    await spool.commit(batch)
+    return user
+
+
+async def set_password_hash(spool: Spool, user: UserRecord, password_hash: str) -> UserRecord:
+    return await update_user(spool, replace(user, password_hash=password_hash))
+
+
+async def change_email(spool: Spool, user: UserRecord, email: str) -> UserRecord:
+    """Move the user to a new address (unverified until checked); EmailTakenError if taken."""
+    changed = replace(user, email=email.strip(), email_verified=False)
+    batch = WriteBatch()
+    if store.normalize_email(email) != store.normalize_email(user.email):
+        store.claim_email(batch, changed.email, user.id)
+        store.release_email(batch, user.email)
+    store.put_user(batch, changed)
+    try:
+        await spool.commit(batch)
+    except KeyExistsError:
+        raise EmailTakenError(f"{email} already has an account") from None
+    return changed
+
+
+def memberships_of(spool: Spool, user: UserRecord) -> list[tuple[MembershipRecord, TeamRecord]]:
+    """The user's memberships with their teams, by team name (teams deleted since are left out)."""
+    found = []
+    for membership in store.memberships_of_user(spool, user.id):
+        team = TEAMS.get(spool, membership.team_id)
+        if team is not None:
+            found.append((membership, team))
+    found.sort(key=lambda pair: (pair[1].name.lower(), pair[1].id))
+    return found
+
+
+def members_of(spool: Spool, team_id: str) -> list[tuple[MembershipRecord, UserRecord]]:
+    """The team's members with their users, by address."""
+    found = []
+    for membership in store.memberships_of_team(spool, team_id):
+        user = store.get_user(spool, membership.user_id)
+        if user is not None:
+            found.append((membership, user))
+    found.sort(key=lambda pair: store.normalize_email(pair[1].email))
+    return found
+
+
+def get_membership(spool: Spool, user_id: str, team_id: str) -> MembershipRecord | None:
+    return store.get_membership(spool, user_id, team_id)
+
+
+async def add_membership(
+    spool: Spool, user_id: str, team_id: str, role: Role, now: datetime
+) -> MembershipRecord:
+    """Make the user a member of the team with `role` (an existing membership keeps its date)."""
+    existing = store.get_membership(spool, user_id, team_id)
+    membership = MembershipRecord(
+        team_id=team_id,
+        user_id=user_id,
+        role=role,
+        created_at=existing.created_at if existing is not None else _iso(now),
+    )
+    batch = WriteBatch()
+    store.put_membership(batch, membership)
+    await spool.commit(batch)
+    return membership
+
+
+async def set_role(spool: Spool, membership: MembershipRecord, role: Role) -> MembershipRecord:
+    changed = replace(membership, role=role)
+    batch = WriteBatch()
+    store.put_membership(batch, changed)
+    await spool.commit(batch)
+    return changed
+
+
+async def remove_membership(spool: Spool, membership: MembershipRecord) -> None:
+    batch = WriteBatch()
+    store.delete_membership(batch, membership)
+    await spool.commit(batch)
+
+
+def team_policy(spool: Spool, team_id: str) -> store.TeamPolicyRecord:
+    return store.get_team_policy(spool, team_id)
+
+
+async def set_team_policy(spool: Spool, policy: store.TeamPolicyRecord) -> None:
+    batch = WriteBatch()
+    store.put_team_policy(batch, policy)
+    await spool.commit(batch)
