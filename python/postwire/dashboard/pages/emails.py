@@ -1,11 +1,164 @@
-"""The emails page module: its owner replaces this empty blueprint with the pages."""
+"""The Emails pages: the team's emails (the landing page after login) and an email's page.
+
+    GET /emails                   newest first; filters, search, cursor paging (email_filters)
+    GET /emails/status?id=...     the `last_event` of listed emails, for the live badges
+    GET /emails/<id>              its details, event timeline, delivery attempts, parts
+    GET /emails/<id>/html         its HTML, for the page's sandboxed frame (its own CSP)
+    GET /emails/<id>/raw          its raw source, downloaded as a .eml file
+
+Every look-up is under the viewer's team: another team's email id is a 404 like a missing one.
+"""
 
 from __future__ import annotations
 
-from quart import Blueprint
+import importlib
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from quart import Blueprint, Response, g, render_template, request
+from werkzeug.exceptions import NotFound
 
 from postwire.dashboard.context import DashboardContext
+from postwire.dashboard.email_filters import STATUSES, is_email_id, parse_email_query
+from postwire.dashboard.email_source import SourceParts, source_parts
+from postwire.dashboard.viewer import Viewer
+from postwire.domains.store import list_domains
+from postwire.store.accounts import list_api_keys
+from postwire.store.deliveries import email_attempts
+from postwire.store.email_details import EVENT_SCAN_BUDGET, email_events, raw_source
+from postwire.store.email_search import find_emails
+from postwire.store.emails import EMAILS, EmailRecord, email_key
+
+PAGE_SIZE: Final = 50
+# Ids a live-status request may ask about (a page's worth).
+MAX_STATUS_IDS: Final = PAGE_SIZE
+# The HTML frame runs no script and reaches nothing but images: it is the sender's content.
+HTML_FRAME_POLICY: Final = (
+    "sandbox; default-src 'none'; img-src data: https:; style-src 'unsafe-inline'; "
+    "font-src data:; frame-ancestors 'self'; base-uri 'none'; form-action 'none'"
+)
 
 
 def routes(ctx: DashboardContext) -> Blueprint:
-    return Blueprint("emails", __name__)
+    bp = Blueprint("emails", __name__)
+    bp.add_app_template_filter(ms_utc, "ms_utc")
+
+    @bp.get("/emails")
+    async def list_page() -> str:
+        viewer = _viewer()
+        query = parse_email_query(request.args)
+        page = find_emails(
+            ctx.spool,
+            viewer.team.id,
+            query.wanted,
+            limit=PAGE_SIZE,
+            after=query.after,
+            before=None if query.after is not None else query.before,
+        )
+        domains, _ = list_domains(ctx.spool, viewer.team.id)
+        keys = list_api_keys(ctx.spool, viewer.team.id)
+        return await render_template(
+            "emails.html",
+            query=query,
+            page=page,
+            statuses=STATUSES,
+            domains=domains,
+            keys=keys,
+            domain_names={domain.id: domain.name for domain in domains},
+        )
+
+    @bp.get("/emails/status")
+    async def live_statuses() -> dict[str, Any]:
+        team_id = _viewer().team.id
+        ids = [i for i in request.args.getlist("id")[:MAX_STATUS_IDS] if is_email_id(i)]
+        found = {i: EMAILS.get(ctx.spool, email_key(team_id, i)) for i in ids}
+        return {"statuses": {i: r.last_event for i, r in found.items() if r is not None}}
+
+    @bp.get("/emails/<email_id>")
+    async def email_page(email_id: str) -> str:
+        record = _email(ctx, email_id)
+        source = raw_source(ctx.spool, record)
+        parts = source_parts(source.content) if source is not None else SourceParts()
+        events = email_events(ctx.spool, record)
+        now_ms = int(ctx.now().timestamp() * 1000)
+        keys = {key.id: key for key in list_api_keys(ctx.spool, record.team_id)}
+        domains, _ = list_domains(ctx.spool, record.team_id)
+        return await render_template(
+            "emails_detail.html",
+            email=record,
+            events=events,
+            attempts=email_attempts(ctx.spool, record.team_id, record.id, now_ms),
+            source=source,
+            headers=parts.headers,
+            html=record.html if record.html is not None else parts.html,
+            text=record.text if record.text is not None else parts.text,
+            key=keys.get(record.api_key_id or ""),
+            domain=next((d for d in domains if d.id == record.domain_id), None),
+            insights=email_insights(ctx, record),
+            event_budget=EVENT_SCAN_BUDGET,
+        )
+
+    @bp.get("/emails/<email_id>/html")
+    async def email_html(email_id: str) -> Response:
+        record = _email(ctx, email_id)
+        html = record.html
+        if html is None:
+            source = raw_source(ctx.spool, record)
+            html = source_parts(source.content).html if source is not None else None
+        if html is None:
+            raise NotFound
+        response = Response(html, mimetype="text/html")
+        response.headers["Content-Security-Policy"] = HTML_FRAME_POLICY
+        return response
+
+    @bp.get("/emails/<email_id>/raw")
+    async def email_raw(email_id: str) -> Response:
+        record = _email(ctx, email_id)
+        source = raw_source(ctx.spool, record)
+        if source is None:
+            raise NotFound(
+                "Postwire keeps an email's raw source only until it is delivered; this one "
+                "has been, so its source is no longer kept."
+            )
+        response = Response(source.content, mimetype="message/rfc822")
+        # The id was checked to be a UUID: nothing in this header comes from the sender.
+        response.headers["Content-Disposition"] = f'attachment; filename="{record.id}.eml"'
+        return response
+
+    return bp
+
+
+def ms_utc(ms: int) -> str:
+    """Milliseconds since the epoch as `2026-11-25 10:00:00` (UTC), as the page shows times."""
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _viewer() -> Viewer:
+    viewer: Viewer = g.viewer
+    return viewer
+
+
+def _email(ctx: DashboardContext, email_id: str) -> EmailRecord:
+    """The viewer's team's email `email_id`; 404 for any other id, another team's included."""
+    if not is_email_id(email_id):
+        raise NotFound
+    record = EMAILS.get(ctx.spool, email_key(_viewer().team.id, email_id))
+    if record is None:
+        raise NotFound
+    return record
+
+
+def email_insights(ctx: DashboardContext, record: EmailRecord) -> Sequence[Any] | None:
+    """The email's deliverability insights from `postwire.insights` (`email_insights(spool,
+    record)`), None where that package does not provide them yet: the page then shows no
+    insights section at all."""
+    try:
+        insights = importlib.import_module("postwire.insights")
+    except ModuleNotFoundError:
+        return None
+    finder = getattr(insights, "email_insights", None)
+    if finder is None:
+        return None
+    found: Sequence[Any] | None = finder(ctx.spool, record)
+    return found
