@@ -112,6 +112,32 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--team", metavar="TEAM_ID", help="the team (default: the only team)")
     verify.set_defaults(handler=_verify_domain)
 
+    users_commands = commands.add_parser("users", help="manage dashboard users").add_subparsers(
+        dest="users_command", metavar="ACTION", required=True
+    )
+    create_user = users_commands.add_parser(
+        "create",
+        parents=[config_parent],
+        help="create a dashboard user, owner of a team",
+        description="Create a dashboard user who owns the team (an existing user is made its "
+        "owner). Without --password-stdin, prints a one-time link to set the password.",
+    )
+    create_user.add_argument("--email", required=True, help="the address the user signs in with")
+    create_user.add_argument(
+        "--name", default="", help="the user's name (default: from the address)"
+    )
+    create_user.add_argument(
+        "--team",
+        metavar="NAME",
+        help="the team, made if no team has this name (default: the only team, or a new one)",
+    )
+    create_user.add_argument(
+        "--password-stdin",
+        action="store_true",
+        help="read the password from standard input (its first line)",
+    )
+    create_user.set_defaults(handler=_create_user)
+
     sandbox = commands.add_parser(
         "sandbox", help="read the inbox of `postwire serve --sandbox`"
     ).add_subparsers(dest="sandbox_command", metavar="ACTION", required=True)
@@ -143,6 +169,27 @@ def _create_key(config: Config, args: argparse.Namespace) -> int:
         return 1
     print(f"API key {key_id} created; its token, shown only now:", file=sys.stderr)
     print(token)
+    return 0
+
+
+def _create_user(config: Config, args: argparse.Namespace) -> int:
+    import trio
+
+    from postwire.accounts.bootstrap import create_owner
+
+    password = None
+    if args.password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    try:
+        created = trio.run(create_owner, config, args.email, args.team, password, args.name)
+    except PostwireError as exc:
+        print(f"postwire: {exc}", file=sys.stderr)
+        return 1
+    what = "is now an owner of" if created.existed else "created, owner of"
+    print(f"user {created.email} {what} team {created.team.name!r}", file=sys.stderr)
+    if created.set_password_url is not None:
+        print("open this link to set the password (it works once, for 3 days):", file=sys.stderr)
+        print(created.set_password_url)
     return 0
 
 

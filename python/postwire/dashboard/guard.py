@@ -19,6 +19,7 @@ from werkzeug.exceptions import Forbidden
 from postwire.accounts import sessions
 from postwire.accounts import users as accounts_users
 from postwire.accounts.mfa import user_has_mfa
+from postwire.accounts.sso import password_login_refused
 from postwire.dashboard.access import access_of
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.csrf import ANONYMOUS_COOKIE, FIELD, HEADER, UNSAFE_METHODS, check_token
@@ -75,10 +76,8 @@ def install_guard(app: QuartTrio, ctx: DashboardContext) -> None:
             return None if access.pending_mfa else see_other(MFA_CHALLENGE_PATH)
         if access.pending_mfa:
             return None  # sign out and the challenge stay reachable whatever the policy
-        if (
-            viewer.policy.enforce_sso
-            and viewer.session.method != "sso"
-            and not role_at_least(viewer.role, "owner")
+        if viewer.session.method != "sso" and password_login_refused(
+            ctx.spool, viewer.team.id, viewer.role
         ):
             raise SsoRequired
         if (

@@ -12,12 +12,13 @@ from quart import Response, g, request
 from postwire.accounts import sessions
 from postwire.accounts import users as accounts_users
 from postwire.accounts.mfa import user_has_mfa
+from postwire.accounts.sso import password_login_refused
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.guard import MFA_CHALLENGE_PATH, SESSION_COOKIE
 from postwire.dashboard.next_url import safe_next
 from postwire.dashboard.redirects import see_other
 from postwire.store.accounts import TeamRecord
-from postwire.store.users import MembershipRecord, UserRecord, role_at_least
+from postwire.store.users import MembershipRecord, UserRecord
 
 # Ways in that are themselves a second factor: no MFA challenge after them.
 MULTI_FACTOR_METHODS: Final = frozenset({"passkey"})
@@ -52,8 +53,9 @@ def choose_team(
 
 
 def _admits(ctx: DashboardContext, membership: MembershipRecord, method: str) -> bool:
-    policy = accounts_users.team_policy(ctx.spool, membership.team_id)
-    return not policy.enforce_sso or method == "sso" or role_at_least(membership.role, "owner")
+    return method == "sso" or not password_login_refused(
+        ctx.spool, membership.team_id, membership.role
+    )
 
 
 def session_method_admitted(

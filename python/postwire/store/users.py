@@ -50,8 +50,7 @@ class MembershipRecord:
 @dataclass(frozen=True, slots=True)
 class TeamPolicyRecord:
     team_id: str
-    require_mfa: bool = False
-    enforce_sso: bool = False
+    require_mfa: bool = False  # SSO enforcement lives with the team's SSO settings (store/sso.py)
 
 
 USERS: Final = Table("users", UserRecord)

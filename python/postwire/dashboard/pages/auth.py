@@ -1,4 +1,5 @@
-"""Signing in and out, and switching teams: `/`, `/login`, `/logout`, `/team/switch`.
+"""Signing in and out, signing up, and switching teams: `/`, `/login`, `/logout`, `/signup`,
+`/team/switch`.
 
 A failed login says the same, and costs the same work, whether the address is unknown or the
 password wrong; past `auth.max_login_failures` failures in 15 minutes for the address typed or
@@ -13,6 +14,10 @@ from quart import Blueprint, Response, flash, g, render_template, request
 
 from postwire.accounts import login_limits, passwords, sessions
 from postwire.accounts import users as accounts_users
+from postwire.accounts.bootstrap import check_email
+from postwire.accounts.email_verification import send_verification
+from postwire.accounts.system_mail import SystemMailer
+from postwire.accounts.users import EmailTakenError
 from postwire.dashboard.access import pending_mfa, public, requires
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.login_flow import (
@@ -23,13 +28,18 @@ from postwire.dashboard.login_flow import (
 )
 from postwire.dashboard.next_url import safe_next
 from postwire.dashboard.redirects import see_other
+from postwire.errors import PostwireError
+from postwire.store.accounts import create_team
+from postwire.store.users import UserRecord
 
 WRONG_CREDENTIALS: Final = "Wrong email or password."
 TOO_MANY_ATTEMPTS: Final = "Too many failed attempts. Wait 15 minutes, then try again."
+MAX_NAME_LENGTH: Final = 100
 
 
 def routes(ctx: DashboardContext) -> Blueprint:
     bp = Blueprint("auth", __name__)
+    mailer = SystemMailer(ctx.config, ctx.spool, ctx.delivery)
 
     @bp.get("/")
     @public
@@ -71,6 +81,36 @@ def routes(ctx: DashboardContext) -> Blueprint:
         except LoginRefused as refused:
             return await _render_login(ctx, next_url, email, refused.message), 403
 
+    @bp.get("/signup")
+    @public
+    async def signup_form() -> str | Response:
+        if ctx.config.auth.signup != "open":
+            return await _render_signup_closed()
+        if g.viewer is not None and not g.viewer.session.mfa_pending:
+            return see_other("/emails")
+        return await render_template("signup.html", form={}, error=None)
+
+    @bp.post("/signup")
+    @public
+    async def signup() -> tuple[str, int] | Response:
+        if ctx.config.auth.signup != "open":
+            return await _render_signup_closed(), 403
+        form = await request.form
+        entered = {key: form.get(key, "").strip() for key in ("name", "email", "team")}
+        problem = signup_problem(entered["name"], entered["email"], form.get("password", ""))
+        if problem is None:
+            try:
+                user = await create_signed_up_owner(ctx, entered, form.get("password", ""))
+            except EmailTakenError:
+                problem = "This address has an account already: sign in, or reset its password."
+        if problem is not None:
+            return await render_template("signup.html", form=entered, error=problem), 400
+        await send_verification(
+            ctx.spool, mailer, user, public_url=ctx.config.dashboard.public_url, now=ctx.now()
+        )
+        await flash(f"Welcome! We sent a link to {user.email} to check the address.", "success")
+        return await finish_login(ctx, user, method="password", next_url="/emails")
+
     @bp.post("/logout")
     @pending_mfa
     @requires("member")
@@ -101,6 +141,44 @@ def routes(ctx: DashboardContext) -> Blueprint:
         return see_other("/emails")
 
     return bp
+
+
+def signup_problem(name: str, email: str, password: str) -> str | None:
+    """What is wrong with a sign-up form, in plain words, or None."""
+    if not name or len(name) > MAX_NAME_LENGTH:
+        return f"Enter your name (at most {MAX_NAME_LENGTH} characters)."
+    try:
+        check_email(email)
+    except PostwireError:
+        return "Enter a valid email address."
+    return passwords.password_problem(password)
+
+
+async def create_signed_up_owner(
+    ctx: DashboardContext, entered: dict[str, str], password: str
+) -> UserRecord:
+    """A new user (address not yet checked) owning a new team of their own."""
+    now = ctx.now()
+    user = await accounts_users.create_user(
+        ctx.spool,
+        email=entered["email"],
+        name=entered["name"],
+        now=now,
+        password_hash=await passwords.hash_password(password),
+    )
+    team_name = entered["team"][:MAX_NAME_LENGTH] or f"{entered['name']}'s team"
+    team = await create_team(ctx.spool, team_name, now)
+    await accounts_users.add_membership(ctx.spool, user.id, team.id, "owner", now)
+    return user
+
+
+async def _render_signup_closed() -> str:
+    return await render_template(
+        "error.html",
+        title="Sign-up is by invitation",
+        message="Accounts on this Postwire are made by invitation. Ask a team owner to invite "
+        "you, then open the link in the invitation.",
+    )
 
 
 async def _render_login(
