@@ -118,4 +118,6 @@ def test_link_urls_are_under_the_public_url() -> None:
     assert link_url("https://mail.example.com/", "invite", "ab.cd") == (
         "https://mail.example.com/invite/ab.cd"
     )
-    assert link_url("http://localhost:3001", "reset_password", "x.y").endswith("/reset/x.y")
+    assert link_url("http://localhost:3001", "reset_password", "x.y").endswith(
+        "/password/reset/x.y"
+    )

@@ -46,9 +46,9 @@ SET_PASSWORD_TTL: Final = timedelta(days=3)
 # The dashboard path each kind of link opens, before its token.
 LINK_PATHS: Final[dict[str, str]] = {
     "invite": "/invite/",
-    "reset_password": "/reset/",
+    "reset_password": "/password/reset/",
     "verify_email": "/verify/",
-    "set_password": "/set-password/",
+    "set_password": "/password/set/",
 }
 
 REFUSAL: Final = (

@@ -1,11 +1,200 @@
-"""The account page module: its owner replaces this empty blueprint with the pages."""
+"""The Account page (name, password, address check, sessions; two-factor devices are on
+/account/mfa) and the pages of emailed links: password reset, first password, address check.
+
+Account changes concern the viewer alone, so any member may make them (`@requires("member")`);
+the link pages are public, and each link is used only when its form is sent (a mail scanner
+that opens links uses none).
+"""
 
 from __future__ import annotations
 
-from quart import Blueprint
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Final
 
+from quart import Blueprint, Response, flash, g, render_template, request
+
+from postwire.accounts import users
+from postwire.accounts.email_verification import send_verification, verify_email
+from postwire.accounts.links import LinkPurpose, LinkRefused, check_link
+from postwire.accounts.password_reset import (
+    PasswordRefused,
+    request_password_reset,
+    set_password_by_link,
+)
+from postwire.accounts.passwords import hash_password, password_problem, verify_password
+from postwire.accounts.sessions import end_other_sessions, list_sessions
+from postwire.accounts.system_mail import SystemMailer
+from postwire.dashboard.access import public, requires
 from postwire.dashboard.context import DashboardContext
+from postwire.dashboard.redirects import see_other
+from postwire.dashboard.viewer import Viewer
+
+MAX_NAME: Final = 200
+FORGOT_ANSWER: Final = (
+    "If an account has this address, a link to choose a new password is on its way. It works "
+    "for an hour."
+)
+# The two pages that set a password by link, and the link each accepts.
+PASSWORD_LINKS: Final[dict[str, LinkPurpose]] = {"reset": "reset_password", "set": "set_password"}
+
+
+def _moment(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _viewer() -> Viewer:
+    viewer: Viewer = g.viewer
+    return viewer
 
 
 def routes(ctx: DashboardContext) -> Blueprint:
-    return Blueprint("account", __name__)
+    blueprint = Blueprint("account", __name__)
+    mailer = SystemMailer(ctx.config, ctx.spool, ctx.delivery)
+    public_url = ctx.config.dashboard.public_url
+
+    async def back_to_account(message: str, category: str = "error") -> Response:
+        await flash(message, category)
+        return see_other("/account")
+
+    @blueprint.get("/account")
+    async def account_page() -> str:
+        viewer = _viewer()
+        now = ctx.now_seconds()
+        return await render_template(
+            "account.html",
+            sessions=[
+                (session, _moment(session.created_at), _moment(session.last_seen_at))
+                for session in list_sessions(ctx.spool, viewer.user.id, now, ctx.session_limits)
+            ],
+            current_session_id=viewer.session.id,
+            teams=viewer.teams,
+        )
+
+    @blueprint.post("/account/name")
+    @requires("member")
+    async def rename() -> Response:
+        form = await request.form
+        name = " ".join(form.get("name", "").split())
+        if not name or len(name) > MAX_NAME:
+            return await back_to_account(f"Enter a name of 1 to {MAX_NAME} characters.")
+        await users.update_user(ctx.spool, replace(_viewer().user, name=name))
+        return await back_to_account("Your name was changed.", "success")
+
+    @blueprint.post("/account/password")
+    @requires("member")
+    async def change_password() -> Response:
+        viewer = _viewer()
+        form = await request.form
+        current = viewer.user.password_hash
+        # An account made through Google, GitHub or SSO has no password yet: it may set one.
+        if current is not None and not await verify_password(current, form.get("current", "")):
+            return await back_to_account("The current password is not right.")
+        password = form.get("password", "")
+        problem = password_problem(password)
+        if problem is None and password != form.get("password_confirm", ""):
+            problem = "The two new passwords differ."
+        if problem is not None:
+            return await back_to_account(problem)
+        await users.set_password_hash(ctx.spool, viewer.user, await hash_password(password))
+        ended = await end_other_sessions(ctx.spool, viewer.session)
+        others = f" {ended} other session{'s' if ended != 1 else ''} ended." if ended else ""
+        return await back_to_account(f"Your password was changed.{others}", "success")
+
+    @blueprint.post("/account/sessions/others")
+    @requires("member")
+    async def log_out_others() -> Response:
+        ended = await end_other_sessions(ctx.spool, _viewer().session)
+        plural = "s" if ended != 1 else ""
+        return await back_to_account(f"{ended} other session{plural} signed out.", "success")
+
+    @blueprint.post("/account/verify")
+    @requires("member")
+    async def resend_verification() -> Response:
+        viewer = _viewer()
+        if viewer.user.email_verified:
+            return await back_to_account("Your address is confirmed already.", "success")
+        sent = await send_verification(
+            ctx.spool, mailer, viewer.user, public_url=public_url, now=ctx.now()
+        )
+        if not sent:
+            return await back_to_account("A link was sent a moment ago: try again later.")
+        return await back_to_account(f"A link was sent to {viewer.user.email}.", "success")
+
+    @blueprint.get("/verify/<token>")
+    @public
+    async def verification(token: str) -> tuple[str, int]:
+        try:
+            link = check_link(ctx.spool, token, ("verify_email",), ctx.now())
+        except LinkRefused as refusal:
+            return await render_template("verify.html", error=str(refusal), token=token), 410
+        return await render_template("verify.html", email=link.email, token=token), 200
+
+    @blueprint.post("/verify/<token>")
+    @public
+    async def verify(token: str) -> Response | tuple[str, int]:
+        try:
+            user = await verify_email(ctx.spool, token, ctx.now())
+        except LinkRefused as refusal:
+            return await render_template("verify.html", error=str(refusal), token=token), 410
+        await flash(f"{user.email} is confirmed.", "success")
+        return see_other("/account" if g.get("viewer") is not None else "/login")
+
+    @blueprint.get("/password/forgot")
+    @public
+    async def forgot_form() -> str:
+        return await render_template("password_forgot.html", sent=False)
+
+    @blueprint.post("/password/forgot")
+    @public
+    async def forgot() -> str:
+        form = await request.form
+        email = form.get("email", "").strip()[:320]
+        if email:
+            await request_password_reset(
+                ctx.spool,
+                mailer,
+                email=email,
+                client=request.remote_addr or "",
+                public_url=public_url,
+                now=ctx.now(),
+            )
+        return await render_template("password_forgot.html", sent=True, answer=FORGOT_ANSWER)
+
+    async def password_page(
+        kind: str, token: str, error: str | None, status: int
+    ) -> tuple[str, int]:
+        email = None
+        if error is None or status == 400:
+            try:
+                email = check_link(ctx.spool, token, (PASSWORD_LINKS[kind],), ctx.now()).email
+            except LinkRefused as refusal:
+                error, status = str(refusal), 410
+        page = await render_template(
+            "password_set.html", kind=kind, token=token, email=email, error=error
+        )
+        return page, status
+
+    @blueprint.get("/password/<any(reset, set):kind>/<token>")
+    @public
+    async def password_form(kind: str, token: str) -> tuple[str, int]:
+        return await password_page(kind, token, None, 200)
+
+    @blueprint.post("/password/<any(reset, set):kind>/<token>")
+    @public
+    async def set_password(kind: str, token: str) -> Response | tuple[str, int]:
+        form = await request.form
+        password = form.get("password", "")
+        if password != form.get("password_confirm", ""):
+            return await password_page(kind, token, "The two passwords differ.", 400)
+        try:
+            check_link(ctx.spool, token, (PASSWORD_LINKS[kind],), ctx.now())
+            await set_password_by_link(ctx.spool, token, password, ctx.now())
+        except PasswordRefused as refusal:
+            return await password_page(kind, token, str(refusal), 400)
+        except LinkRefused as refusal:
+            return await password_page(kind, token, str(refusal), 410)
+        await flash("Your password is set. Sign in with it.", "success")
+        return see_other("/login")
+
+    return blueprint
