@@ -16,7 +16,13 @@ from postwire._core import WriteBatch
 from postwire.store.email_index import TABLE, index_email_event, indexed_event_ids
 from postwire.store.email_samples import SampleSender, sample_emails, seed_emails, uuid7_at
 from postwire.store.email_search import EmailFilter, EmailPage, find_emails, id_floor
-from postwire.store.emails import EMAILS, EmailRecord, email_key, record_last_event
+from postwire.store.emails import (
+    EMAILS,
+    EmailRecord,
+    email_key,
+    index_earlier_emails,
+    record_last_event,
+)
 from postwire.store.spool import TABLES, Spool
 
 TEAM = "team-a"
@@ -176,3 +182,20 @@ def test_uuid7_at_sorts_by_time() -> None:
 
 def test_page_type_is_plain() -> None:
     assert EmailPage([], None, None).partial is False
+
+
+async def test_emails_kept_before_the_index_get_their_entries_once(spool: Spool) -> None:
+    records = list(
+        sample_emails(TEAM, SENDERS, 30, start_ms=START_MS, end_ms=START_MS + 30 * HOUR_MS)
+    )
+    batch = WriteBatch()
+    for record in records:  # as an earlier version wrote them: records alone
+        EMAILS.put(batch, email_key(TEAM, record.id), record)
+    await spool.commit(batch)
+    assert find_emails(spool, TEAM, EmailFilter(domain_id="dom-2"), limit=100).emails == []
+    assert await index_earlier_emails(spool) == 30
+    expected = [r.id for r in records[::-1] if r.domain_id == "dom-2"]
+    assert [
+        r.id for r in find_emails(spool, TEAM, EmailFilter(domain_id="dom-2"), limit=100).emails
+    ] == expected
+    assert await index_earlier_emails(spool) == 0  # done once

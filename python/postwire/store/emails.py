@@ -12,6 +12,7 @@ from typing import Final
 from postwire._core import WriteBatch
 from postwire.api.models import EmailObject
 from postwire.errors import ApiError, LeaseLostError, NoSuchMessageError
+from postwire.store.email_index import TABLE as INDEX_TABLE
 from postwire.store.email_index import index_new_email, move_status
 from postwire.store.spool import Spool
 from postwire.store.tables import Table
@@ -71,6 +72,10 @@ def put_new_email(batch: WriteBatch, record: EmailRecord) -> None:
     """Add a new email's record and its index entries to `batch` (no message: `add_email`
     spools one too; seeded records for benchmarks have none)."""
     EMAILS.put(batch, email_key(record.team_id, record.id), record)
+    _index(batch, record)
+
+
+def _index(batch: WriteBatch, record: EmailRecord) -> None:
     index_new_email(
         batch,
         team_id=record.team_id,
@@ -178,3 +183,31 @@ async def cancel_email(spool: Spool, record: EmailRecord, now_ms: int) -> EmailR
     batch = WriteBatch()
     batch.remove(record.id, now_ms)
     return await _change_scheduled(spool, batch, replace(record, last_event="canceled"), "canceled")
+
+
+# Set in `email_index` once every email record has its index entries.
+_INDEXED_MARK: Final = b"indexed/v1"
+_INDEX_BATCH: Final = 2_000
+
+
+async def index_earlier_emails(spool: Spool) -> int:
+    """Give the email records kept before the index existed their index entries, once (a
+    mark records that it was done); returns how many records were read. Run at start-up,
+    before intake: an email changed while this runs could leave a stale status entry, which
+    the Emails page would skip (it checks every record it lists) but not remove."""
+    if spool.get(INDEX_TABLE, _INDEXED_MARK) is not None:
+        return 0
+    read = 0
+    cursor: str | None = None
+    while True:
+        rows = EMAILS.scan(spool, cursor=cursor, limit=_INDEX_BATCH)
+        batch = WriteBatch()
+        for _, record in rows:
+            _index(batch, record)
+        if len(rows) < _INDEX_BATCH:
+            batch.put(INDEX_TABLE, _INDEXED_MARK, b"1")
+        await spool.commit(batch)
+        read += len(rows)
+        if len(rows) < _INDEX_BATCH:
+            return read
+        cursor = rows[-1][0]
