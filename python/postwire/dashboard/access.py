@@ -7,6 +7,8 @@ passed) and the role `member` for GET/HEAD, `admin` for any other method. Marks:
     @pending_mfa   also reachable by a session whose second factor is pending (the challenge)
     @mfa_setup     reachable when the team requires MFA and the user has none yet (enrolment)
     @requires(r)   the role needed for every method of the view
+    @signed_post   no CSRF token: the POST carries its own proof (the SAML assertion consumer,
+                   whose signed answer arrives cross-site, from the identity provider's page)
 
 Put the mark under the route decorator: `@bp.post("/x")` then `@requires("owner")`.
 """
@@ -30,6 +32,7 @@ class Access:
     pending_mfa: bool = False
     mfa_setup: bool = False
     role: str | None = None  # None: member for GET/HEAD, admin otherwise
+    signed_post: bool = False
 
 
 def access_of(view: Callable[..., Any]) -> Access:
@@ -52,6 +55,10 @@ def pending_mfa(view: ViewT) -> ViewT:
 
 def mfa_setup(view: ViewT) -> ViewT:
     return _mark(view, mfa_setup=True)
+
+
+def signed_post(view: ViewT) -> ViewT:
+    return _mark(view, signed_post=True)
 
 
 def requires(role: str) -> Callable[[ViewT], ViewT]:
