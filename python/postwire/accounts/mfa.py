@@ -9,22 +9,24 @@ whatever the code's kind, so a 6-digit code cannot be guessed at speed.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Final, Literal
 
 from postwire import _core
-from postwire.accounts import passkeys, recovery_codes, totp
+from postwire.accounts import passkeys, recovery_codes, totp, users
 from postwire.accounts.passkeys import PasskeyError, RelyingParty
 from postwire.store import mfa_devices as store
 from postwire.store.mfa_devices import (
     CodeFailures,
     MfaDevice,
     RecoveryCodes,
-    TeamMfaPolicy,
     WebAuthnChallenge,
 )
 from postwire.store.spool import Spool
+
+log = logging.getLogger("postwire.accounts.mfa")
 
 FAILURE_WINDOW_MS: Final = 15 * 60 * 1000
 # An unconfirmed TOTP enrolment is forgotten after this long.
@@ -55,14 +57,27 @@ def confirmed_devices(spool: Spool, user_id: str) -> list[MfaDevice]:
 
 
 def team_requires_mfa(spool: Spool, team_id: str) -> bool:
-    policy = store.get_team_policy(spool, team_id)
-    return policy is not None and policy.require_mfa
+    """Whether the team's policy (the record the request guard reads) requires MFA."""
+    return users.team_policy(spool, team_id).require_mfa
 
 
 async def set_team_requires_mfa(
     spool: Spool, team_id: str, required: bool, by_user_id: str, now: datetime
 ) -> None:
-    await store.put_team_policy(spool, team_id, TeamMfaPolicy(required, _ms(now), by_user_id))
+    """Set the team's "require MFA"; its other settings (SSO) are kept as they are."""
+    async with spool.record_lock(f"policy/{team_id}"):
+        policy = users.team_policy(spool, team_id)
+        await users.set_team_policy(spool, replace(policy, require_mfa=required))
+    log.info("team %s: require MFA %s, set by user %s at %s", team_id, required, by_user_id, now)
+
+
+def members_without_mfa(spool: Spool, team_id: str) -> list[str]:
+    """The addresses of the team's members who have no second factor yet."""
+    return [
+        user.email
+        for _, user in users.members_of(spool, team_id)
+        if not user_has_mfa(spool, user.id)
+    ]
 
 
 def unused_recovery_codes(spool: Spool, user_id: str) -> int:
@@ -111,8 +126,9 @@ def pending_totp(spool: Spool, user_id: str, device_id: str, now: datetime) -> M
     return device if device.created_at_ms >= _ms(now) - ENROLMENT_MS else None
 
 
-def totp_uri(device: MfaDevice, account: str) -> str:
-    return totp.provisioning_uri(device.totp_secret, account, TOTP_ISSUER)
+def totp_qr_svg(device: MfaDevice, account: str) -> bytes:
+    """The enrolment's otpauth:// URI as an SVG QR code, for the app's camera."""
+    return totp.qr_code_svg(totp.provisioning_uri(device.totp_secret, account, TOTP_ISSUER))
 
 
 async def confirm_totp(

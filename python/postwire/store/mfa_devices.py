@@ -1,11 +1,11 @@
-"""Second factors of dashboard users and the teams' MFA policy, in the `mfa_devices` table.
+"""Second factors of dashboard users (TOTP authenticators, passkeys, recovery codes), in the
+`mfa_devices` table. (A team's "require MFA" is in its sign-in policy: store/users.py.)
 
 Keys (one table, prefixes by kind, so a device and its index commit in one batch):
 - `device/{user_id}/{device_id}`: an `MfaDevice` (a TOTP authenticator or a passkey);
 - `credential/{credential_id}`: which user and device a passkey's credential id belongs to
   (a passkey login starts from the credential the browser returns);
 - `recovery/{user_id}`: the SHA-256 of the user's unused recovery codes;
-- `policy/{team_id}`: whether the team requires MFA;
 - `challenge/{holder}`: a WebAuthn challenge waiting for the browser's answer (single use);
 - `failures/{user_id}`: wrong codes in the current window (guessing a 6-digit code is slow).
 
@@ -61,13 +61,6 @@ class RecoveryCodes:
 
 
 @dataclass(frozen=True, slots=True)
-class TeamMfaPolicy:
-    require_mfa: bool
-    updated_at_ms: int
-    updated_by: str  # user id
-
-
-@dataclass(frozen=True, slots=True)
 class WebAuthnChallenge:
     challenge: str  # base64url
     purpose: str  # ChallengePurpose
@@ -84,7 +77,6 @@ class CodeFailures:
 DEVICES = Table("mfa_devices", MfaDevice)
 CREDENTIALS = Table("mfa_devices", CredentialOwner)
 RECOVERY_CODES = Table("mfa_devices", RecoveryCodes)
-POLICIES = Table("mfa_devices", TeamMfaPolicy)
 CHALLENGES = Table("mfa_devices", WebAuthnChallenge)
 FAILURES = Table("mfa_devices", CodeFailures)
 
@@ -159,16 +151,6 @@ async def put_recovery_codes(spool: Spool, user_id: str, codes: RecoveryCodes) -
 async def delete_recovery_codes(spool: Spool, user_id: str) -> None:
     batch = WriteBatch()
     RECOVERY_CODES.delete(batch, recovery_key(user_id))
-    await spool.commit(batch)
-
-
-def get_team_policy(spool: Spool, team_id: str) -> TeamMfaPolicy | None:
-    return POLICIES.get(spool, f"policy/{team_id}")
-
-
-async def put_team_policy(spool: Spool, team_id: str, policy: TeamMfaPolicy) -> None:
-    batch = WriteBatch()
-    POLICIES.put(batch, f"policy/{team_id}", policy)
     await spool.commit(batch)
 
 
