@@ -73,6 +73,7 @@ def run_wrk(
     connections: int,
     token: str,
     server_pid: int,
+    cookie: str = "",
 ) -> Sample:
     wrk = wrk_path()
     if wrk is None:
@@ -80,7 +81,7 @@ def run_wrk(
     body = str(workload.body_file) if workload.body_file is not None else "-"
     command = [wrk, "-t1", f"-c{connections}", f"-d{seconds}s", "--timeout", REQUEST_TIMEOUT]
     command += ["-s", str(LUA_SCRIPT), base_url, "--", workload.method, workload.path, body]
-    env = {**os.environ, "BENCH_API_TOKEN": token}
+    env = {**os.environ, "BENCH_API_TOKEN": token, "BENCH_COOKIE": cookie}
 
     server_before, machine_before = process_cpu(server_pid), machine_busy()
     children_before = children_cpu()

@@ -1,6 +1,7 @@
 -- One fixed request per connection, formatted once per wrk thread.
 -- Usage: wrk -s request.lua URL -- METHOD PATH BODY_FILE ("-" for none)
--- The bearer token comes from $BENCH_API_TOKEN, so it stays off the command line.
+-- The bearer token comes from $BENCH_API_TOKEN, a Cookie header (the dashboard's session) from
+-- $BENCH_COOKIE, so they stay off the command line.
 
 function init(args)
   wrk.method = args[1]
@@ -14,6 +15,10 @@ function init(args)
   local token = os.getenv("BENCH_API_TOKEN")
   if token and token ~= "" then
     wrk.headers["Authorization"] = "Bearer " .. token
+  end
+  local cookie = os.getenv("BENCH_COOKIE")
+  if cookie and cookie ~= "" then
+    wrk.headers["Cookie"] = cookie
   end
 end
 

@@ -1,0 +1,1 @@
+"""The dashboard's Emails page under load: `python -m benchmarks.dashboard`."""
