@@ -15,14 +15,14 @@ from typing import Final
 
 from markupsafe import Markup, escape
 
-WIDTH: Final = 720
+WIDTH: Final = 480
 HEIGHT: Final = 220
-_LEFT: Final = 48  # room for the y axis' labels
+_LEFT: Final = 40  # room for the y axis' labels
 _RIGHT: Final = 8
 _TOP: Final = 10
 _BOTTOM: Final = 26  # room for the x axis' labels
 _GRID_LINES: Final = 4  # at most
-_MAX_X_LABELS: Final = 8
+_MAX_X_LABELS: Final = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,15 +62,23 @@ def short_number(value: float) -> str:
     return _trim(value)
 
 
-def bar_chart(title: str, labels: Sequence[str], series: Sequence[Series]) -> Markup:
-    """Stacked bars, one per label (a bucket of time), one layer per series, bottom up."""
+def bar_chart(
+    title: str,
+    labels: Sequence[str],
+    series: Sequence[Series],
+    *,
+    axis_labels: Sequence[str] | None = None,
+) -> Markup:
+    """Stacked bars, one per label (a bucket of time), one layer per series, bottom up. The
+    labels name the bars in tooltips; `axis_labels`, shorter, under the axis (default: the
+    same)."""
     count = len(labels)
     totals = [sum(s.values[i] for s in series) for i in range(count)]
     top, lines = y_axis(max(totals, default=0))
     plot_w, plot_h = WIDTH - _LEFT - _RIGHT, HEIGHT - _TOP - _BOTTOM
     slot = plot_w / max(count, 1)
     gap = min(slot * 0.2, 4.0)
-    parts = _frame(title, labels, top, lines, slot)
+    parts = _frame(title, axis_labels or labels, top, lines, slot)
     for i, label in enumerate(labels):
         base = 0.0
         x = _LEFT + i * slot + gap / 2
@@ -91,14 +99,20 @@ def bar_chart(title: str, labels: Sequence[str], series: Sequence[Series]) -> Ma
 
 
 def line_chart(
-    title: str, labels: Sequence[str], series: Sequence[Series], *, unit: str = ""
+    title: str,
+    labels: Sequence[str],
+    series: Sequence[Series],
+    *,
+    unit: str = "",
+    axis_labels: Sequence[str] | None = None,
 ) -> Markup:
-    """One line per series across the labels, a dot with a tooltip at each point."""
+    """One line per series across the labels, a dot with a tooltip at each point (labels and
+    `axis_labels` as for `bar_chart`)."""
     count = len(labels)
     top, lines = y_axis(max((v for s in series for v in s.values), default=0))
     plot_w, plot_h = WIDTH - _LEFT - _RIGHT, HEIGHT - _TOP - _BOTTOM
     slot = plot_w / max(count, 1)
-    parts = _frame(title, labels, top, lines, slot, unit=unit)
+    parts = _frame(title, axis_labels or labels, top, lines, slot, unit=unit)
     for s in series:
         points = [
             (_LEFT + (i + 0.5) * slot, _TOP + plot_h * (1 - value / top))
@@ -127,7 +141,7 @@ def _frame(
     plot_h = HEIGHT - _TOP - _BOTTOM
     parts = [
         f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
-        f'role="img" preserveAspectRatio="none"><title>{escape(title)}</title>'
+        f'role="img"><title>{escape(title)}</title>'
     ]
     for step in range(lines + 1):
         value = top * step / lines
