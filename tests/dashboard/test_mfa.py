@@ -159,12 +159,15 @@ def test_passkey_as_second_factor_and_alone(
     page.wait_for_url(dashboard_server.url("/emails"))
     log_out(page)
 
-    # Alone (a discoverable credential names its user), where the login page offers it.
+    # Alone, from the login page: a discoverable credential names its user.
     page.goto(dashboard_server.url("/login?next=/domains"))
-    if page.locator("#passkey-login").count():
-        page.wait_for_selector("#passkey-login:not([hidden])")
-        page.click("#passkey-login")
-        page.wait_for_url(dashboard_server.url("/domains"))
+    page.wait_for_selector("#passkey-login:not([hidden])")
+    screenshot(page, "mfa-login-with-passkey")
+    page.click("#passkey-login")
+    page.wait_for_url(dashboard_server.url("/domains"))
+
+
+MEMBER = "member@example.org"
 
 
 def test_a_team_requiring_mfa_holds_members_without_it_at_enrolment(
@@ -181,13 +184,44 @@ def test_a_team_requiring_mfa_holds_members_without_it_at_enrolment(
     assert path_of(page) == "/account/mfa", page.url
     assert "Your team requires a second factor" in page.content()
     screenshot(page, "mfa-account-required")
-    for blocked in ("/emails", "/domains", "/api-keys", "/team", "/team/mfa", "/account"):
+    enrol_totp(page, dashboard_server)
+    page.goto(dashboard_server.url("/team/mfa"))
+    assert path_of(page) == "/team/mfa" and page.is_checked("#require-mfa")
+    page.goto(dashboard_server.url("/account/mfa"))
+    owner_device_id = page.get_attribute("#mfa-devices tr[data-device-id]", "data-device-id")
+    log_out(page)
+
+    # Another member without a second factor reaches nothing but enrolment.
+    dashboard_server.create_user(MEMBER, PASSWORD, team="Acme")
+    log_in(page, dashboard_server, MEMBER, PASSWORD)
+    assert path_of(page) == "/account/mfa", page.url
+    for blocked in (
+        "/emails",
+        "/domains",
+        "/api-keys",
+        "/webhooks",
+        "/team",
+        "/team/mfa",
+        "/account",
+    ):
         page.goto(dashboard_server.url(blocked))
         assert path_of(page) == "/account/mfa", (blocked, page.url)
-
     secret, _ = enrol_totp(page, dashboard_server)
     page.goto(dashboard_server.url("/team/mfa"))
     assert path_of(page) == "/team/mfa"
-    assert page.is_checked("#require-mfa")
+    assert page.locator("#members-without-mfa").count() == 0
     screenshot(page, "mfa-team-required")
+
+    # Another user's device is not found from this account, even with the right password.
+    status = page.evaluate(
+        """async ({deviceId, password}) => {
+            const token = document.querySelector('input[name="csrf_token"]').value;
+            const body = new URLSearchParams({csrf_token: token, password});
+            const answer = await fetch(`/account/mfa/devices/${deviceId}/remove`,
+                                       {method: "POST", body, redirect: "manual"});
+            return answer.status;
+        }""",
+        {"deviceId": owner_device_id, "password": PASSWORD},
+    )
+    assert status == 404
     assert pyotp.TOTP(secret).now()
