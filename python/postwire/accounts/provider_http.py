@@ -36,12 +36,21 @@ class ProviderHttp:
         self._vet = vet
 
     async def get_json(self, url: str, *, headers: Mapping[str, str] | None = None) -> Any:
-        return await self._send("GET", url, headers=headers, form=None)
+        status, body = await self._send("GET", url, headers=headers, form=None)
+        return _json(url, status, body)
 
     async def post_form(
         self, url: str, form: Mapping[str, str], *, headers: Mapping[str, str] | None = None
     ) -> Any:
-        return await self._send("POST", url, headers=headers, form=form)
+        status, body = await self._send("POST", url, headers=headers, form=form)
+        return _json(url, status, body)
+
+    async def get_text(self, url: str) -> str:
+        """A document (SAML metadata) as text; an error status is refused."""
+        status, body = await self._send("GET", url, headers={"Accept": "*/*"}, form=None)
+        if status >= 400:
+            raise ProviderError(f"The identity provider answered {status} at {url}.")
+        return body.decode("utf-8", "replace")
 
     async def _send(
         self,
@@ -50,7 +59,7 @@ class ProviderHttp:
         *,
         headers: Mapping[str, str] | None,
         form: Mapping[str, str] | None,
-    ) -> Any:
+    ) -> tuple[int, bytes]:
         target = parse_http_url(url)
         if target is None:
             raise ProviderError(f"The identity provider gave an address that is not a URL: {url}")
@@ -84,16 +93,19 @@ class ProviderHttp:
             raise ProviderError(
                 f"The identity provider at {url} could not be reached ({type(error).__name__})."
             ) from None
-        try:
-            document = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            raise ProviderError(
-                f"The identity provider answered {response.status_code} with something other"
-                f" than JSON at {url}."
-            ) from None
-        if response.status_code >= 400:
-            raise ProviderError(_error_text(url, response.status_code, document))
-        return document
+        return response.status_code, body
+
+
+def _json(url: str, status: int, body: bytes) -> Any:
+    try:
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise ProviderError(
+            f"The identity provider answered {status} with something other than JSON at {url}."
+        ) from None
+    if status >= 400:
+        raise ProviderError(_error_text(url, status, document))
+    return document
 
 
 async def _read_capped(response: httpx.Response) -> bytes:

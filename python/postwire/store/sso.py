@@ -119,6 +119,12 @@ def put_pending_login(batch: WriteBatch, handle: str, record: PendingLoginRecord
     PENDING_LOGINS.insert(batch, _pending_key(handle), record)
 
 
+async def save_pending_login(spool: Spool, handle: str, record: PendingLoginRecord) -> None:
+    batch = WriteBatch()
+    put_pending_login(batch, handle, record)
+    await spool.commit(batch)
+
+
 def get_pending_login(spool: Spool, handle: str) -> PendingLoginRecord | None:
     return PENDING_LOGINS.get(spool, _pending_key(handle))
 
@@ -161,8 +167,10 @@ def _proven_key(ticket: str) -> str:
     return f"proven/{secret_sha256(ticket)}"
 
 
-def put_proven_login(batch: WriteBatch, ticket: str, record: ProvenLoginRecord) -> None:
+async def save_proven_login(spool: Spool, ticket: str, record: ProvenLoginRecord) -> None:
+    batch = WriteBatch()
     PROVEN_LOGINS.insert(batch, _proven_key(ticket), record)
+    await spool.commit(batch)
 
 
 async def take_proven_login(spool: Spool, ticket: str) -> ProvenLoginRecord | None:

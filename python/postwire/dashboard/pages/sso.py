@@ -1,11 +1,342 @@
-"""The sso page module: its owner replaces this empty blueprint with the pages."""
+"""Sign-in with Google, GitHub and a team's own identity provider (OpenID Connect or SAML 2.0),
+and the team's SSO settings page (`sso_team.py`, nested here).
+
+    GET  /login/google, /login/github       start an OAuth / OpenID Connect sign-in
+    GET  /login/sso, POST /login/sso        ask the address, find the team whose SSO answers it
+    GET  /login/sso/<team>                  start the team's sign-in (OIDC or SAML)
+    GET  /auth/callback/<provider>          the provider's answer: google, github, oidc
+    GET  /auth/saml/<team>/metadata         the team's service provider metadata
+    POST /auth/saml/<team>/acs              the IdP's signed answer (cross-site: no CSRF token)
+    GET  /auth/saml/<team>/done             the same browser picks the proven identity up
+
+Each sign-in is bound to the browser that started it by the `pw_sso` cookie (random; only its
+SHA-256 is kept with the login), so a callback URL or a SAML answer carried to another browser
+signs no one in there (login CSRF).
+"""
 
 from __future__ import annotations
 
-from quart import Blueprint
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from typing import Final
+from urllib.parse import urlencode
 
+import httpx
+import trio
+from quart import Blueprint, Response, render_template, request
+
+from postwire.accounts import oauth, saml
+from postwire.accounts.identity_linking import SignInRefused, account_for_identity
+from postwire.accounts.oidc import Identity
+from postwire.accounts.provider_http import ProviderError, ProviderHttp
+from postwire.accounts.saml import SamlError
+from postwire.dashboard.access import public, signed_post
 from postwire.dashboard.context import DashboardContext
+from postwire.dashboard.login_flow import LoginRefused, finish_login
+from postwire.dashboard.next_url import safe_next
+from postwire.dashboard.pages import sso_team
+from postwire.dashboard.redirects import see_other
+from postwire.store.accounts import TEAMS
+from postwire.store.sso import (
+    PendingLoginRecord,
+    ProvenLoginRecord,
+    get_sso_config,
+    save_pending_login,
+    save_proven_login,
+    secret_sha256,
+    take_pending_login,
+    take_proven_login,
+    team_for_email_domain,
+)
+
+BROWSER_COOKIE: Final = "pw_sso"
+# A proven SAML identity waits this long for its browser's next request.
+PROVEN_TTL: Final = timedelta(minutes=2)
+
+
+class _Refused(Exception):
+    """A sign-in that cannot go on; `message` is shown on the page."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 def routes(ctx: DashboardContext) -> Blueprint:
-    return Blueprint("sso", __name__)
+    blueprint = Blueprint("sso", __name__)
+    blueprint.register_blueprint(sso_team.routes(ctx))
+    public_url = ctx.config.dashboard.public_url.rstrip("/")
+    allow_private = ctx.config.auth.allow_private_issuers
+
+    def callback_url(provider: str) -> str:
+        return f"{public_url}/auth/callback/{provider}"
+
+    @asynccontextmanager
+    async def provider_http(*, vet: bool) -> AsyncIterator[ProviderHttp]:
+        async with httpx.AsyncClient(timeout=15.0, follow_redirects=False) as client:
+            yield ProviderHttp(client, vet=vet and not allow_private)
+
+    async def start(settings: oauth.ProviderSettings | None) -> Response:
+        if settings is None:
+            return await _refusal("This way of signing in is not set up here.", status=404)
+        browser = request.cookies.get(BROWSER_COOKIE) or secrets.token_urlsafe(32)
+        try:
+            async with provider_http(vet=settings.tenant_chosen) as http:
+                url = await oauth.begin_provider_login(
+                    ctx.spool,
+                    http,
+                    settings,
+                    redirect_uri=callback_url(settings.provider),
+                    next_url=safe_next(request.args.get("next")),
+                    browser_secret=browser,
+                    now=ctx.now(),
+                    allow_private=allow_private,
+                )
+        except ProviderError as error:
+            return await _refusal(str(error), status=502)
+        return _with_browser_cookie(see_other(url), browser)
+
+    @blueprint.get("/login/google")
+    @public
+    async def login_google() -> Response:
+        return await start(oauth.google_settings(ctx.config.auth))
+
+    @blueprint.get("/login/github")
+    @public
+    async def login_github() -> Response:
+        return await start(oauth.github_settings(ctx.config.auth))
+
+    @blueprint.get("/login/sso")
+    @public
+    async def login_sso_form() -> str:
+        return await render_template(
+            "sso_login.html", next_url=safe_next(request.args.get("next")), email="", error=None
+        )
+
+    @blueprint.post("/login/sso")
+    @public
+    async def login_sso_find() -> str | Response:
+        form = await request.form
+        email = form.get("email", "").strip()
+        next_url = safe_next(form.get("next"))
+        team_id = team_for_email_domain(ctx.spool, email.rpartition("@")[2].lower())
+        config = None if team_id is None else get_sso_config(ctx.spool, team_id)
+        if team_id is None or config is None or not config.protocol:
+            return await render_template(
+                "sso_login.html",
+                next_url=next_url,
+                email=email,
+                error="No team signs in with SSO for this address. Use your password, or ask"
+                " your team's owner for the team's sign-in link.",
+            )
+        # A link, not a redirect: the page's CSP keeps forms on this origin (form-action),
+        # and the identity provider is elsewhere.
+        team = TEAMS.get(ctx.spool, team_id)
+        return await render_template(
+            "sso_continue.html",
+            team_name=team.name if team is not None else "your team",
+            start_url=f"/login/sso/{team_id}?{urlencode({'next': next_url})}",
+        )
+
+    @blueprint.get("/login/sso/<team_id>")
+    @public
+    async def login_sso_team(team_id: str) -> Response:
+        config = get_sso_config(ctx.spool, team_id)
+        if config is None or not config.protocol:
+            return await _refusal("This team has no single sign-on set up.", status=404)
+        if config.protocol == "oidc":
+            return await start(oauth.team_oidc_settings(config))
+        return await start_saml(team_id, config.saml_metadata_xml)
+
+    async def start_saml(team_id: str, metadata_xml: str) -> Response:
+        browser = request.cookies.get(BROWSER_COOKIE) or secrets.token_urlsafe(32)
+        now = ctx.now()
+        try:
+            request_id, url = await trio.to_thread.run_sync(
+                saml.authn_request, public_url, team_id, metadata_xml, ""
+            )
+        except SamlError as error:
+            return await _refusal(str(error), status=502)
+        record = PendingLoginRecord(
+            provider="saml",
+            team_id=team_id,
+            nonce="",
+            code_verifier="",
+            next_url=safe_next(request.args.get("next")),
+            browser_sha256=secret_sha256(browser),
+            redirect_uri=saml.service_provider_urls(public_url, team_id)[1],
+            created_at=now.isoformat(),
+            expires_at=(now + oauth.LOGIN_TTL).isoformat(),
+        )
+        await save_pending_login(ctx.spool, request_id, record)
+        return _with_browser_cookie(see_other(url), browser)
+
+    @blueprint.get("/auth/callback/<provider>")
+    @public
+    async def callback(provider: str) -> Response:
+        if provider not in ("google", "github", "oidc"):
+            return await _refusal("Unknown sign-in provider.", status=404)
+        args = request.args
+        if "error" in args:
+            return await _refusal(
+                f"The identity provider did not sign you in ({args.get('error', '')[:100]})."
+            )
+        try:
+            login = await oauth.take_login(
+                ctx.spool,
+                state=args.get("state", ""),
+                provider=provider,
+                browser_secret=request.cookies.get(BROWSER_COOKIE),
+                now=ctx.now(),
+            )
+            settings = _settings_for(ctx, login)
+            async with provider_http(vet=settings.tenant_chosen) as http:
+                identity = await oauth.complete_provider_login(
+                    http,
+                    settings,
+                    login,
+                    code=args.get("code", ""),
+                    now=ctx.now(),
+                    allow_private=allow_private,
+                )
+            return await _sign_in(ctx, identity, login.provider, login.team_id, login.next_url)
+        except (ProviderError, _Refused, SignInRefused, LoginRefused) as error:
+            return await _refusal(_message(error))
+
+    @blueprint.get("/auth/saml/<team_id>/metadata")
+    @public
+    async def saml_metadata(team_id: str) -> Response:
+        if TEAMS.get(ctx.spool, team_id) is None:
+            return await _refusal("Unknown team.", status=404)
+        document = await trio.to_thread.run_sync(saml.sp_metadata, public_url, team_id)
+        return Response(document, mimetype="application/samlmetadata+xml")
+
+    @blueprint.post("/auth/saml/<team_id>/acs")
+    @public
+    @signed_post
+    async def saml_acs(team_id: str) -> Response:
+        form = await request.form
+        answer = form.get("SAMLResponse", "")
+        login_id = saml.in_response_to(answer) or ""
+        login = await take_pending_login(ctx.spool, login_id) if login_id else None
+        if login is None or login.provider != "saml" or login.team_id != team_id:
+            return await _refusal(
+                "This SAML answer matches no sign-in started here, or was used already."
+                " Start again from the login page."
+            )
+        config = get_sso_config(ctx.spool, team_id)
+        if config is None or config.protocol != "saml":
+            return await _refusal("This team has no SAML sign-in set up.")
+        try:
+            if ctx.now().isoformat() >= login.expires_at:
+                raise SamlError("This sign-in took too long and expired. Start again.")
+            identity = await trio.to_thread.run_sync(
+                saml.verify_response,
+                public_url,
+                team_id,
+                config.saml_metadata_xml,
+                answer,
+                login_id,
+            )
+        except SamlError as error:
+            return await _refusal(str(error))
+        ticket = secrets.token_urlsafe(32)
+        proven = ProvenLoginRecord(
+            team_id=team_id,
+            email=identity.email,
+            name=identity.name,
+            next_url=login.next_url,
+            browser_sha256=login.browser_sha256,
+            expires_at=(ctx.now() + PROVEN_TTL).isoformat(),
+        )
+        await save_proven_login(ctx.spool, ticket, proven)
+        # A top-level GET next: the browser's SameSite=Lax cookie comes with it.
+        return see_other(f"/auth/saml/{team_id}/done?ticket={ticket}")
+
+    @blueprint.get("/auth/saml/<team_id>/done")
+    @public
+    async def saml_done(team_id: str) -> Response:
+        proven = await take_proven_login(ctx.spool, request.args.get("ticket", ""))
+        browser = secret_sha256(request.cookies.get(BROWSER_COOKIE) or "")
+        if (
+            proven is None
+            or proven.team_id != team_id
+            or ctx.now().isoformat() >= proven.expires_at
+        ):
+            return await _refusal("This sign-in was already used or expired. Start again.")
+        if not secrets.compare_digest(browser, proven.browser_sha256):
+            return await _refusal(
+                "This sign-in was started in another browser. Start again from the login page"
+                " in this browser."
+            )
+        identity = Identity(
+            email=proven.email, email_verified=True, name=proven.name, subject=proven.email
+        )
+        try:
+            return await _sign_in(ctx, identity, "saml", team_id, proven.next_url)
+        except (SignInRefused, LoginRefused) as error:
+            return await _refusal(_message(error))
+
+    return blueprint
+
+
+def _settings_for(ctx: DashboardContext, login: PendingLoginRecord) -> oauth.ProviderSettings:
+    """The provider of a taken login, as configured now (a team may have changed it since)."""
+    auth = ctx.config.auth
+    settings = None
+    if login.provider == "google":
+        settings = oauth.google_settings(auth)
+    elif login.provider == "github":
+        settings = oauth.github_settings(auth)
+    elif login.team_id is not None:
+        config = get_sso_config(ctx.spool, login.team_id)
+        settings = None if config is None else oauth.team_oidc_settings(config)
+    if settings is None:
+        raise _Refused("This way of signing in is no longer set up here.")
+    return settings
+
+
+async def _sign_in(
+    ctx: DashboardContext,
+    identity: Identity,
+    provider: str,
+    team_id: str | None,
+    next_url: str,
+) -> Response:
+    user = await account_for_identity(
+        ctx.spool,
+        identity,
+        provider=provider,
+        team_id=team_id,
+        signup=ctx.config.auth.signup,
+        now=ctx.now(),
+    )
+    # A team's own provider signs in with method "sso", which passes the team's "enforce SSO".
+    method = "sso" if team_id is not None else provider
+    response = await finish_login(ctx, user, method=method, next_url=next_url, team_id=team_id)
+    response.delete_cookie(BROWSER_COOKIE, path="/", secure=True, httponly=True, samesite="Lax")
+    return response
+
+
+def _with_browser_cookie(response: Response, browser: str) -> Response:
+    response.set_cookie(
+        BROWSER_COOKIE,
+        browser,
+        max_age=int(oauth.LOGIN_TTL.total_seconds()),
+        path="/",
+        secure=True,
+        httponly=True,
+        samesite="Lax",
+    )
+    return response
+
+
+def _message(error: Exception) -> str:
+    return getattr(error, "message", None) or str(error)
+
+
+async def _refusal(message: str, *, status: int = 400) -> Response:
+    page = await render_template("error.html", title="Sign-in did not complete", message=message)
+    return Response(page, status=status, mimetype="text/html")
