@@ -199,3 +199,31 @@ async def test_emails_kept_before_the_index_get_their_entries_once(spool: Spool)
         r.id for r in find_emails(spool, TEAM, EmailFilter(domain_id="dom-2"), limit=100).emails
     ] == expected
     assert await index_earlier_emails(spool) == 0  # done once
+
+
+@pytest.mark.parametrize(
+    ("wanted", "found"),
+    [
+        (EmailFilter(search="ÜNÏ"), True),  # not ASCII: checked on the decoded record
+        (EmailFilter(subject='say "hi"'), True),  # JSON escapes quotes: no byte prefilter
+        (EmailFilter(search="back\\slash"), True),
+        (EmailFilter(tag='q"t=v\\1'), True),  # tags as orjson writes them
+        (EmailFilter(tag='q"t=v'), False),
+        (EmailFilter(tag="q"), False),
+        (EmailFilter(status="delivered", tag='q"t'), True),
+        (EmailFilter(status="bounced", search="ünï"), False),
+    ],
+)
+async def test_texts_json_escapes_and_non_ascii_still_match(
+    spool: Spool, wanted: EmailFilter, found: bool
+) -> None:
+    (record,) = sample_emails(TEAM, SENDERS, 1, start_ms=START_MS, end_ms=START_MS + 1)
+    odd = replace(
+        record,
+        subject='Ünïcode, say "hi", back\\slash',
+        tags=[{"name": 'q"t', "value": "v\\1"}],
+        last_event="delivered",
+    )
+    await seed_emails(spool, [odd])
+    page = find_emails(spool, TEAM, wanted, limit=10)
+    assert [r.id for r in page.emails] == ([odd.id] if found else [])

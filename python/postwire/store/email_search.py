@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
+import orjson
+
 from postwire.store.email_index import (
     API_KEY,
     DOMAIN,
@@ -70,15 +72,44 @@ class EmailFilter:
                 return False
         return not self.tag or _has_tag(record, self.tag)
 
-    def raw_terms(self) -> list[bytes]:
-        """Terms every matching record's stored bytes contain (lower-cased), to skip decoding
-        records that cannot match; only ASCII terms that JSON stores as they are."""
-        terms = [self.sender, self.to, self.subject, self.search, self.tag.partition("=")[0]]
-        return [
-            term.lower().encode()
-            for term in terms
-            if term and term.isascii() and '"' not in term and "\\" not in term
+    def raw_terms(self) -> RawTerms:
+        """What every matching record's stored JSON contains, to skip decoding those that
+        cannot match: indexed values and tags as orjson writes them, and the ASCII text terms
+        that JSON stores as they are (compared lower-cased)."""
+        exact = [
+            b'"%s":%s' % (name.encode(), orjson.dumps(value))
+            for name, value in (
+                ("last_event", self.status),
+                ("domain_id", self.domain_id),
+                ("api_key_id", self.api_key_id),
+            )
+            if value is not None
         ]
+        if self.tag:
+            name, has_value, value = self.tag.partition("=")
+            tag = b'{"name":' + orjson.dumps(name) + b","
+            exact.append(tag + b'"value":' + orjson.dumps(value) + b"}" if has_value else tag)
+        texts = [self.sender, self.to, self.subject, self.search]
+        folded = [
+            text.lower().encode()
+            for text in texts
+            if text and text.isascii() and text.isprintable() and not {'"', "\\"} & set(text)
+        ]
+        return RawTerms(tuple(exact), tuple(folded))
+
+
+@dataclass(frozen=True, slots=True)
+class RawTerms:
+    exact: tuple[bytes, ...]  # byte for byte
+    folded: tuple[bytes, ...]  # in the record's bytes lower-cased
+
+    def admit(self, raw: bytes) -> bool:
+        if not all(term in raw for term in self.exact):
+            return False
+        if not self.folded:
+            return True
+        lowered = raw.lower()
+        return all(term in lowered for term in self.folded)
 
 
 def _has_tag(record: EmailRecord, wanted: str) -> bool:
@@ -166,7 +197,8 @@ def _walk(
     (`reverse`) or oldest first, up to `stop`, reading at most `budget` records."""
     walk = _Walk([])
     last_read = start
-    for email_id, record in _source(spool, team_id, wanted, start, reverse):
+    terms = wanted.raw_terms()
+    for email_id, raw in _source(spool, team_id, wanted, start, reverse):
         if stop is not None and (email_id < stop if reverse else email_id >= stop):
             break
         if walk.read == budget:
@@ -174,7 +206,10 @@ def _walk(
             break
         walk.read += 1
         last_read = email_id
-        if record is not None and wanted.matches(record):
+        if raw is None or not terms.admit(raw):
+            continue
+        record = EMAILS.decode(raw)
+        if wanted.matches(record):
             walk.found.append(record)
             if len(walk.found) > limit:
                 walk.more = True
@@ -184,8 +219,9 @@ def _walk(
 
 def _source(
     spool: Spool, team_id: str, wanted: EmailFilter, start: str | None, reverse: bool
-) -> Iterator[tuple[str, EmailRecord | None]]:
-    """(id, record or None when filtered out unread) pairs from the best source."""
+) -> Iterator[tuple[str, bytes | None]]:
+    """(id, stored record) pairs from the best source; None for an index entry whose record
+    is gone."""
     indexed = (
         (STATUS, wanted.status),
         (API_KEY, wanted.api_key_id),
@@ -195,29 +231,14 @@ def _source(
         if value is not None:
             prefix = index_prefix(kind, team_id, value)
             for email_id in scan_index_ids(spool, prefix, start, reverse=reverse, chunk=_CHUNK):
-                yield email_id, EMAILS.get(spool, email_key(team_id, email_id))
+                yield email_id, spool.get(EMAILS.name, email_key(team_id, email_id).encode())
             return
-    yield from _records(spool, team_id, wanted, start, reverse)
-
-
-def _records(
-    spool: Spool, team_id: str, wanted: EmailFilter, start: str | None, reverse: bool
-) -> Iterator[tuple[str, EmailRecord | None]]:
-    """The team's email records in id order (or reversed) after `start`, decoding only those
-    whose stored bytes hold every ASCII term of the filter."""
-    prefix = f"{team_id}/".encode()
-    cursor = None if start is None else prefix + start.encode()
-    terms = wanted.raw_terms()
+    records = f"{team_id}/".encode()
+    cursor = None if start is None else records + start.encode()
     while True:
-        rows = spool.scan(EMAILS.name, prefix=prefix, cursor=cursor, reverse=reverse, limit=_CHUNK)
+        rows = spool.scan(EMAILS.name, prefix=records, cursor=cursor, reverse=reverse, limit=_CHUNK)
         for key, raw in rows:
-            email_id = key[len(prefix) :].decode()
-            if terms:
-                lowered = raw.lower()
-                if not all(term in lowered for term in terms):
-                    yield email_id, None
-                    continue
-            yield email_id, EMAILS.decode(raw)
+            yield key[len(records) :].decode(), raw
         if len(rows) < _CHUNK:
             return
         cursor = rows[-1][0]
