@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from quart import Blueprint, Response, flash, g, render_template, request
 from werkzeug.exceptions import NotFound
 
-from postwire.accounts import mfa
+from postwire.accounts import login_limits, mfa
 from postwire.accounts.passkeys import RelyingParty
 from postwire.accounts.passwords import verify_password
 from postwire.dashboard.access import mfa_setup, requires
@@ -75,17 +75,22 @@ def _viewer() -> Viewer:
 
 async def reauthenticated(ctx: DashboardContext, user: UserRecord, form: dict[str, str]) -> bool:
     """Whether the form proves the person is the user again: their password, or a code from
-    their authenticator (or a recovery code, used up). Wrong codes count as at login."""
+    their authenticator (or a recovery code, used up). Wrong passwords count against the
+    login limits, wrong codes as at the MFA challenge: a stolen session cannot guess either."""
+    limit = ctx.config.auth.max_login_failures
     password = form.get("password", "")
     if password and user.password_hash is not None:
-        return await verify_password(user.password_hash, password)
+        now, address = ctx.now_seconds(), request.remote_addr or ""
+        if login_limits.login_blocked(ctx.spool, user.email, address, now, limit):
+            return False
+        if await verify_password(user.password_hash, password):
+            return True
+        await login_limits.record_failure(ctx.spool, user.email, address, now, limit)
+        return False
     code = form.get("code", "")
     if not code:
         return False
-    outcome = await mfa.check_code(
-        ctx.spool, user.id, code, ctx.now(), max_failures=ctx.config.auth.max_login_failures
-    )
-    return outcome == "ok"
+    return await mfa.check_code(ctx.spool, user.id, code, ctx.now(), max_failures=limit) == "ok"
 
 
 async def _recovery_codes_page(codes: list[str], title: str) -> Response:
