@@ -1,0 +1,205 @@
+"""People in a browser: an owner invites someone, who accepts by the link (taken from the
+server's log: no `auth.mail_from`), signs in and sees the team; roles change; a member is
+refused what admins may do; a forgotten password is reset by its link; an address is confirmed;
+other sessions are logged out. Every page of the area is saved as a screenshot."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+from playwright.sync_api import Browser, Page, expect
+
+from tests.dashboard.conftest import PAGE_TIMEOUT_MS, DashboardServer, StartDashboard, log_in
+from tests.dashboard.screenshots import screenshot
+
+OWNER = "owner@example.org"
+PASSWORD = "correct horse battery staple 42"
+INVITED = "bo@example.net"
+INVITED_PASSWORD = "bo's own long passphrase"
+
+
+def _link(server: DashboardServer, what: str, address: str) -> str:
+    """The last link of kind `what` the server logged for `address`."""
+    pattern = re.compile(rf"{what} link for {re.escape(address)}: (\S+)")
+    server.wait_for_log(pattern, what=f"{what} link for {address}")
+    return pattern.findall(server.log_text())[-1]
+
+
+def _path(page: Page) -> str:
+    return urlsplit(page.url).path
+
+
+def _new_page(browser: Browser) -> Page:
+    profile = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
+    profile.set_default_timeout(PAGE_TIMEOUT_MS)
+    return profile.new_page()
+
+
+def test_an_invited_person_joins_changes_role_and_is_refused_what_admins_do(
+    dashboard_server: DashboardServer, page: Page, browser: Browser
+) -> None:
+    dashboard_server.create_user(OWNER, PASSWORD, team="Acme")
+    log_in(page, dashboard_server, OWNER, PASSWORD)
+    page.goto(dashboard_server.url("/team"))
+    expect(page.locator("h1")).to_have_text("Acme")
+    page.fill("#invite-email", INVITED)
+    page.select_option("#invite-role", "admin")
+    page.click("#invite-form button[type=submit]")
+    expect(page.locator(".flash-success")).to_contain_text(f"sent to {INVITED}")
+    expect(page.locator(f'#invitations tr[data-invitation="{INVITED}"]')).to_contain_text("admin")
+    screenshot(page, "people-team-owner")
+
+    link = _link(dashboard_server, "invitation", INVITED)
+    assert link.startswith(dashboard_server.dashboard_url + "/invite/")
+    invited = _new_page(browser)
+    invited.goto(link)
+    expect(invited.locator("h1")).to_have_text("Join Acme")
+    screenshot(invited, "people-invitation")
+    invited.fill("#invite-name", "Bo")
+    invited.fill("#invite-password", INVITED_PASSWORD)
+    invited.fill("#invite-password-confirm", INVITED_PASSWORD)
+    invited.click("form.stacked button[type=submit]")
+    invited.wait_for_load_state()
+    assert _path(invited) == "/emails", invited.content()
+    invited.goto(dashboard_server.url("/team"))
+    expect(invited.locator(f'#members tr[data-member="{INVITED}"]')).to_contain_text("admin")
+    expect(invited.locator(f'#members tr[data-member="{OWNER}"]')).to_contain_text("owner")
+    screenshot(invited, "people-team-admin")
+
+    # The link is spent: opened again, it says so in plain words.
+    again = invited.goto(link)
+    assert again is not None and again.status == 410
+    expect(invited.locator(".flash-error")).to_contain_text("does not work")
+
+    # The owner makes Bo a member; the pending invitation is gone.
+    page.goto(dashboard_server.url("/team"))
+    expect(page.locator("#invitations")).to_have_count(0)
+    row = page.locator(f'#members tr[data-member="{INVITED}"]')
+    row.locator("select").select_option("member")
+    row.locator("button", has_text="Change role").click()
+    expect(page.locator(".flash-success")).to_contain_text(f"{INVITED} is now member")
+    expect(row).to_contain_text("member")
+
+    # The last owner can be neither demoted nor leave.
+    own_row = page.locator(f'#members tr[data-member="{OWNER}"]')
+    own_row.locator("select").select_option("admin")
+    own_row.locator("button", has_text="Change role").click()
+    expect(page.locator(".flash-error")).to_contain_text("last owner")
+
+    # A member sees no invitation form, and sending one anyway is refused with a 403 page.
+    invited.goto(dashboard_server.url("/team"))
+    expect(invited.locator("#invite-form")).to_have_count(0)
+    csrf = invited.locator('input[name="csrf_token"]').first.get_attribute("value")
+    assert csrf
+    with invited.expect_navigation() as refused:
+        invited.evaluate(
+            """([csrf, email]) => {
+            const form = document.createElement("form");
+            form.method = "post";
+            form.action = "/team/invitations";
+            for (const [name, value] of [["csrf_token", csrf], ["email", email]]) {
+                const input = document.createElement("input");
+                input.name = name;
+                input.value = value;
+                form.appendChild(input);
+            }
+            document.body.appendChild(form);
+            form.submit();
+        }""",
+            [csrf, "cy@example.net"],
+        )
+    response = refused.value
+    assert response is not None and response.status == 403
+    expect(invited.locator("body")).to_contain_text("does not allow")
+    screenshot(invited, "people-member-refused")
+    assert "invitation link for cy@example.net" not in dashboard_server.log_text()
+
+
+def test_a_forgotten_password_is_reset_by_its_link(
+    dashboard_server: DashboardServer, page: Page
+) -> None:
+    dashboard_server.create_user(OWNER, PASSWORD, team="Acme")
+    page.goto(dashboard_server.url("/login"))
+    page.click("text=Forgot your password?")
+    screenshot(page, "people-password-forgot")
+    answers = []
+    for address in ("nobody@example.org", OWNER):
+        page.goto(dashboard_server.url("/password/forgot"))
+        page.fill("#forgot-email", address)
+        page.click("form.stacked button[type=submit]")
+        answers.append(page.locator("#forgot-answer").inner_text())
+    assert answers[0] == answers[1]  # the same words, account or not
+    screenshot(page, "people-password-forgot-sent")
+
+    link = _link(dashboard_server, "password reset", OWNER)
+    assert "link for nobody@example.org" not in dashboard_server.log_text()
+    page.goto(link)
+    screenshot(page, "people-password-reset")
+    new_password = "a brand new passphrase 7"
+    page.fill("#password-new", new_password)
+    page.fill("#password-confirm", "not the same passphrase")
+    page.click("form.stacked button[type=submit]")
+    expect(page.locator(".flash-error")).to_contain_text("differ")
+    page.fill("#password-new", new_password)
+    page.fill("#password-confirm", new_password)
+    page.click("form.stacked button[type=submit]")
+    page.wait_for_load_state()
+    assert _path(page) == "/login"
+
+    log_in(page, dashboard_server, OWNER, PASSWORD)
+    assert _path(page) == "/login"  # the old password no longer works
+    log_in(page, dashboard_server, OWNER, new_password)
+    assert _path(page) == "/emails", page.content()
+    assert page.goto(link) is not None
+    expect(page.locator(".flash-error")).to_contain_text("does not work")
+
+
+def test_log_out_other_sessions(
+    dashboard_server: DashboardServer, page: Page, browser: Browser
+) -> None:
+    dashboard_server.create_user(OWNER, PASSWORD, team="Acme")
+    elsewhere = _new_page(browser)
+    log_in(elsewhere, dashboard_server, OWNER, PASSWORD)
+    log_in(page, dashboard_server, OWNER, PASSWORD)
+    page.goto(dashboard_server.url("/account"))
+    expect(page.locator("#sessions tbody tr")).to_have_count(2)
+    expect(page.locator("#account-email")).to_have_text(OWNER)
+    screenshot(page, "people-account")
+    page.click("text=Log out other sessions")
+    expect(page.locator(".flash-success")).to_contain_text("1 other session signed out")
+    expect(page.locator("#sessions tbody tr")).to_have_count(1)
+
+    elsewhere.goto(dashboard_server.url("/emails"))
+    assert _path(elsewhere) == "/login"
+    page.goto(dashboard_server.url("/emails"))
+    assert _path(page) == "/emails"
+
+
+def test_a_signed_up_address_is_confirmed_by_its_link(
+    start_dashboard: StartDashboard, page: Page
+) -> None:
+    server = start_dashboard(auth_signup="open")
+    page.goto(server.url("/signup"))
+    page.fill('input[name="name"]', "Di")
+    page.fill('input[name="email"]', "di@example.net")
+    page.fill('input[name="password"]', PASSWORD)
+    if page.locator('input[name="team"]').count():
+        page.fill('input[name="team"]', "Di's team")
+    page.click('form button[type="submit"]')
+    page.wait_for_load_state()
+    page.goto(server.url("/account"))
+    expect(page.locator("#verify-banner")).to_be_visible()
+    page.goto(server.url("/team"))
+    page.fill("#invite-email", "someone@example.net")
+    page.click("#invite-form button[type=submit]")
+    expect(page.locator(".flash-error")).to_contain_text("Confirm your own address")
+
+    link = _link(server, "address verification", "di@example.net")
+    page.goto(link)
+    screenshot(page, "people-verify")
+    page.click("form.stacked button[type=submit]")
+    page.wait_for_load_state()
+    assert _path(page) == "/account"
+    expect(page.locator(".flash-success")).to_contain_text("di@example.net is confirmed")
+    expect(page.locator("#verify-banner")).to_have_count(0)
