@@ -23,7 +23,8 @@ def _link(server: DashboardServer, what: str, address: str) -> str:
     """The last link of kind `what` the server logged for `address`."""
     pattern = re.compile(rf"{what} link for {re.escape(address)}: (\S+)")
     server.wait_for_log(pattern, what=f"{what} link for {address}")
-    return pattern.findall(server.log_text())[-1]
+    links: list[str] = pattern.findall(server.log_text())
+    return links[-1]
 
 
 def _path(page: Page) -> str:
