@@ -60,7 +60,23 @@ async def request_password_reset(
     public_url: str,
     now: datetime,
 ) -> None:
-    """Mail a reset link if `email` has an account and the limits allow; nothing to tell."""
+    """Mail a reset link if `email` has an account and the limits allow; nothing to tell. It
+    never raises: it runs detached from the request that asked (whose answer must not depend
+    on it), so a failure is logged rather than allowed to take the dashboard down."""
+    try:
+        await _request_password_reset(spool, mailer, email, client, public_url, now)
+    except Exception:
+        log.exception("a password reset request failed")
+
+
+async def _request_password_reset(
+    spool: Spool,
+    mailer: SystemMailer,
+    email: str,
+    client: str,
+    public_url: str,
+    now: datetime,
+) -> None:
     now_ms = _millis(now)
     client_key = f"reset-client/{client[:64]}"
     if count_requests(spool, client_key, now_ms) >= MAX_RESETS_PER_CLIENT:

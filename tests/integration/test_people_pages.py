@@ -1,0 +1,189 @@
+"""The Team and Account pages served by the dashboard app over a real spool, through its
+request guard with real sessions: ids of another team's members and invitations answered 404,
+roles enforced (a member may change their own account, not invite), forms without the CSRF
+token refused, and a password reset asked for answering alike, its mail sent after the
+answer."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import trio
+from quart.typing import TestClientProtocol as Client
+
+from postwire import _core
+from postwire.accounts.invitations import invite
+from postwire.accounts.sessions import start_session
+from postwire.accounts.system_mail import SystemMailer
+from postwire.accounts.users import add_membership, create_user, get_membership, get_user
+from postwire.config import load_config
+from postwire.dashboard.app import create_dashboard
+from postwire.dashboard.context import DashboardContext
+from postwire.store.accounts import create_team
+from postwire.store.invitations import pending_invitations
+from postwire.store.sessions import SessionRecord
+from postwire.store.spool import TABLES, Spool
+from postwire.store.users import UserRecord
+
+
+@dataclass
+class Visitor:
+    client: Client
+    token: str
+    session: SessionRecord
+
+    async def post(self, path: str, form: dict[str, str], *, csrf: bool = True) -> int:
+        fields = {"csrf_token": self.session.csrf_token} if csrf else {}
+        response = await self.client.post(
+            path, form=fields | form, headers={"Cookie": f"pw_session={self.token}"}
+        )
+        return response.status_code
+
+    async def get(self, path: str) -> tuple[int, str]:
+        response = await self.client.get(path, headers={"Cookie": f"pw_session={self.token}"})
+        return response.status_code, await response.get_data(as_text=True)
+
+
+@dataclass
+class Site:
+    spool: Spool
+    client: Client
+    owner: Visitor
+    member: Visitor
+    member_user: UserRecord
+    team_id: str
+    outsider: UserRecord  # the owner of another team
+    other_team_id: str
+    other_invitation_id: str
+
+
+async def _visitor(spool: Spool, client: Client, user: UserRecord, team_id: str) -> Visitor:
+    now = datetime.now(UTC).timestamp()
+    token, session = await start_session(
+        spool, user, team_id, mfa_pending=False, method="password", now=now
+    )
+    return Visitor(client, token, session)
+
+
+@pytest.fixture
+async def site(tmp_path: Path) -> AsyncIterator[Site]:
+    config = load_config(None, {"POSTWIRE_DATA_DIR": str(tmp_path)})
+    spool = Spool(_core.Spool(tmp_path / "spool", tables=list(TABLES)))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(spool.dispatch_completions)
+        now = datetime.now(UTC)
+        team = await create_team(spool, "Ours", now)
+        other = await create_team(spool, "Theirs", now)
+        people = []
+        for address, team_id, role in [
+            ("ann@example.org", team.id, "owner"),
+            ("bob@example.org", team.id, "member"),
+            ("eve@example.org", other.id, "owner"),
+        ]:
+            user = await create_user(
+                spool, email=address, name=address[:3], now=now, email_verified=True
+            )
+            await add_membership(spool, user.id, team_id, role, now)  # type: ignore[arg-type]
+            people.append(user)
+        theirs = await invite(
+            spool,
+            SystemMailer(config, spool),
+            team=other,
+            email="zed@example.org",
+            role="member",
+            inviter=people[2],
+            inviter_role="owner",
+            public_url=config.dashboard.public_url,
+            now=now,
+        )
+        app = create_dashboard(DashboardContext(config=config, spool=spool))
+        async with app.test_app() as test_app:
+            client = test_app.test_client()
+            yield Site(
+                spool=spool,
+                client=client,
+                owner=await _visitor(spool, client, people[0], team.id),
+                member=await _visitor(spool, client, people[1], team.id),
+                member_user=people[1],
+                team_id=team.id,
+                outsider=people[2],
+                other_team_id=other.id,
+                other_invitation_id=theirs.id,
+            )
+        nursery.cancel_scope.cancel()
+    await spool.close()
+
+
+async def test_another_teams_ids_are_not_found(site: Site) -> None:
+    owner, outsider = site.owner, site.outsider.id
+    assert await owner.post(f"/team/members/{outsider}/role", {"role": "member"}) == 404
+    assert await owner.post(f"/team/members/{outsider}/remove", {}) == 404
+    assert await owner.post(f"/team/invitations/{site.other_invitation_id}/revoke", {}) == 404
+    assert get_membership(site.spool, outsider, site.other_team_id) is not None
+    assert [i.id for i in pending_invitations(site.spool, site.other_team_id)] == [
+        site.other_invitation_id
+    ]
+    status, page = await owner.get("/team")
+    assert status == 200 and "eve@example.org" not in page and "zed@example.org" not in page
+
+
+async def test_roles_are_enforced_and_own_account_is_a_members(site: Site) -> None:
+    member = site.member
+    assert await member.post("/team/invitations", {"email": "x@example.org"}) == 403
+    assert await member.post(f"/team/members/{site.member_user.id}/role", {"role": "owner"}) == (
+        403
+    )
+    assert await member.post("/team/name", {"name": "Mine"}) == 403
+    status, page = await member.get("/team")
+    assert status == 200 and 'id="invite-form"' not in page and "Revoke" not in page
+    assert await member.post("/account/name", {"name": "Bobby"}) == 303
+    renamed = get_user(site.spool, site.member_user.id)
+    assert renamed is not None and renamed.name == "Bobby"
+    assert await site.owner.post("/team/name", {"name": "  Ours   again "}) == 303
+    _, page = await member.get("/team")
+    assert "<h1>Ours again</h1>" in page
+
+
+async def test_forms_without_the_csrf_token_are_refused(site: Site) -> None:
+    owner = site.owner
+    assert await owner.post("/team/invitations", {"email": "x@example.org"}, csrf=False) == 403
+    assert await owner.post("/account/sessions/others", {}, csrf=False) == 403
+    assert pending_invitations(site.spool, site.team_id) == []
+
+
+async def test_signed_out_visitors_go_to_login(site: Site) -> None:
+    for path in ("/team", "/account"):
+        response = await site.client.get(path)
+        assert response.status_code == 303
+        assert response.headers["Location"] == f"/login?next={path}"
+
+
+async def test_a_reset_asked_for_answers_alike_and_mails_after(
+    site: Site, caplog: pytest.LogCaptureFixture
+) -> None:
+    form_page = await site.client.get("/password/forgot")
+    cookie = form_page.headers["Set-Cookie"].split(";")[0]
+    token = re.search(r'name="csrf_token" value="([^"]+)"', await form_page.get_data(as_text=True))
+    assert token is not None
+    answers = []
+    with caplog.at_level(logging.WARNING):
+        for address in ("nobody@example.org", "BOB@example.org"):
+            response = await site.client.post(
+                "/password/forgot",
+                form={"csrf_token": token.group(1), "email": address},
+                headers={"Cookie": cookie},
+            )
+            assert response.status_code == 200
+            page = await response.get_data(as_text=True)
+            answers.append(re.sub(r'value="[^"]+"', "", page))
+        with trio.fail_after(5):
+            while "password reset link for bob@example.org" not in caplog.text:
+                await trio.sleep(0.01)
+    assert answers[0] == answers[1]
+    assert "link for nobody" not in caplog.text
