@@ -82,7 +82,8 @@ def test_an_unverified_address_is_refused_in_words(
 ) -> None:
     server = _start(
         start_dashboard,
-        f'google_client_id = "postwire-google"\ngoogle_issuer = "{provider}"',
+        f'google_client_id = "postwire-google"\ngoogle_client_secret = "s3cret"\n'
+        f'google_issuer = "{provider}"',
         signup="open",
     )
     page.goto(server.url("/login/google"))
@@ -97,7 +98,8 @@ def test_invite_only_refuses_an_unknown_address(
 ) -> None:
     server = _start(
         start_dashboard,
-        f'google_client_id = "postwire-google"\ngoogle_issuer = "{provider}"',
+        f'google_client_id = "postwire-google"\ngoogle_client_secret = "s3cret"\n'
+        f'google_issuer = "{provider}"',
         signup="invite_only",
     )
     page.goto(server.url("/login/google"))
@@ -161,7 +163,7 @@ def test_a_team_signs_in_through_its_own_openid_connect_provider(
     page.goto(server.url("/team"))
     page.fill("#invite-email", BOB.email)
     page.locator("#invite-form button[type=submit]").click()
-    expect(page.get_by_text(BOB.email)).to_be_visible()
+    expect(page.get_by_role("cell", name=BOB.email)).to_be_visible()
 
     bob = page.context.browser.new_context()  # type: ignore[union-attr]
     try:

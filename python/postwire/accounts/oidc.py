@@ -123,9 +123,10 @@ async def exchange_code(
         "code": code,
         "redirect_uri": redirect_uri,
         "client_id": client_id,
-        "client_secret": client_secret,
         "code_verifier": code_verifier,
     }
+    if client_secret:  # else a public client: PKCE alone binds the code to this login
+        form["client_secret"] = client_secret
     tokens = await http.post_form(token_endpoint, form)
     if not isinstance(tokens, dict):
         raise ProviderError("The identity provider's token response is not a JSON object.")
