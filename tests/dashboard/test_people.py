@@ -1,17 +1,24 @@
 """People in a browser: an owner invites someone, who accepts by the link (taken from the
 server's log: no `auth.mail_from`), signs in and sees the team; roles change; a member is
 refused what admins may do; a forgotten password is reset by its link; an address is confirmed;
-other sessions are logged out. Every page of the area is saved as a screenshot."""
+other sessions are logged out; with `auth.mail_from` under a verified domain the invitation
+arrives by mail, DKIM-signed. Every page of the area is saved as a screenshot."""
 
 from __future__ import annotations
 
 import re
+from email import message_from_bytes
+from email.policy import default
 from urllib.parse import urlsplit
 
+import resend
 from playwright.sync_api import Browser, Page, expect
 
 from tests.dashboard.conftest import PAGE_TIMEOUT_MS, DashboardServer, StartDashboard, log_in
 from tests.dashboard.screenshots import screenshot
+from tests.dns_server import AuthoritativeDnsServer
+from tests.e2e.conftest import DOMAIN, dkim_verifies, verified_domain, wait_until
+from tests.smtp_receiver import ScriptedSmtpReceiver
 
 OWNER = "owner@example.org"
 PASSWORD = "correct horse battery staple 42"
@@ -204,3 +211,42 @@ def test_a_signed_up_address_is_confirmed_by_its_link(
     assert _path(page) == "/account"
     expect(page.locator(".flash-success")).to_contain_text("di@example.net is confirmed")
     expect(page.locator("#verify-banner")).to_have_count(0)
+
+
+def test_with_mail_from_the_invitation_is_mailed_signed(
+    start_dashboard: StartDashboard,
+    dns_server: AuthoritativeDnsServer,
+    smtp_receiver: ScriptedSmtpReceiver,
+    page: Page,
+    browser: Browser,
+) -> None:
+    server = start_dashboard(auth_extra=f'mail_from = "Postwire <accounts@{DOMAIN}>"')
+    resend.api_url = server.base_url
+    resend.api_key = server.create_key("admin")
+    try:
+        verified_domain(dns_server, DOMAIN)
+    finally:
+        resend.api_key = None
+    server.create_user(OWNER, PASSWORD, team="Acme")
+    log_in(page, server, OWNER, PASSWORD)
+    page.goto(server.url("/team"))
+    page.fill("#invite-email", INVITED)
+    page.click("#invite-form button[type=submit]")
+    expect(page.locator(".flash-success")).to_contain_text(f"sent to {INVITED}")
+
+    wait_until(lambda: bool(smtp_receiver.received()), "the invitation to arrive")
+    (received,) = smtp_receiver.received()
+    assert received.rcpt_tos == [INVITED]
+    assert dkim_verifies(received.content, dns_server)
+    message = message_from_bytes(received.content, policy=default)
+    assert message["From"] == f"Postwire <accounts@{DOMAIN}>"
+    assert message["Subject"] == "Join Acme on Postwire"
+    text = message.get_body(("plain",))
+    assert text is not None
+    match = re.search(r"(http://\S+/invite/\S+)", text.get_content())
+    assert match, text.get_content()
+    assert "invitation link for" not in server.log_text()  # mailed, not logged
+
+    invited = _new_page(browser)
+    invited.goto(match.group(1))
+    expect(invited.locator("h1")).to_have_text("Join Acme")
