@@ -31,5 +31,9 @@ def screenshot_path(name: str) -> Path:
 def screenshot(page: Page, name: str) -> Path:
     """A full-page PNG of what `page` shows now, saved as `name`; returns its path."""
     path = screenshot_path(name)
+    # Chromium paints a frame only once it has been in view: an email's HTML below the fold
+    # would show blank in a full-page capture.
+    for frame in page.locator("iframe").all():
+        frame.scroll_into_view_if_needed()
     page.screenshot(path=str(path), full_page=True)
     return path

@@ -1,7 +1,8 @@
 """The dashboard end to end, as a person uses it in chromium: log in as the owner created from
 the shell, add a domain and publish its records in Knot DNS, verify it, create an API key and
 read its token off the page, send with the official `resend` SDK, watch the email turn
-`delivered` on the Emails page, open its page, then Metrics. Every page is screenshotted."""
+`delivered` on the Emails page, open its page, then Metrics and every other page of the menu.
+Every page is screenshotted."""
 
 from __future__ import annotations
 
@@ -145,6 +146,8 @@ def open_email_page(page: Page, email_id: str) -> None:
     # The HTML part in a sandboxed frame: no scripts, no same-origin access.
     frame = page.locator("iframe.email-html")
     assert frame.get_attribute("sandbox") == ""
+    shown = page.frame_locator("iframe.email-html").locator("body")
+    assert shown.inner_text().strip() == "Your parcel is on its way."
     screenshot(page, "journey-08-email-page")
 
 
@@ -155,6 +158,18 @@ def open_metrics(page: Page) -> None:
     assert value == "1", value
     assert page.locator('[data-metric="sent"] .value').inner_text() == "1"
     screenshot(page, "journey-09-metrics")
+
+
+def visit_every_page(page: Page) -> None:
+    """Every page of the main menu opens as itself (no error page) and is screenshotted."""
+    labels = page.locator("nav.nav a").all_inner_texts()
+    assert labels[:2] == ["Emails", "Metrics"], labels
+    for n, label in enumerate(labels, start=1):
+        page.click(f"nav.nav >> text={label}")
+        page.wait_for_load_state()
+        assert page.locator('nav.nav a[aria-current="page"]').inner_text() == label
+        assert page.inner_text("h1"), f"{label}: no heading"
+        screenshot(page, f"journey-10-page-{n:02d}-{label.lower()}")
 
 
 def test_an_owner_sends_from_a_new_domain_and_watches_the_email_delivered(
@@ -186,3 +201,4 @@ def test_an_owner_sends_from_a_new_domain_and_watches_the_email_delivered(
 
     open_email_page(page, email_id)
     open_metrics(page)
+    visit_every_page(page)
