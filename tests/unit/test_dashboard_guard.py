@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import trio
 from quart import Blueprint
-from quart.typing import TestClientProtocol
+from quart.typing import TestClientProtocol as ClientProtocol
 
 from postwire import _core
 from postwire.accounts import passwords, sessions, users
@@ -43,7 +43,7 @@ class Clock:
 
 @dataclass
 class Dashboard:
-    client: TestClientProtocol
+    client: ClientProtocol
     ctx: DashboardContext
     clock: Clock
     team: TeamRecord
