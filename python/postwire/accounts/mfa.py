@@ -98,12 +98,15 @@ async def new_recovery_codes(spool: Spool, user_id: str, now: datetime) -> list[
 
 async def start_totp_enrolment(spool: Spool, user_id: str, now: datetime) -> MfaDevice:
     """A new TOTP device, not yet counted: its secret goes to the QR code, and the first code
-    typed from the app confirms it. Stale unconfirmed enrolments of the user are dropped."""
-    devices = store.list_devices(spool, user_id)
-    for stale in devices:
-        if not stale.confirmed and stale.created_at_ms < _ms(now) - ENROLMENT_MS:
-            await store.delete_device(spool, stale)
-    if len(devices) >= store.MAX_DEVICES_PER_USER:
+    typed from the app confirms it. The user's earlier unconfirmed enrolment, if any, is
+    dropped: one waits at a time, so setups begun and abandoned do not pile up."""
+    confirmed = []
+    for listed in store.list_devices(spool, user_id):
+        if listed.confirmed:
+            confirmed.append(listed)
+        else:
+            await store.delete_device(spool, listed)
+    if len(confirmed) >= store.MAX_DEVICES_PER_USER - 1:  # room for this one
         raise MfaError("You have too many devices; remove one first.")
     device = MfaDevice(
         id=_core.new_id(),
@@ -244,8 +247,9 @@ async def begin_passkey_registration(
 ) -> str:
     """Options (JSON) for navigator.credentials.create; the challenge is kept for `holder`
     (the session asking), single use."""
-    existing = [d.credential_id for d in store.list_devices(spool, user_id) if d.kind == "passkey"]
-    if len(store.list_devices(spool, user_id)) >= store.MAX_DEVICES_PER_USER:
+    confirmed = confirmed_devices(spool, user_id)
+    existing = [d.credential_id for d in confirmed if d.kind == "passkey"]
+    if len(confirmed) >= store.MAX_DEVICES_PER_USER - 1:  # room for a TOTP setup under way
         raise MfaError("You have too many devices; remove one first.")
     options = passkeys.registration_options(rp, user_id, user_name, user_name, existing)
     pending = WebAuthnChallenge(
