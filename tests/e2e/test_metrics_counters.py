@@ -132,6 +132,22 @@ def test_counters_equal_the_events_across_a_kill(
         assert client.get(pixel).status_code == 200
         assert client.get(click, follow_redirects=False).status_code == 302
 
+    # The REST API reads the same counters (compared with the events below).
+    api_totals = dict(resend.Emails.metrics({})["totals"])
+    by_hour = resend.Emails.metrics(
+        {
+            "granularity": "hourly",
+            "dimensions": ["period", "domain"],
+            "metrics": ["sent", "bounce_rate"],
+        }
+    )
+    by_day = resend.Emails.metrics(
+        {"timezone": "America/New_York", "dimensions": ["period"], "domain_id": [domain["id"]]}
+    )
+    with pytest.raises(resend.exceptions.ResendError, match="granularity"):
+        resend.Emails.metrics({"granularity": "yearly"})  # type: ignore[arg-type]
+    with pytest.raises(resend.exceptions.ResendError, match="domain_id"):
+        resend.Emails.metrics({"domain_id": ["0190a000-0000-7000-8000-0000000000d9"]})
     metrics_server.stop()
 
     events = spool_events(metrics_server.data_dir)
@@ -151,3 +167,13 @@ def test_counters_equal_the_events_across_a_kill(
     assert by_team == by_team_day == by_domain
     assert by_team["unique_opened"] == 1 and by_team["unique_clicked"] == 1
     assert by_team["bounced_permanent"] == 1
+
+    assert {name: api_totals[name] for name in by_team} == dict(by_team)
+    assert api_totals["received"] == 0  # not counted (documented)
+    assert api_totals["bounce_rate"] == round(100 / (by_team["delivered"] + 1), 2)
+    hours = [row for row in by_hour["data"] if row["sent"]]
+    assert sum(int(row["sent"]) for row in hours) == by_team["sent"]
+    assert {row["domain_name"] for row in hours} == {DOMAIN}
+    assert set(by_hour["totals"]) == {"sent", "bounce_rate"}
+    assert len(by_day["data"]) == 7 and by_day["granularity"] == "daily"
+    assert sum(int(row["delivered"]) for row in by_day["data"]) == by_team["delivered"]

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 import trio
@@ -18,6 +19,7 @@ from postwire.metrics.views import (
     covering_range,
     dates_range,
     metrics_report,
+    period_counts,
     preset_range,
     rates,
 )
@@ -208,3 +210,30 @@ def test_rates() -> None:
         "open_rate": 66.67,
         "click_rate": 33.33,
     }
+
+
+async def test_period_counts_by_local_day_and_by_utc_day(spool: Spool) -> None:
+    batch = _core.WriteBatch()
+    # 2026-07-01 02:00 UTC is still June 30 in New York; 15:00 UTC is July 1 there too.
+    for moment in (datetime(2026, 7, 1, 2, tzinfo=UTC), datetime(2026, 7, 1, 15, tzinfo=UTC)):
+        add_count(batch, TEAM, None, "sent", int(moment.timestamp() * 1000))
+    add_count(
+        batch, TEAM, None, "sent", int(datetime(2026, 7, 3, 23, tzinfo=UTC).timestamp() * 1000)
+    )
+    await spool.commit(batch)
+    start, stop = datetime(2026, 6, 30, tzinfo=UTC), datetime(2026, 7, 5, 6, tzinfo=UTC)
+    local = period_counts(spool, TEAM, None, start, stop, ZoneInfo("America/New_York"), "daily")
+    assert {k.date().isoformat(): v for k, v in local.items()} == {
+        "2026-06-30": {"sent": 1}, "2026-07-01": {"sent": 1}, "2026-07-03": {"sent": 1},
+    }  # fmt: skip
+    utc = period_counts(spool, TEAM, None, start, stop, UTC, "daily")
+    assert {k.date().isoformat(): v for k, v in utc.items()} == {
+        "2026-07-01": {"sent": 2}, "2026-07-03": {"sent": 1},
+    }  # fmt: skip
+    # A start within a day reads its remaining hours, not the whole day.
+    late = period_counts(
+        spool, TEAM, None, datetime(2026, 7, 1, 3, tzinfo=UTC), stop, UTC, "weekly"
+    )
+    assert late == {datetime(2026, 6, 29, tzinfo=UTC): {"sent": 2}}
+    monthly = period_counts(spool, TEAM, None, start, stop, UTC, "monthly")
+    assert monthly == {datetime(2026, 7, 1, tzinfo=UTC): {"sent": 3}}

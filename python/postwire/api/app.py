@@ -24,6 +24,7 @@ from postwire.api import (
     contact_properties,
     contacts,
     domains,
+    email_metrics,
     emails,
     sandbox,
     segments,
@@ -107,6 +108,7 @@ def create_app(ctx: ApiContext) -> QuartTrio:
         return openapi_document(ctx.config.api.public_url)
 
     app.register_blueprint(api_keys.routes(ctx))
+    app.register_blueprint(email_metrics.routes(ctx))
     app.register_blueprint(emails.routes(ctx))
     app.register_blueprint(domains.routes(ctx))
     app.register_blueprint(suppressions.routes(ctx))

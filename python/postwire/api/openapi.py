@@ -14,7 +14,13 @@ import typing
 from typing import Any, Literal, NotRequired, Required, Union, get_args, get_origin
 
 import postwire
-from postwire.api import audience_models, broadcast_models, models, template_models
+from postwire.api import (
+    audience_models,
+    broadcast_models,
+    metrics_models,
+    models,
+    template_models,
+)
 from postwire.api.operation import PAGE_QUERY, Operation
 
 CORE_OPERATIONS: tuple[Operation, ...] = (
@@ -85,6 +91,7 @@ OPERATIONS: tuple[Operation, ...] = (
     + audience_models.OPERATIONS
     + template_models.OPERATIONS
     + broadcast_models.OPERATIONS
+    + metrics_models.OPERATIONS
 )
 
 # Update bodies whose every field is optional, but one of which must be there.

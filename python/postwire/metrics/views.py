@@ -4,8 +4,8 @@ rates, and one row of counts per bucket, read from the counters kept with events
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
-from typing import Final
+from datetime import UTC, date, datetime, timedelta, tzinfo
+from typing import Final, Literal
 
 from postwire.metrics.counters import COUNTS, DAY_MS, HOUR_MS, Granularity
 from postwire.store.metric_counters import read_counts
@@ -120,6 +120,76 @@ def metrics_report(
                 totals[name] += value
         series.append((span.bucket_start(bucket), row))
     return MetricsReport(span, totals, rates(totals), series)
+
+
+# Periods of the REST API's `granularity`: bucketed in a time zone, from the hour counters (or,
+# in UTC, the day ones: a long range stays a short scan).
+Period = Literal["hourly", "daily", "weekly", "monthly"]
+
+
+def period_start(moment: datetime, period: Period) -> datetime:
+    """The start of the period holding `moment` (aware, in its own zone); weeks from Monday."""
+    if period == "hourly":
+        return moment.replace(minute=0, second=0, microsecond=0)
+    day = moment.replace(hour=0, minute=0, second=0, microsecond=0)
+    if period == "weekly":
+        return day - timedelta(days=day.weekday())
+    if period == "monthly":
+        return day.replace(day=1)
+    return day
+
+
+def period_counts(
+    spool: Spool,
+    team_id: str,
+    domain_id: str | None,
+    start: datetime,
+    stop: datetime,
+    zone: tzinfo,
+    period: Period,
+) -> dict[datetime, dict[str, int]]:
+    """Period start (in `zone`) -> counter name -> count, over the hours (or, in `datetime.UTC`,
+    the days) that begin in [start, stop); periods without counts are left out. Counts are
+    kept per UTC hour, so a zone whose offset is not whole hours has its periods' boundaries
+    rounded to them."""
+    grouped: dict[datetime, dict[str, int]] = {}
+    for bucket_ms, row in _bucket_counts(spool, team_id, domain_id, start, stop, period, zone):
+        local = _moment(bucket_ms).astimezone(zone)
+        total = grouped.setdefault(period_start(local, period), {})
+        for name, value in row.items():
+            total[name] = total.get(name, 0) + value
+    return grouped
+
+
+def _bucket_counts(
+    spool: Spool,
+    team_id: str,
+    domain_id: str | None,
+    start: datetime,
+    stop: datetime,
+    period: Period,
+    zone: tzinfo,
+) -> list[tuple[int, dict[str, int]]]:
+    """(bucket start ms, counts) of the hours that begin in [start, stop); in UTC, periods of
+    days or more read the whole days among them from the day counters (a long range stays a
+    short scan) and only the ragged ends hour by hour."""
+    first_hour, end_hour = -(-_ms(start) // HOUR_MS), -(-_ms(stop) // HOUR_MS)
+    spans: list[tuple[Granularity, int, int]] = [("hour", first_hour, end_hour)]
+    if period != "hourly" and zone is UTC:
+        first_day, end_day = -(-first_hour // 24), end_hour // 24
+        if first_day < end_day:
+            spans = [
+                ("hour", first_hour, first_day * 24),
+                ("day", first_day, end_day),
+                ("hour", end_day * 24, end_hour),
+            ]
+    found: list[tuple[int, dict[str, int]]] = []
+    for granularity, first, end in spans:
+        size = HOUR_MS if granularity == "hour" else DAY_MS
+        if first < end:
+            counts = read_counts(spool, team_id, domain_id, granularity, first, end)
+            found.extend((bucket * size, row) for bucket, row in sorted(counts.items()))
+    return found
 
 
 def _percent(part: int, whole: int) -> float:
