@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import shlex
+import statistics
 import sys
 from collections.abc import Sequence
 from functools import partial
@@ -52,6 +53,13 @@ P99_GOAL_MS = 50.0
 
 def verdict(p99_ms: float, goal_ms: float = P99_GOAL_MS) -> str:
     return "met" if p99_ms < goal_ms else "**not met**"
+
+
+def cpu_ms_a_request(figure: Figure) -> float:
+    """The server's CPU time a page took, in milliseconds (median of the rounds)."""
+    return statistics.median(
+        s.server_cpu / s.requests_per_s * 1000 for s in figure.samples if s.requests
+    )
 
 
 def figure_row(figure: Figure) -> str:
@@ -86,13 +94,17 @@ def report(args: argparse.Namespace, m: Measured, load_average: LoadAverages) ->
         "",
         "CPU during the rounds (cores busy on average; 2 = the whole machine):",
         "",
-        "| page | server | wrk | everything else |",
-        "|---|---:|---:|---:|",
+        "| page | server | server CPU a request | wrk | everything else |",
+        "|---|---:|---:|---:|---:|",
         *(
             f"| {f.workload.name} | {f.median('server_cpu'):.2f} | "
-            f"{f.median('generator_cpu'):.2f} | {f.median('other_cpu'):.2f} |"
+            f"{cpu_ms_a_request(f):.1f} ms | {f.median('generator_cpu'):.2f} | "
+            f"{f.median('other_cpu'):.2f} |"
             for f in m.figures
         ),
+        "",
+        "The server's CPU a request (cores busy / requests a second, median of the rounds) "
+        "does not depend on what else the machine runs; the latencies do.",
     ]
     for profiled in m.profiles:
         lines += profile_section(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from benchmarks.api.__main__ import Figure
 from benchmarks.api.load import Sample, Workload
-from benchmarks.dashboard.__main__ import figure_row, verdict
+from benchmarks.dashboard.__main__ import cpu_ms_a_request, figure_row, verdict
 
 
 def sample(p50_ms: float, p99_ms: float, requests: int = 1000, errors: int = 0) -> Sample:
@@ -27,3 +27,10 @@ def test_a_row_has_the_medians_of_the_rounds_and_the_worst_p99() -> None:
     assert figure_row(figure) == (
         "| first page | `/emails` | 100 | 4.0 ms | 30.0 ms | 60.0 ms | 2 | met |"
     )
+
+
+def test_the_cpu_a_request_is_the_cores_busy_over_the_rate() -> None:
+    figure = Figure(Workload("first page", "GET", "/emails", None, 0), 4)
+    # 1.0 core busy at 100, 125 and 200 requests/s: 10, 8 and 5 ms of CPU a page.
+    figure.samples += [sample(3.0, 20.0, 1000), sample(3.0, 20.0, 1250), sample(3.0, 20.0, 2000)]
+    assert cpu_ms_a_request(figure) == 8.0
