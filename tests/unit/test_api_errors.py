@@ -65,8 +65,7 @@ async def api_client(
 
 
 UNKNOWN_ENDPOINTS = [
-    ("GET", "/emails/metrics"),  # upstream endpoints Postwire does not serve (yet)
-    ("GET", "/emails/receiving"),
+    ("GET", "/emails/receiving"),  # upstream endpoints Postwire does not serve (yet)
     ("GET", "/emails/receiving/01a20f9a-67fe-77e1-8da4-6826a52d0d20"),
     ("POST", "/domains/claim"),
     ("POST", "/suppressions/batch/add"),
