@@ -124,6 +124,39 @@ def test_an_invited_person_joins_changes_role_and_is_refused_what_admins_do(
     assert "invitation link for cy@example.net" not in dashboard_server.log_text()
 
 
+def test_an_existing_account_signs_in_from_the_invitation_and_joins(
+    dashboard_server: DashboardServer, page: Page, browser: Browser
+) -> None:
+    dashboard_server.create_user(OWNER, PASSWORD, team="Acme")
+    dashboard_server.create_user(INVITED, INVITED_PASSWORD, team="Bo's team")
+    log_in(page, dashboard_server, OWNER, PASSWORD)
+    page.goto(dashboard_server.url("/team"))
+    page.fill("#invite-email", INVITED)
+    page.click("#invite-form button[type=submit]")
+    link = _link(dashboard_server, "invitation", INVITED)
+
+    # Signed in as someone else, the link is not theirs to accept.
+    page.goto(link)
+    expect(page.locator(".card")).to_contain_text(f"You are signed in as {OWNER}")
+    expect(page.locator("text=Join Acme")).to_have_count(1)  # the title, no button
+
+    invited = _new_page(browser)
+    invited.goto(link)
+    invited.click("a.button:has-text('Sign in to accept')")
+    invited.fill('input[name="email"]', INVITED)
+    invited.fill('input[name="password"]', INVITED_PASSWORD)
+    invited.click('form button[type="submit"]')
+    invited.wait_for_load_state()
+    assert _path(invited).startswith("/invite/"), invited.content()
+    invited.click("form.stacked button[type=submit]")
+    invited.wait_for_load_state()
+    assert _path(invited) == "/team"
+    expect(invited.locator(".flash-success")).to_contain_text("You joined Acme")
+    expect(invited.locator("h1")).to_have_text("Acme")
+    expect(invited.locator(f'#members tr[data-member="{INVITED}"]')).to_contain_text("member")
+    expect(invited.locator("#team-switch-select option")).to_have_count(2)
+
+
 def test_a_forgotten_password_is_reset_by_its_link(
     dashboard_server: DashboardServer, page: Page
 ) -> None:
@@ -196,6 +229,8 @@ def test_a_signed_up_address_is_confirmed_by_its_link(
         page.fill('input[name="team"]', "Di's team")
     page.click('form button[type="submit"]')
     page.wait_for_load_state()
+    page.goto(server.url("/emails"))
+    expect(page.locator("#unconfirmed-banner")).to_contain_text("di@example.net")
     page.goto(server.url("/account"))
     expect(page.locator("#verify-banner")).to_be_visible()
     page.goto(server.url("/team"))
@@ -211,6 +246,8 @@ def test_a_signed_up_address_is_confirmed_by_its_link(
     assert _path(page) == "/account"
     expect(page.locator(".flash-success")).to_contain_text("di@example.net is confirmed")
     expect(page.locator("#verify-banner")).to_have_count(0)
+    page.goto(server.url("/emails"))
+    expect(page.locator("#unconfirmed-banner")).to_have_count(0)
 
 
 def test_with_mail_from_the_invitation_is_mailed_signed(
