@@ -71,12 +71,12 @@ def test_counters_of_an_event(kind: str, data: dict[str, object], names: tuple[s
 
 def test_keys_are_time_ordered_under_one_prefix_per_team_and_domain() -> None:
     hour = hour_of(NOW_MS)
-    assert counter_keys(TEAM, DOMAIN, NOW_MS, "sent") == [
+    assert counter_keys(TEAM, DOMAIN, NOW_MS, "sent") == (
         f"metrics/{TEAM}/h/{hour:07d}/sent".encode(),
         f"metrics/{TEAM}/d/{hour // 24:06d}/sent".encode(),
         f"metrics/{TEAM}/domain/{DOMAIN}/h/{hour:07d}/sent".encode(),
         f"metrics/{TEAM}/domain/{DOMAIN}/d/{hour // 24:06d}/sent".encode(),
-    ]
+    )
     assert (
         counter_keys(TEAM, None, NOW_MS, "sent") == counter_keys(TEAM, DOMAIN, NOW_MS, "sent")[:2]
     )

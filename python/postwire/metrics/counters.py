@@ -17,6 +17,7 @@ scan. This module is pure: keys and names, no spool.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Final, Literal
 
 HOUR_MS: Final = 3_600_000
@@ -95,15 +96,21 @@ def bucket_label(granularity: Granularity, bucket: int) -> str:
     return f"{bucket:07d}" if granularity == "hour" else f"{bucket:06d}"
 
 
-def counter_keys(team_id: str, domain_id: str | None, now_ms: int, name: str) -> list[bytes]:
+def counter_keys(team_id: str, domain_id: str | None, now_ms: int, name: str) -> tuple[bytes, ...]:
     """The keys one count at `now_ms` adds to: the team's hour and day, and the domain's when
     it is known (an email spooled before domains were counted has none)."""
-    hour, day = bucket_label("hour", hour_of(now_ms)), bucket_label("day", day_of(now_ms))
+    return _keys(team_id, domain_id, hour_of(now_ms), name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _keys(team_id: str, domain_id: str | None, hour: int, name: str) -> tuple[bytes, ...]:
+    # Cached: events come in runs of a few teams and domains within an hour, and formatting
+    # the keys afresh was most of the cost of counting an event.
+    labels = (("h", bucket_label("hour", hour)), ("d", bucket_label("day", hour // 24)))
     scopes = [scope_prefix(team_id, None)]
     if domain_id:
         scopes.append(scope_prefix(team_id, domain_id))
-    return [f"{scope}{g}/{label}/{name}".encode()
-            for scope in scopes for g, label in (("h", hour), ("d", day))]  # fmt: skip
+    return tuple(f"{scope}{g}/{label}/{name}".encode() for scope in scopes for g, label in labels)
 
 
 def first_engagement_key(team_id: str, email_id: str, name: str) -> bytes:
