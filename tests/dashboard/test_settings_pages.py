@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import resend
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from tests.dashboard.conftest import DashboardServer, StartDashboard, log_in
 from tests.dashboard.screenshots import screenshot
@@ -24,6 +24,8 @@ from tests.webhook_receiver import Answer, WebhookReceiver
 OWNER = "owner@example.org"
 PASSWORD = "correct horse battery staple 42"
 DOMAIN = "settings-example.test"
+MEMBER = "mem@example.net"
+MEMBER_PASSWORD = "a member's long passphrase"
 
 
 @pytest.fixture
@@ -329,3 +331,53 @@ def test_an_inward_endpoint_is_refused_without_the_operators_consent(
     expect(page.locator(".flash-error")).to_contain_text(
         "host 127.0.0.1 is a private, loopback or reserved address"
     )
+
+
+def test_a_member_reads_every_settings_page_and_changes_nothing(
+    signed_in: DashboardServer, page: Page, browser: Browser
+) -> None:
+    page.goto(signed_in.url("/domains"))
+    page.fill("#domain-name", DOMAIN)
+    page.click("form[action='/domains'] button[type=submit]")
+    domain_path = path_of(page)
+    page.goto(signed_in.url("/team"))
+    page.fill("#invite-email", MEMBER)
+    page.select_option("#invite-role", "member")
+    page.click("#invite-form button[type=submit]")
+    pattern = re.compile(rf"invitation link for {re.escape(MEMBER)}: (\S+)")
+    link = signed_in.wait_for_log(pattern, what="the invitation link").group(1)
+
+    profile = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
+    member = profile.new_page()
+    try:
+        member.goto(link)
+        member.fill("#invite-name", "Mem")
+        member.fill("#invite-password", MEMBER_PASSWORD)
+        member.fill("#invite-password-confirm", MEMBER_PASSWORD)
+        member.click("form.stacked button[type=submit]")
+        member.wait_for_load_state()
+        for path in ("/domains", domain_path, "/api-keys", "/webhooks", "/suppressions"):
+            answer = member.goto(signed_in.url(path))
+            assert answer is not None and answer.status == 200, path
+            # Forms of the page itself: none but the search (GET); the top bar's sign-out stays.
+            assert member.locator("main form[method=post]").count() == 0, path
+        member.goto(signed_in.url(domain_path))
+        expect(member.locator("h1")).to_contain_text(DOMAIN)
+        screenshot(member, "settings-domain-as-member")
+
+        csrf = csrf_token(member)
+        for path, form in (
+            ("/suppressions", {"email": "x@example.org"}),
+            ("/api-keys", {"name": "sneaky"}),
+            (f"{domain_path}/delete", {}),
+        ):
+            posted = member.request.post(
+                signed_in.url(path), form={"csrf_token": csrf, **form}, max_redirects=0
+            )
+            assert posted.status == 403, path
+    finally:
+        profile.close()
+    page.goto(signed_in.url("/suppressions"))
+    expect(page.locator(".empty")).to_have_text("No suppressed addresses.")
+    page.goto(signed_in.url("/api-keys"))
+    expect(page.locator(".empty")).to_have_text("No API keys yet.")
