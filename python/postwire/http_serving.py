@@ -1,9 +1,14 @@
-"""ASGI apps served by Hypercorn's trio worker inside the service tree (the REST API and the
-dashboard) share one fix: their sends shielded from cancellation."""
+"""Serving an ASGI app with Hypercorn's trio worker inside the service tree: the REST API and
+the dashboard, each on its own listener."""
 
 from __future__ import annotations
 
+import logging
+from functools import partial
+
+import hypercorn.trio
 import trio
+from hypercorn.config import Config as HypercornConfig
 from hypercorn.typing import (
     ASGIFramework,
     ASGIReceiveCallable,
@@ -11,6 +16,42 @@ from hypercorn.typing import (
     ASGISendEvent,
     Scope,
 )
+
+log = logging.getLogger("postwire")
+
+
+async def serve_http(
+    app: ASGIFramework,
+    listen: str,
+    stopping: trio.Event,
+    *,
+    name: str,
+    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve `app` on `listen` ("host:port") until `stopping`; log "`name` listening on URL"
+    and report the bound URLs once listening.
+
+    On `stopping`, Hypercorn stops accepting, closes idle kept-alive connections at once and
+    lets requests in flight finish within its graceful timeout, closing each connection after
+    its response; cancellation closes at once.
+    """
+    hypercorn_config = HypercornConfig()
+    hypercorn_config.bind = [listen]
+    hypercorn_config.accesslog = None
+    hypercorn_config.errorlog = logging.getLogger("hypercorn.error")
+    hypercorn_config.graceful_timeout = 10.0
+    async with trio.open_nursery() as nursery:
+        urls: list[str] = await nursery.start(
+            partial(
+                hypercorn.trio.serve,
+                with_shielded_sends(app),
+                hypercorn_config,
+                shutdown_trigger=stopping.wait,
+                mode="asgi",
+            )
+        )
+        log.info("%s listening on %s", name, ", ".join(urls))
+        task_status.started(urls)
 
 
 def with_shielded_sends(app: ASGIFramework) -> ASGIFramework:

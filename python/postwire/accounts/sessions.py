@@ -157,20 +157,18 @@ def list_sessions(
 async def end_other_sessions(spool: Spool, keep: SessionRecord) -> int:
     """End every session of `keep`'s user but `keep` (expired ones too); how many ended."""
     others = [s for s in store.sessions_of_user(spool, keep.user_id) if s.id != keep.id]
-    if others:
-        batch = WriteBatch()
-        for session in others:
-            store.delete_session(batch, session)
-        await spool.commit(batch)
-    return len(others)
+    return await _end(spool, others)
 
 
 async def end_all_sessions(spool: Spool, user_id: str) -> int:
     """End every session of the user (after a password reset, or when removed)."""
-    sessions = store.sessions_of_user(spool, user_id)
-    if sessions:
+    return await _end(spool, store.sessions_of_user(spool, user_id))
+
+
+async def _end(spool: Spool, ending: list[SessionRecord]) -> int:
+    if ending:
         batch = WriteBatch()
-        for session in sessions:
+        for session in ending:
             store.delete_session(batch, session)
         await spool.commit(batch)
-    return len(sessions)
+    return len(ending)

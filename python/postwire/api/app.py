@@ -7,12 +7,9 @@ JSON in the contract's shapes; `errors.install_error_handlers` owns the error si
 from __future__ import annotations
 
 import logging
-from functools import partial
 from typing import Any
 
-import hypercorn.trio
 import trio
-from hypercorn.config import Config as HypercornConfig
 from quart import Response, g, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import RequestEntityTooLarge
@@ -40,9 +37,9 @@ from postwire.api.context import ApiContext
 from postwire.api.errors import install_error_handlers
 from postwire.api.openapi import openapi_document
 from postwire.api.resource_ids import install_id_converters
-from postwire.asgi_shield import with_shielded_sends
 from postwire.config import Config
 from postwire.errors import ApiError
+from postwire.http_serving import serve_http
 from postwire.rate_limit import RateLimiter
 from postwire.services import ServiceDeps
 from postwire.store import accounts
@@ -154,12 +151,8 @@ async def serve_api(
     *,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve the REST API on `api.listen` until the stage's `stopping` event.
-
-    Reports the bound URLs once listening. On `stopping`, Hypercorn stops accepting, closes idle
-    kept-alive connections at once and lets requests in flight finish within its graceful
-    timeout, closing each connection after its response; cancellation closes at once.
-    """
+    """Serve the REST API on `api.listen` until the stage's `stopping` event (`serve_http`);
+    report the bound URLs once listening."""
     app = create_app(
         ApiContext(
             config=config,
@@ -169,20 +162,6 @@ async def serve_api(
             webhooks=deps.webhooks,
         )
     )
-    hypercorn_config = HypercornConfig()
-    hypercorn_config.bind = [config.api.listen]
-    hypercorn_config.accesslog = None
-    hypercorn_config.errorlog = logging.getLogger("hypercorn.error")
-    hypercorn_config.graceful_timeout = 10.0
-    async with trio.open_nursery() as nursery:
-        urls: list[str] = await nursery.start(
-            partial(
-                hypercorn.trio.serve,
-                with_shielded_sends(app),
-                hypercorn_config,
-                shutdown_trigger=deps.stopping.wait,
-                mode="asgi",
-            )
-        )
-        log.info("REST API listening on %s", ", ".join(urls))
-        task_status.started(urls)
+    await serve_http(
+        app, config.api.listen, deps.stopping, name="REST API", task_status=task_status
+    )
