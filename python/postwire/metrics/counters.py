@@ -116,11 +116,3 @@ def _keys(team_id: str, domain_id: str | None, hour: int, name: str) -> tuple[by
 def first_engagement_key(team_id: str, email_id: str, name: str) -> bytes:
     """Marks that an email was opened (or clicked) before, for the `unique_` counts."""
     return f"metrics/{team_id}/first/{email_id}/{name}".encode()
-
-
-def parse_counter_key(key: str, prefix: str) -> tuple[int, str] | None:
-    """(bucket, name) of a key under `bucket_prefix(...)`; None for a key that is not one."""
-    bucket, _, name = key[len(prefix) :].partition("/")
-    if not bucket.isdigit() or not name:
-        return None
-    return int(bucket), name
