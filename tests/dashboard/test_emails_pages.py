@@ -1,7 +1,8 @@
 """The Emails pages in chromium against a live server: mail sent with the `resend` SDK from a
 domain verified through Knot, then the list filtered (status, search, tag) and paged both ways,
 an email's page with its timeline, its HTML in a sandboxed frame that runs no script, its raw
-source downloaded, and another team's member refused its id. Every page is screenshotted."""
+source downloaded, another team's member refused its id, and a status changing on the open
+list without a reload. Every page is screenshotted."""
 
 from __future__ import annotations
 
@@ -158,6 +159,26 @@ def check_another_team_is_refused(browser: Browser, server: DashboardServer, ema
         profile.close()
 
 
+def check_live_status(page: Page, server: DashboardServer, email_id: str) -> None:
+    """The open list's badge of the scheduled email turns `canceled` when it is cancelled
+    through the API, without a reload (emails.js asks for the statuses that may change)."""
+    page.goto(server.url("/emails?status=scheduled"))
+    badge = page.locator(f'tr[data-email-id="{email_id}"] .badge')
+    assert badge.inner_text() == "scheduled"
+    resend.Emails.cancel(email_id)
+    page.wait_for_function(
+        "id => document.querySelector(`tr[data-email-id='${id}'] .badge`).textContent"
+        " === 'canceled'",
+        arg=email_id,
+        timeout=20_000,
+    )
+    assert "status-canceled" in (badge.get_attribute("class") or "")
+    screenshot(page, "emails-07-live-status")
+    page.goto(server.url("/emails?status=canceled"))  # the status index moved with it
+    assert listed(page) == [email_id]
+    assert page.locator(f'tr[data-email-id="{email_id}"] .badge').inner_text() == "canceled"
+
+
 def test_the_emails_pages(
     dashboard_server: DashboardServer,
     dns_server: AuthoritativeDnsServer,
@@ -183,5 +204,6 @@ def test_the_emails_pages(
         check_list_filters_and_paging(page, dashboard_server, scheduled_id)
         check_email_page(page, dashboard_server, scheduled_id, tmp_path)
         check_another_team_is_refused(browser, dashboard_server, scheduled_id)
+        check_live_status(page, dashboard_server, scheduled_id)
     finally:
         resend.api_url, resend.api_key = saved
