@@ -15,6 +15,7 @@ from postwire.accounts import login_limits, passwords, sessions, users
 from postwire.accounts.sessions import SessionLimits
 from postwire.dashboard.assets import Assets, hashed_name
 from postwire.dashboard.next_url import DEFAULT_NEXT, safe_next
+from postwire.store import sessions as store_sessions
 from postwire.store.sessions import SESSIONS
 from postwire.store.spool import TABLES, Spool
 from postwire.store.users import UserRecord, role_at_least
@@ -143,6 +144,21 @@ async def test_login_replaces_the_browsers_session_and_mfa_renews_the_token(spoo
     assert not full.mfa_pending and full_token != pending_token
     assert sessions.load_session(spool, pending_token, T0 + 5, LIMITS) is None
     assert sessions.load_session(spool, full_token, T0 + 5, LIMITS) == full
+
+
+async def test_a_login_sweeps_the_users_expired_sessions(spool: Spool) -> None:
+    ada = await make_user(spool)
+    _, stale = await sessions.start_session(
+        spool, ada, "team-1", mfa_pending=False, method="password", now=T0
+    )
+    _, live = await sessions.start_session(
+        spool, ada, "team-1", mfa_pending=False, method="password", now=T0 + 500
+    )
+    await sessions.start_session(
+        spool, ada, "team-1", mfa_pending=False, method="password", now=T0 + 700, limits=LIMITS
+    )
+    stored = {s.id for s in store_sessions.sessions_of_user(spool, ada.id)}
+    assert stale.id not in stored and live.id in stored and len(stored) == 2
 
 
 async def test_list_and_end_other_sessions(spool: Spool) -> None:

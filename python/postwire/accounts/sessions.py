@@ -57,9 +57,11 @@ async def start_session(
     address: str = "",
     user_agent: str = "",
     replaces: SessionRecord | None = None,
+    limits: SessionLimits | None = None,
 ) -> tuple[str, SessionRecord]:
     """Make a session with a fresh token; end `replaces` (the browser's previous session) in
-    the same commit. Returns the token for the cookie, which is never available again."""
+    the same commit, and with `limits` the user's sessions that timed out (expired sessions
+    are otherwise only ignored). Returns the token for the cookie, never available again."""
     token = _new_token()
     session = SessionRecord(
         id=_core.new_id(),
@@ -75,8 +77,12 @@ async def start_session(
         user_agent=user_agent[:300],
     )
     batch = WriteBatch()
-    if replaces is not None:
-        store.delete_session(batch, replaces)
+    ending = [] if replaces is None else [replaces]
+    if limits is not None:
+        stored = store.sessions_of_user(spool, user.id)
+        ending += [s for s in stored if not is_live(s, now, limits) and s not in ending]
+    for ended in ending:
+        store.delete_session(batch, ended)
     store.put_session(batch, session)
     await spool.commit(batch)
     return token, session

@@ -87,6 +87,7 @@ async def finish_login(
         address=request.remote_addr or "",
         user_agent=request.headers.get("User-Agent", ""),
         replaces=g.get("session"),
+        limits=ctx.session_limits,
     )
     target = safe_next(next_url)
     if mfa_pending:
