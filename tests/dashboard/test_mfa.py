@@ -72,6 +72,9 @@ def test_totp_enrolment_login_and_recovery_codes(
     dashboard_server.create_user(OWNER, PASSWORD, team="Acme")
     log_in(page, dashboard_server, OWNER, PASSWORD)
     secret, codes = enrol_totp(page, dashboard_server)
+    # The owner is told (no mail_from here: the notice goes to the log).
+    notice = f"two-factor change notice for {OWNER}"
+    dashboard_server.wait_for_log(notice)
     log_out(page)
 
     # The password alone now stops at the challenge; no page is reachable from there.
@@ -115,6 +118,7 @@ def test_totp_enrolment_login_and_recovery_codes(
     page.click(f"{remove} button")
     page.wait_for_load_state()
     assert "Work phone removed" in page.content() and "No second factor yet" in page.content()
+    assert dashboard_server.log_text().count(notice) == 2
     log_out(page)
     log_in(page, dashboard_server, OWNER, PASSWORD)
     assert path_of(page) == "/emails"

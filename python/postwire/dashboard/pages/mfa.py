@@ -19,6 +19,7 @@ from werkzeug.exceptions import NotFound
 from postwire.accounts import login_limits, mfa
 from postwire.accounts.passkeys import RelyingParty
 from postwire.accounts.passwords import verify_password
+from postwire.accounts.system_mail import SystemMail, SystemMailer
 from postwire.dashboard.access import mfa_setup, requires
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.pages import mfa_challenge
@@ -93,6 +94,26 @@ async def reauthenticated(ctx: DashboardContext, user: UserRecord, form: dict[st
     return await mfa.check_code(ctx.spool, user.id, code, ctx.now(), max_failures=limit) == "ok"
 
 
+async def notify_change(
+    ctx: DashboardContext, mailer: SystemMailer, user: UserRecord, change: str
+) -> None:
+    """Tell the user their second factors changed, so a change they did not make (a session
+    left open, a stolen password) does not go unnoticed."""
+    notice = SystemMail(
+        to=user.email,
+        subject="Two-factor authentication changed on your Postwire account",
+        lines=(
+            f"{change} on your Postwire account {user.email}.",
+            "If this was not you, sign in, remove what you do not recognise, and change your "
+            "password:",
+        ),
+        link=f"{ctx.config.dashboard.public_url}{ACCOUNT_PATH}",
+        what="two-factor change notice",
+        closing="Postwire sends this message whenever the second factors of an account change.",
+    )
+    await mailer.send(notice, ctx.now())
+
+
 async def _recovery_codes_page(codes: list[str], title: str) -> Response:
     body = await render_template("mfa_recovery_codes.html", codes=codes, title=title)
     response = Response(body, mimetype="text/html")
@@ -102,6 +123,7 @@ async def _recovery_codes_page(codes: list[str], title: str) -> Response:
 
 def routes(ctx: DashboardContext) -> Blueprint:
     bp = Blueprint("mfa", __name__)
+    mailer = SystemMailer(ctx.config, ctx.spool, ctx.delivery)
     mfa_challenge.add_routes(bp, ctx)
 
     @bp.get(ACCOUNT_PATH)
@@ -175,6 +197,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
             if mfa.pending_totp(ctx.spool, viewer.user.id, device_id, ctx.now()) is None:
                 return see_other(ACCOUNT_PATH)
             return see_other(f"{ACCOUNT_PATH}/totp/{device_id}")
+        await notify_change(ctx, mailer, viewer.user, "An authenticator app was added")
         if codes is not None:
             return await _recovery_codes_page(codes, "Authenticator app added")
         await flash("Authenticator app added.", "success")
@@ -204,7 +227,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
     async def register_passkey() -> Response:
         form = await request.form
         try:
-            _, codes = await mfa.finish_passkey_registration(
+            device, codes = await mfa.finish_passkey_registration(
                 ctx.spool,
                 challenge_holder(),
                 relying_party(ctx),
@@ -216,6 +239,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
         except mfa.MfaError as error:
             await flash(str(error), "error")
             return see_other(ACCOUNT_PATH)
+        await notify_change(ctx, mailer, _viewer().user, f"A passkey ({device.name}) was added")
         if codes is not None:
             return await _recovery_codes_page(codes, "Passkey added")
         await flash("Passkey added.", "success")
@@ -233,6 +257,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
             )
             return see_other(ACCOUNT_PATH)
         codes = await mfa.new_recovery_codes(ctx.spool, viewer.user.id, ctx.now())
+        await notify_change(ctx, mailer, viewer.user, "New recovery codes were made")
         return await _recovery_codes_page(codes, "New recovery codes")
 
     @bp.post(f"{ACCOUNT_PATH}/devices/<device_id>/remove")
@@ -245,6 +270,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
             await flash("Enter your password or a current code to remove a device.", "error")
             return see_other(ACCOUNT_PATH)
         removed = await mfa.remove_device(ctx.spool, viewer.user.id, device_id)
+        await notify_change(ctx, mailer, viewer.user, f"The device {removed.name!r} was removed")
         await flash(f"{removed.name} removed.", "success")
         return see_other(ACCOUNT_PATH)
 
