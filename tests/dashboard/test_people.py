@@ -178,12 +178,12 @@ def test_a_forgotten_password_is_reset_by_its_link(
     page.goto(link)
     screenshot(page, "people-password-reset")
     new_password = "a brand new passphrase 7"
-    page.fill("#password-new", new_password)
-    page.fill("#password-confirm", "not the same passphrase")
+    page.fill("#reset-password", new_password)
+    page.fill("#reset-password-confirm", "not the same passphrase")
     page.click("form.stacked button[type=submit]")
     expect(page.locator(".flash-error")).to_contain_text("differ")
-    page.fill("#password-new", new_password)
-    page.fill("#password-confirm", new_password)
+    page.fill("#reset-password", new_password)
+    page.fill("#reset-password-confirm", new_password)
     page.click("form.stacked button[type=submit]")
     page.wait_for_load_state()
     assert _path(page) == "/login"

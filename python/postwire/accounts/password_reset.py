@@ -64,43 +64,36 @@ async def request_password_reset(
     never raises: it runs detached from the request that asked (whose answer must not depend
     on it), so a failure is logged rather than allowed to take the dashboard down."""
     try:
-        await _request_password_reset(spool, mailer, email, client, public_url, now)
+        user = await _counted_user(spool, email, client, _millis(now))
+        if user is None:
+            return
+        token, _ = await issue_link(
+            spool,
+            "reset_password",
+            email=normalize_email(user.email),
+            user_id=user.id,
+            ttl=RESET_PASSWORD_TTL,
+            now=now,
+        )
+        url = link_url(public_url, "reset_password", token)
+        await mailer.send(password_reset_mail(user.email, url), now)
     except Exception:
         log.exception("a password reset request failed")
 
 
-async def _request_password_reset(
-    spool: Spool,
-    mailer: SystemMailer,
-    email: str,
-    client: str,
-    public_url: str,
-    now: datetime,
-) -> None:
-    now_ms = _millis(now)
+async def _counted_user(spool: Spool, email: str, client: str, now_ms: int) -> UserRecord | None:
+    """Count the request; the account to mail, or None (no account, or over a limit)."""
     client_key = f"reset-client/{client[:64]}"
     if count_requests(spool, client_key, now_ms) >= MAX_RESETS_PER_CLIENT:
         log.info("password reset requests from %s are over the limit", client)
-        return
+        return None
     address_key = _address_key(email)
     over = count_requests(spool, address_key, now_ms) >= MAX_RESETS_PER_ADDRESS
     await record_request(spool, [client_key] if over else [client_key, address_key], now_ms)
     if over:
-        return
+        return None
     user_id = user_store.find_user_id_by_email(spool, email)
-    user = None if user_id is None else user_store.get_user(spool, user_id)
-    if user is None:
-        return
-    token, _ = await issue_link(
-        spool,
-        "reset_password",
-        email=normalize_email(user.email),
-        user_id=user.id,
-        ttl=RESET_PASSWORD_TTL,
-        now=now,
-    )
-    url = link_url(public_url, "reset_password", token)
-    await mailer.send(password_reset_mail(user.email, url), now)
+    return None if user_id is None else user_store.get_user(spool, user_id)
 
 
 async def set_password_by_link(
