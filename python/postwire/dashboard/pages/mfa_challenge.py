@@ -17,7 +17,7 @@ from urllib.parse import quote
 from quart import Blueprint, Response, flash, g, render_template, request
 from werkzeug.exceptions import BadRequest
 
-from postwire.accounts import mfa
+from postwire.accounts import mfa, sessions
 from postwire.accounts import users as accounts_users
 from postwire.accounts.passkeys import RelyingParty
 from postwire.dashboard import login_flow
@@ -29,6 +29,9 @@ from postwire.dashboard.redirects import see_other
 from postwire.store import mfa_devices
 
 CHALLENGE_PATH = "/login/mfa"
+# The second step must follow the first within this long; a session held at it longer (a
+# password left typed in on a shared computer) is ended and the login starts over.
+PENDING_SECONDS = 10 * 60
 
 
 def _holder() -> str:
@@ -40,6 +43,17 @@ def _anonymous_holder() -> str:
     if not cookie:
         raise BadRequest("Reload the login page and try again.")
     return "browser/" + hashlib.sha256(cookie.encode()).hexdigest()
+
+
+async def _pending_too_long(ctx: DashboardContext) -> Response | None:
+    """The answer that starts the login over, when the pending session is too old; else None."""
+    if ctx.now_seconds() - g.session.created_at <= PENDING_SECONDS:
+        return None
+    await sessions.end_session(ctx.spool, g.session)
+    await flash("The second step took too long. Sign in again.", "error")
+    response = see_other("/login")
+    login_flow.clear_session_cookie(response)
+    return response
 
 
 def _challenge_url(next_url: str) -> str:
@@ -56,6 +70,8 @@ def add_routes(bp: Blueprint, ctx: DashboardContext) -> None:
         next_url = safe_next(request.args.get("next"))
         if not g.session.mfa_pending:
             return see_other(next_url)
+        if (expired := await _pending_too_long(ctx)) is not None:
+            return expired
         devices = mfa.confirmed_devices(ctx.spool, g.session.user_id)
         return await render_template(
             "mfa_challenge.html",
@@ -71,6 +87,8 @@ def add_routes(bp: Blueprint, ctx: DashboardContext) -> None:
         next_url = safe_next(form.get("next"))
         if not g.session.mfa_pending:
             return see_other(next_url)
+        if (expired := await _pending_too_long(ctx)) is not None:
+            return expired
         outcome = await mfa.check_code(
             ctx.spool,
             g.session.user_id,
@@ -90,6 +108,8 @@ def add_routes(bp: Blueprint, ctx: DashboardContext) -> None:
     @bp.post(f"{CHALLENGE_PATH}/passkey/options")
     @pending_mfa
     async def challenge_passkey_options() -> Response:
+        if g.session.mfa_pending and await _pending_too_long(ctx) is not None:
+            return Response("The second step took too long.", status=400, mimetype="text/plain")
         try:
             options = await mfa.begin_passkey_login(
                 ctx.spool, _holder(), rp(), g.session.user_id, ctx.now()
@@ -105,6 +125,8 @@ def add_routes(bp: Blueprint, ctx: DashboardContext) -> None:
         next_url = safe_next(form.get("next"))
         if not g.session.mfa_pending:
             return see_other(next_url)
+        if (expired := await _pending_too_long(ctx)) is not None:
+            return expired
         try:
             login = await mfa.finish_passkey_login(
                 ctx.spool, _holder(), rp(), form.get("credential", ""), ctx.now()
