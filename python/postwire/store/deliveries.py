@@ -17,6 +17,7 @@ from postwire._core import WriteBatch
 from postwire.api.models import AttemptRecipient, DeliveryAttempt
 from postwire.store.accounts import contract_timestamp
 from postwire.store.broadcasts import count_email_event
+from postwire.store.email_index import index_email_event
 from postwire.store.metric_counters import count_event
 from postwire.store.spool import Spool
 from postwire.store.tables import Table
@@ -120,6 +121,7 @@ def add_event(
     event = EventRecord(_core.new_id(), kind, now_ms, team_id, email_id, data)
     EVENTS.put(batch, event_key(team_id, event.id), event)
     OUTBOX.put(batch, event.id, OutboxEntry(team_id))
+    index_email_event(batch, team_id, email_id, event.id)  # the email's page reads its events
     count_event(batch, team_id, domain_id, kind, now_ms, data)
     if broadcast_id is not None:
         count_email_event(batch, team_id, broadcast_id, email_id, kind, data)
