@@ -1,8 +1,8 @@
 """The Team and Account pages served by the dashboard app over a real spool, through its
 request guard with real sessions: ids of another team's members and invitations answered 404,
 roles enforced (a member may change their own account, not invite), forms without the CSRF
-token refused, and a password reset asked for answering alike, its mail sent after the
-answer."""
+token refused, a password reset asked for answering alike, its mail sent after the answer,
+and password and address changes needing the current password."""
 
 from __future__ import annotations
 
@@ -19,9 +19,16 @@ from quart.typing import TestClientProtocol as Client
 
 from postwire import _core
 from postwire.accounts.invitations import invite
+from postwire.accounts.passwords import hash_password, verify_password
 from postwire.accounts.sessions import start_session
 from postwire.accounts.system_mail import SystemMailer
-from postwire.accounts.users import add_membership, create_user, get_membership, get_user
+from postwire.accounts.users import (
+    add_membership,
+    create_user,
+    get_membership,
+    get_user,
+    set_password_hash,
+)
 from postwire.config import load_config
 from postwire.dashboard.app import create_dashboard
 from postwire.dashboard.context import DashboardContext
@@ -187,3 +194,41 @@ async def test_a_reset_asked_for_answers_alike_and_mails_after(
                 await trio.sleep(0.01)
     assert answers[0] == answers[1]
     assert "link for nobody" not in caplog.text
+
+
+async def test_password_and_address_changes_need_the_current_password(
+    site: Site, caplog: pytest.LogCaptureFixture
+) -> None:
+    owner, spool = site.owner, site.spool
+    ann = get_user(spool, site.owner.session.user_id)
+    assert ann is not None
+    await set_password_hash(spool, ann, await hash_password("ann's first passphrase"))
+    other = await _visitor(spool, site.client, ann, site.team_id)  # another browser of Ann's
+
+    new = {"password": "ann's second passphrase", "password_confirm": "ann's second passphrase"}
+    assert await owner.post("/account/password", new | {"current": "a wrong guess"}) == 303
+    unchanged = get_user(spool, ann.id)
+    assert unchanged is not None and await verify_password(
+        unchanged.password_hash, "ann's first passphrase"
+    )
+    assert await owner.post("/account/password", new | {"current": "ann's first passphrase"}) == (
+        303
+    )
+    changed = get_user(spool, ann.id)
+    assert changed is not None and await verify_password(
+        changed.password_hash, "ann's second passphrase"
+    )
+    assert (await other.get("/account"))[0] == 303  # the other session was signed out
+    status, page = await owner.get("/account")
+    assert status == 200 and "Your password was changed. 1 other session ended." in page
+
+    move = {"email": "ann@example.net", "current": "ann's second passphrase"}
+    assert await owner.post("/account/email", move | {"current": "wrong"}) == 303
+    assert get_user(spool, ann.id).email == "ann@example.org"  # type: ignore[union-attr]
+    assert await owner.post("/account/email", move | {"email": "bob@example.org"}) == 303
+    assert get_user(spool, ann.id).email == "ann@example.org"  # type: ignore[union-attr]
+    with caplog.at_level(logging.WARNING):
+        assert await owner.post("/account/email", move) == 303
+    moved = get_user(spool, ann.id)
+    assert moved is not None and moved.email == "ann@example.net" and not moved.email_verified
+    assert "address verification link for ann@example.net" in caplog.text

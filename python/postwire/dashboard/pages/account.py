@@ -16,7 +16,7 @@ from typing import Final, cast
 from quart import Blueprint, Response, current_app, flash, g, render_template, request
 from quart_trio import QuartTrio
 
-from postwire.accounts import users
+from postwire.accounts import login_limits, users
 from postwire.accounts.email_verification import send_verification, verify_email
 from postwire.accounts.links import LinkPurpose, LinkRefused, check_link
 from postwire.accounts.password_reset import (
@@ -27,10 +27,13 @@ from postwire.accounts.password_reset import (
 from postwire.accounts.passwords import hash_password, password_problem, verify_password
 from postwire.accounts.sessions import end_other_sessions, list_sessions
 from postwire.accounts.system_mail import SystemMailer
+from postwire.accounts.users import EmailTakenError
+from postwire.compose.addresses import is_address
 from postwire.dashboard.access import public, requires
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.redirects import see_other
 from postwire.dashboard.viewer import Viewer
+from postwire.store.users import UserRecord, normalize_email
 
 MAX_NAME: Final = 200
 FORGOT_ANSWER: Final = (
@@ -88,9 +91,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
     async def change_password() -> Response:
         viewer = _viewer()
         form = await request.form
-        current = viewer.user.password_hash
-        # An account made through Google, GitHub or SSO has no password yet: it may set one.
-        if current is not None and not await verify_password(current, form.get("current", "")):
+        if not await current_password_ok(viewer.user, form.get("current", "")):
             return await back_to_account("The current password is not right.")
         password = form.get("password", "")
         problem = password_problem(password)
@@ -102,6 +103,43 @@ def routes(ctx: DashboardContext) -> Blueprint:
         ended = await end_other_sessions(ctx.spool, viewer.session)
         others = f" {ended} other session{'s' if ended != 1 else ''} ended." if ended else ""
         return await back_to_account(f"Your password was changed.{others}", "success")
+
+    async def current_password_ok(user: UserRecord, password: str) -> bool:
+        """Whether `password` is the user's (an account made through Google, GitHub or SSO
+        has none yet: it passes). Wrong ones count against the login limits, so a stolen
+        session cannot guess the password here."""
+        if user.password_hash is None:
+            return True
+        limit = ctx.config.auth.max_login_failures
+        now, address = ctx.now_seconds(), request.remote_addr or ""
+        if login_limits.login_blocked(ctx.spool, user.email, address, now, limit):
+            return False
+        if await verify_password(user.password_hash, password):
+            return True
+        await login_limits.record_failure(ctx.spool, user.email, address, now, limit)
+        return False
+
+    @blueprint.post("/account/email")
+    @requires("member")
+    async def change_address() -> Response:
+        viewer = _viewer()
+        form = await request.form
+        email = form.get("email", "").strip()
+        if not is_address(email):
+            return await back_to_account(f"{email or 'That'} is not an email address.")
+        if normalize_email(email) == normalize_email(viewer.user.email):
+            return await back_to_account("That is your address already.")
+        if not await current_password_ok(viewer.user, form.get("current", "")):
+            return await back_to_account("The current password is not right.")
+        try:
+            changed = await users.change_email(ctx.spool, viewer.user, email)
+        except EmailTakenError:
+            return await back_to_account("That address belongs to another account.")
+        await send_verification(ctx.spool, mailer, changed, public_url=public_url, now=ctx.now())
+        return await back_to_account(
+            f"Your address is now {changed.email}. Open the link we mailed to it to confirm it.",
+            "success",
+        )
 
     @blueprint.post("/account/sessions/others")
     @requires("member")

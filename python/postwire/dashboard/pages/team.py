@@ -36,7 +36,7 @@ from postwire.accounts.team_members import (
 from postwire.accounts.users import EmailTakenError
 from postwire.dashboard.access import public, requires
 from postwire.dashboard.context import DashboardContext
-from postwire.dashboard.login_flow import LoginRefused, finish_login
+from postwire.dashboard.login_flow import LoginRefused, finish_login, session_method_admitted
 from postwire.dashboard.redirects import see_other
 from postwire.dashboard.viewer import Viewer
 from postwire.store.users import ROLES, normalize_email
@@ -210,6 +210,13 @@ def routes(ctx: DashboardContext) -> Blueprint:
                 membership = await accept_as_user(ctx.spool, token, viewer.user, now)
             except (InvitationError, LinkRefused) as refusal:
                 return await invitation_page(token, opened, str(refusal), 400)
+            if not session_method_admitted(ctx, membership, viewer.session.method):
+                await flash(
+                    f"You joined {opened.team.name}. It admits single sign-on only: sign in "
+                    "through its identity provider to see it.",
+                    "success",
+                )
+                return see_other("/team")
             await switch_team(ctx.spool, viewer.session, membership.team_id)
             await flash(f"You joined {opened.team.name}.", "success")
             return see_other("/team")
