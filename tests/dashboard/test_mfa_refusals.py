@@ -94,8 +94,19 @@ def test_second_step_cannot_be_skipped_or_finished_elsewhere(
     page.goto(dashboard_server.url("/api-keys"))
     assert urlsplit(page.url).path == "/login/mfa"
 
+    # Without JavaScript the passkey button is not offered (it could do nothing).
+    without_js = browser.new_context(java_script_enabled=False)
+    try:
+        plain = without_js.new_page()
+        plain.goto(dashboard_server.url("/login"))
+        assert plain.locator("#passkey-login").count() == 1
+        assert not plain.is_visible("#passkey-login")
+    finally:
+        without_js.close()
+
     # A sign-in challenge asked for by one browser cannot be answered from another.
     page.goto(dashboard_server.url("/login"))
+    assert page.is_visible("#passkey-login")
     other = browser.new_context()
     try:
         stranger = other.new_page()

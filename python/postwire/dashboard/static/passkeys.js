@@ -1,5 +1,5 @@
 // Passkeys: the browser's side of WebAuthn. A button
-//   <button data-passkey="register|login" data-options-url="/..." data-form="form-id" hidden>
+//   <button class="hidden" data-passkey="register|login" data-options-url="/..." data-form="form-id">
 // asks the server for options (POST, CSRF token in a header), calls
 // navigator.credentials.create or .get with them, puts the browser's answer (JSON with
 // base64url fields) in the form's hidden "credential" input and submits the form, so the
@@ -94,7 +94,7 @@
   document.addEventListener("DOMContentLoaded", () => {
     if (!window.PublicKeyCredential) return; // the buttons stay hidden
     for (const button of document.querySelectorAll("button[data-passkey]")) {
-      button.hidden = false;
+      button.classList.remove("hidden");
       button.addEventListener("click", () => run(button));
     }
   });
