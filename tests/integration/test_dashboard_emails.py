@@ -22,6 +22,7 @@ from postwire.accounts.users import add_membership, create_user
 from postwire.config import load_config
 from postwire.dashboard.app import create_dashboard
 from postwire.dashboard.context import DashboardContext
+from postwire.dashboard.pages import emails as emails_page
 from postwire.store.accounts import create_team
 from postwire.store.deliveries import add_event
 from postwire.store.email_samples import SampleSender, sample_emails, seed_emails
@@ -110,6 +111,22 @@ async def test_the_list_pages_and_filters(site: Site) -> None:
     status, body, _ = await site.get("/emails?since=yesterday&status=lost")
     assert status == 200 and "is not a date" in body and "no status called" in body
     assert listed_ids(body) == [r.id for r in site.records[:50]]
+
+
+async def test_a_rare_search_answers_a_partial_page_and_continues(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(emails_page, "READ_BUDGET", 40)
+    wanted = [r.id for r in site.records if "grace" in r.to[0]]
+    status, body, _ = await site.get("/emails?q=grace")
+    assert status == 200 and "Searched 40 emails without filling this page" in body
+    shown = listed_ids(body)
+    assert shown == [r.id for r in site.records[:40] if r.id in wanted]
+    found = list(shown)
+    while more := re.search(r'href="(/emails\?[^"]*after=[^"]+)">Continue searching', body):
+        _, body, _ = await site.get(more.group(1).replace("&amp;", "&"))
+        found += listed_ids(body)
+    assert found == wanted
 
 
 async def test_an_emails_page_its_html_frame_and_raw_source(site: Site) -> None:

@@ -27,10 +27,12 @@ from postwire.domains.store import list_domains
 from postwire.store.accounts import list_api_keys
 from postwire.store.deliveries import email_attempts
 from postwire.store.email_details import EVENT_SCAN_BUDGET, email_events, raw_source
-from postwire.store.email_search import find_emails
+from postwire.store.email_search import SCAN_BUDGET, find_emails
 from postwire.store.emails import EMAILS, EmailRecord, email_key
 
 PAGE_SIZE: Final = 50
+# Emails a list request reads at most before answering with what it found.
+READ_BUDGET = SCAN_BUDGET
 # Ids a live-status request may ask about (a page's worth).
 MAX_STATUS_IDS: Final = PAGE_SIZE
 # The HTML frame runs no script and reaches nothing but images: it is the sender's content.
@@ -55,6 +57,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
             limit=PAGE_SIZE,
             after=query.after,
             before=None if query.after is not None else query.before,
+            budget=READ_BUDGET,
         )
         domains, _ = list_domains(ctx.spool, viewer.team.id)
         keys = list_api_keys(ctx.spool, viewer.team.id)
