@@ -145,6 +145,10 @@ class ForgingProvider:
     codes: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     nonces: list[str] = field(default_factory=list)
     token_requests: list[dict[str, str]] = field(default_factory=list)
+    # When set, the authorization endpoint keeps its answer (the callback URL, in
+    # `callbacks`) instead of redirecting: a test decides where the callback goes.
+    hold_callbacks: bool = False
+    callbacks: list[str] = field(default_factory=list)
 
     def app(self) -> flask.Flask:
         app = flask.Flask("forging_provider")
@@ -171,7 +175,11 @@ class ForgingProvider:
             self.codes[code] = (args["nonce"], args["code_challenge"], args["redirect_uri"])
             self.nonces.append(args["nonce"])
             query = urlencode({"code": code, "state": args["state"]})
-            return flask.redirect(f"{args['redirect_uri']}?{query}")
+            callback = f"{args['redirect_uri']}?{query}"
+            self.callbacks.append(callback)
+            if self.hold_callbacks:
+                return "held"
+            return flask.redirect(callback)
 
         @app.post("/token")
         def token() -> Any:
