@@ -7,6 +7,8 @@ arrives by mail, DKIM-signed. Every page of the area is saved as a screenshot.""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from email import message_from_bytes
 from email.policy import default
 from urllib.parse import urlsplit
@@ -17,7 +19,13 @@ from playwright.sync_api import Browser, Page, expect
 from tests.dashboard.conftest import PAGE_TIMEOUT_MS, DashboardServer, StartDashboard, log_in
 from tests.dashboard.screenshots import screenshot
 from tests.dns_server import AuthoritativeDnsServer
-from tests.e2e.conftest import DOMAIN, dkim_verifies, verified_domain, wait_until
+from tests.e2e.conftest import (
+    DOMAIN,
+    _clean_env,
+    dkim_verifies,
+    verified_domain,
+    wait_until,
+)
 from tests.smtp_receiver import ScriptedSmtpReceiver
 
 OWNER = "owner@example.org"
@@ -287,3 +295,25 @@ def test_with_mail_from_the_invitation_is_mailed_signed(
     invited = _new_page(browser)
     invited.goto(match.group(1))
     expect(invited.locator("h1")).to_have_text("Join Acme")
+
+
+def test_an_owner_made_without_a_password_sets_it_by_the_printed_link(
+    dashboard_server: DashboardServer, page: Page
+) -> None:
+    command = [sys.executable, "-m", "postwire", "users", "create", "--email", OWNER]
+    command += ["--team", "Acme", "--config", str(dashboard_server.config_path)]
+    result = subprocess.run(command, capture_output=True, text=True, env=_clean_env())
+    assert result.returncode == 0, result.stderr
+    link = result.stdout.strip()
+    assert link.startswith(dashboard_server.dashboard_url + "/password/set/"), result.stdout
+
+    page.goto(link)
+    expect(page.locator("h1")).to_have_text("Choose your password")
+    screenshot(page, "people-password-set")
+    page.fill("#reset-password", PASSWORD)
+    page.fill("#reset-password-confirm", PASSWORD)
+    page.click("form.stacked button[type=submit]")
+    page.wait_for_load_state()
+    assert _path(page) == "/login"
+    log_in(page, dashboard_server, OWNER, PASSWORD)
+    assert _path(page) == "/emails", page.content()
