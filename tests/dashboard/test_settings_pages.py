@@ -239,6 +239,7 @@ def test_a_suppression_is_added_searched_and_removed(
     expect(page.locator("table tbody tr")).to_have_count(1)
     expect(page.locator("table")).to_contain_text("bounced@example.net")
     expect(page.locator("table")).to_contain_text("Added by hand")
+    screenshot(page, "settings-suppressions-search")
     page.goto(signed_in.url("/suppressions?q=nobody"))
     expect(page.locator(".empty")).to_have_text("No suppressed address matches.")
 
@@ -282,7 +283,10 @@ def test_a_webhook_event_shows_its_attempts_and_is_replayed(
     secret = page.locator("#signing-secret").inner_text()
     assert secret.startswith("whsec_")
     screenshot(page, "settings-webhook-created")
-    page.click("text=Go to the endpoint")
+    page.goto(server.url("/webhooks"))
+    expect(page.locator("table")).to_contain_text(receiver.url)
+    screenshot(page, "settings-webhooks-list")
+    page.click(f"text={receiver.url}")
     endpoint_path = path_of(page)
     assert secret not in page.content()
 
@@ -324,7 +328,7 @@ def test_a_webhook_event_shows_its_attempts_and_is_replayed(
     page.click("form button.danger")
     assert path_of(page) == "/webhooks"
     expect(page.locator(".empty")).to_have_text("No endpoints yet.")
-    screenshot(page, "settings-webhooks")
+    screenshot(page, "settings-webhooks-empty")
 
 
 def test_an_inward_endpoint_is_refused_without_the_operators_consent(
