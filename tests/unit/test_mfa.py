@@ -174,3 +174,23 @@ async def test_webauthn_challenges_are_single_use_and_expire(spool: Spool) -> No
         await mfa.finish_passkey_login(spool, "session-b", rp, '{"id": "x"}', late)
     with pytest.raises(mfa.MfaError, match="no passkey"):
         await mfa.begin_passkey_login(spool, "session-c", rp, "u1", NOW)
+
+
+async def test_unanswered_challenges_are_pruned_as_new_ones_come(spool: Spool) -> None:
+    rp = RelyingParty.from_public_url("http://localhost:3001")
+    for n in range(6):
+        await mfa.begin_passkey_login(spool, f"browser-{n}", rp, None, NOW)
+    await mfa.begin_passkey_login(spool, "browser-0", rp, None, NOW)  # renewed: one record
+
+    def stored() -> list[str]:
+        return [key for key, _ in spool.scan("mfa_devices", prefix=b"challenge", limit=100)]
+
+    assert len(stored()) == 12
+    later = NOW + timedelta(minutes=5)
+    await mfa.begin_passkey_login(spool, "browser-new", rp, None, later)
+    assert stored() == [key for key in stored() if b"browser-new" in key], (
+        "the expired ones went with the new one"
+    )
+    assert len(stored()) == 2
+    assert await mfa_devices.take_challenge(spool, "browser-new", mfa._ms(later)) is not None
+    assert stored() == []

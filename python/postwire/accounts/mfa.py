@@ -255,7 +255,7 @@ async def begin_passkey_registration(
     pending = WebAuthnChallenge(
         options.challenge, "register", user_id, _ms(now) + passkeys.TIMEOUT_MS
     )
-    await store.put_challenge(spool, holder, pending)
+    await store.put_challenge(spool, holder, pending, _ms(now))
     return options.json
 
 
@@ -313,7 +313,7 @@ async def begin_passkey_login(
     pending = WebAuthnChallenge(
         options.challenge, "authenticate", user_id or "", _ms(now) + passkeys.TIMEOUT_MS
     )
-    await store.put_challenge(spool, holder, pending)
+    await store.put_challenge(spool, holder, pending, _ms(now))
     return options.json
 
 

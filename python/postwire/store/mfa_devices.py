@@ -7,6 +7,9 @@ Keys (one table, prefixes by kind, so a device and its index commit in one batch
   (a passkey login starts from the credential the browser returns);
 - `recovery/{user_id}`: the SHA-256 of the user's unused recovery codes;
 - `challenge/{holder}`: a WebAuthn challenge waiting for the browser's answer (single use);
+- `challenge-due/{expires_at_ms}/{holder}`: the same by expiry, so each new challenge deletes a
+  few expired ones (a sign-in page asks for one before anyone is known: unanswered ones must
+  not pile up);
 - `failures/{user_id}`: wrong codes in the current window (guessing a 6-digit code is slow).
 
 A TOTP secret is kept as it is (base32): the server must compute codes from it, and a key to
@@ -97,6 +100,20 @@ def challenge_key(holder: str) -> str:
     return f"challenge/{holder}"
 
 
+def _due_key(challenge: WebAuthnChallenge, holder: str) -> str:
+    return f"challenge-due/{challenge.expires_at_ms:015d}/{holder}"
+
+
+@dataclass(frozen=True, slots=True)
+class DueChallenge:
+    holder: str
+
+
+DUE_CHALLENGES = Table("mfa_devices", DueChallenge)
+# Expired challenges deleted with each new one: more than one, so they cannot accumulate.
+_PRUNED_PER_CHALLENGE = 8
+
+
 def list_devices(spool: Spool, user_id: str) -> list[MfaDevice]:
     rows = DEVICES.scan(spool, prefix=f"device/{user_id}/", limit=MAX_DEVICES_PER_USER)
     return [device for _, device in rows]
@@ -154,11 +171,32 @@ async def delete_recovery_codes(spool: Spool, user_id: str) -> None:
     await spool.commit(batch)
 
 
-async def put_challenge(spool: Spool, holder: str, challenge: WebAuthnChallenge) -> None:
-    """Keep `challenge` for `holder` (a session), replacing any earlier one of it."""
-    batch = WriteBatch()
-    CHALLENGES.put(batch, challenge_key(holder), challenge)
-    await spool.commit(batch)
+async def put_challenge(
+    spool: Spool, holder: str, challenge: WebAuthnChallenge, now_ms: int
+) -> None:
+    """Keep `challenge` for `holder` (a session, a browser), replacing any earlier one of it,
+    and delete a few challenges that expired unanswered."""
+    expired = [
+        (due_key, due.holder)
+        for due_key, due in DUE_CHALLENGES.scan(
+            spool, prefix="challenge-due/", limit=_PRUNED_PER_CHALLENGE
+        )
+        if int(due_key.split("/")[1]) < now_ms and due.holder != holder
+    ]
+    keys = [challenge_key(holder), *(challenge_key(other) for _, other in expired)]
+    async with spool.record_locks(keys):
+        batch = WriteBatch()
+        earlier = CHALLENGES.get(spool, keys[0])
+        if earlier is not None:
+            DUE_CHALLENGES.delete(batch, _due_key(earlier, holder))
+        CHALLENGES.put(batch, keys[0], challenge)
+        DUE_CHALLENGES.put(batch, _due_key(challenge, holder), DueChallenge(holder))
+        for due_key, other in expired:
+            DUE_CHALLENGES.delete(batch, due_key)
+            stale = CHALLENGES.get(spool, challenge_key(other))  # read again under the lock:
+            if stale is not None and stale.expires_at_ms < now_ms:  # it may have been renewed
+                CHALLENGES.delete(batch, challenge_key(other))
+        await spool.commit(batch)
 
 
 async def take_challenge(spool: Spool, holder: str, now_ms: int) -> WebAuthnChallenge | None:
@@ -171,6 +209,7 @@ async def take_challenge(spool: Spool, holder: str, now_ms: int) -> WebAuthnChal
             return None
         batch = WriteBatch()
         CHALLENGES.delete(batch, key)
+        DUE_CHALLENGES.delete(batch, _due_key(challenge, holder))
         await spool.commit(batch)
     return challenge if now_ms < challenge.expires_at_ms else None
 
