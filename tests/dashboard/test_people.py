@@ -131,6 +131,23 @@ def test_an_invited_person_joins_changes_role_and_is_refused_what_admins_do(
     screenshot(invited, "people-member-refused")
     assert "invitation link for cy@example.net" not in dashboard_server.log_text()
 
+    # The owner invites Cy, then revokes it: the link stops working.
+    page.goto(dashboard_server.url("/team"))
+    page.fill("#invite-email", "cy@example.net")
+    page.click("#invite-form button[type=submit]")
+    cy_link = _link(dashboard_server, "invitation", "cy@example.net")
+    page.locator('#invitations tr[data-invitation="cy@example.net"] button').click()
+    expect(page.locator(".flash-success")).to_contain_text("cy@example.net was revoked")
+    revoked = invited.goto(cy_link)
+    assert revoked is not None and revoked.status == 410
+
+    # The owner removes Bo, whose next page is the sign-in form (Bo has no other team).
+    page.locator(f'#members tr[data-member="{INVITED}"] button', has_text="Remove").click()
+    expect(page.locator(".flash-success")).to_contain_text(f"{INVITED} was removed")
+    expect(page.locator(f'#members tr[data-member="{INVITED}"]')).to_have_count(0)
+    invited.goto(dashboard_server.url("/team"))
+    assert _path(invited) == "/login"
+
 
 def test_an_existing_account_signs_in_from_the_invitation_and_joins(
     dashboard_server: DashboardServer, page: Page, browser: Browser
