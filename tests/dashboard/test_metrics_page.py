@@ -84,6 +84,9 @@ def test_the_metrics_page_shows_the_events_counts(
     assert page.locator("svg.chart rect.series-delivered").count() == 1  # today's bar
     total = page.locator(".metrics-table tfoot").inner_text()
     assert re.search(r"Total\s+4\s+3\s+0\s+1\s+0\s+1\s+0\s+0\s+25.0%", total), total
+    # Pointing at a bar shows its value at once (metrics.js; <title> without JavaScript).
+    page.locator("svg.chart rect.series-delivered").hover()
+    assert re.fullmatch(r"\d\d \w+ \d{4}: Delivered 3", page.locator(".chart-tip").inner_text())
     screenshot(page, "metrics-7-days")
 
     # Changing a select applies it (metrics.js): per hour over the last 24 hours.

@@ -37,6 +37,7 @@ COLOURS: Final = {
     "bounced": "#d92d20",
     "complained": "#b54708",
     "delivery_delayed": "#f2b01e",
+    "suppressed": "#98a2b3",
     "opened": "#7a5af8",
     "clicked": "#0ba5ec",
     "bounce_rate": "#d92d20",
@@ -116,9 +117,9 @@ def charts(report: MetricsReport) -> list[tuple[str, Markup, list[Series]]]:
 
     sent = series("sent", words={"sent": "Sent"})
     outcomes = series(
-        "delivered", "delivery_delayed", "bounced", "complained",
+        "delivered", "delivery_delayed", "bounced", "complained", "suppressed",
         words={"delivered": "Delivered", "delivery_delayed": "Delayed", "bounced": "Bounced",
-               "complained": "Complained"},
+               "complained": "Complained", "suppressed": "Suppressed"},
     )  # fmt: skip
     engagement = series("opened", "clicked", words={"opened": "Opened", "clicked": "Clicked"})
     per_bucket_rates = [rates(row) for row in rows]
