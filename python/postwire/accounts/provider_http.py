@@ -10,7 +10,8 @@ Google's and GitHub's URLs are the operator's configuration and are called as th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -18,7 +19,7 @@ import orjson
 
 from postwire.outbound_http import RefusedTarget, parse_http_url, vetted_addresses
 
-TIMEOUT_SECONDS = 10.0
+TIMEOUT_SECONDS = 15.0
 # Discovery documents, key sets and tokens are small; a provider sending more is refused.
 MAX_RESPONSE_BYTES = 1024 * 1024
 
@@ -29,7 +30,8 @@ class ProviderError(Exception):
 
 
 class ProviderHttp:
-    """Calls to providers through one connection pool, vetted unless `vet` is False."""
+    """Calls to providers through one connection pool; with `vet`, https only and through
+    the SSRF guard."""
 
     def __init__(self, client: httpx.AsyncClient, *, vet: bool) -> None:
         self._client = client
@@ -65,6 +67,8 @@ class ProviderHttp:
             raise ProviderError(f"The identity provider gave an address that is not a URL: {url}")
         all_headers = {"Accept": "application/json", **(headers or {})}
         extensions: dict[str, str] = {}
+        if self._vet and target.scheme != "https":
+            raise ProviderError(f"The identity provider's address must use https: {url}")
         if self._vet:
             host = target.raw_host.decode("ascii")
             try:
@@ -106,6 +110,13 @@ def _json(url: str, status: int, body: bytes) -> Any:
     if status >= 400:
         raise ProviderError(_error_text(url, status, document))
     return document
+
+
+@asynccontextmanager
+async def open_provider_http(*, vet: bool) -> AsyncIterator[ProviderHttp]:
+    """Calls to providers for one page's work, on a connection pool closed after it."""
+    async with httpx.AsyncClient(timeout=TIMEOUT_SECONDS, follow_redirects=False) as client:
+        yield ProviderHttp(client, vet=vet)
 
 
 async def _read_capped(response: httpx.Response) -> bytes:

@@ -17,20 +17,18 @@ signs no one in there (login CSRF).
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import Final
 from urllib.parse import urlencode
 
-import httpx
 import trio
 from quart import Blueprint, Response, render_template, request
 
 from postwire.accounts import oauth, saml
 from postwire.accounts.identity_linking import SignInRefused, account_for_identity
 from postwire.accounts.oidc import Identity
-from postwire.accounts.provider_http import ProviderError, ProviderHttp
+from postwire.accounts.provider_http import ProviderError, ProviderHttp, open_provider_http
 from postwire.accounts.saml import SamlError
 from postwire.dashboard.access import public, signed_post
 from postwire.dashboard.context import DashboardContext
@@ -73,10 +71,8 @@ def routes(ctx: DashboardContext) -> Blueprint:
     def callback_url(provider: str) -> str:
         return f"{public_url}/auth/callback/{provider}"
 
-    @asynccontextmanager
-    async def provider_http(*, vet: bool) -> AsyncIterator[ProviderHttp]:
-        async with httpx.AsyncClient(timeout=15.0, follow_redirects=False) as client:
-            yield ProviderHttp(client, vet=vet and not allow_private)
+    def provider_http(*, vet: bool) -> AbstractAsyncContextManager[ProviderHttp]:
+        return open_provider_http(vet=vet and not allow_private)
 
     async def start(settings: oauth.ProviderSettings | None) -> Response:
         if settings is None:

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import httpx
 import trio
 from quart import Blueprint, Response, flash, g, render_template, request
 
 from postwire.accounts import oidc, saml
-from postwire.accounts.provider_http import ProviderError, ProviderHttp
+from postwire.accounts.provider_http import ProviderError, open_provider_http
 from postwire.accounts.saml import SamlError
 from postwire.accounts.sso import (
     SsoSettingsError,
@@ -86,8 +85,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
     async def checked(entered: SsoConfigRecord) -> SsoConfigRecord:
         """The settings with the SAML metadata read from its URL, after the provider's
         documents were read and found usable."""
-        async with httpx.AsyncClient(timeout=15.0, follow_redirects=False) as client:
-            http = ProviderHttp(client, vet=not allow_private)
+        async with open_provider_http(vet=not allow_private) as http:
             if entered.protocol == "oidc" and entered.oidc_issuer:
                 await oidc.discover(http, entered.oidc_issuer, require_https=not allow_private)
             if entered.protocol == "saml" and entered.saml_metadata_url:

@@ -1,0 +1,117 @@
+"""Who a provider's identity signs in as: accounts linked by verified address only; Google and
+GitHub make an account only when sign-up is open; a team's provider admits its members, its
+invitees (with the invited role) and addresses of its email domains, and no one else."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import trio
+
+from postwire import _core
+from postwire.accounts import users
+from postwire.accounts.identity_linking import SignInRefused, account_for_identity
+from postwire.accounts.invitations import invite
+from postwire.accounts.oidc import Identity
+from postwire.accounts.system_mail import SystemMailer
+from postwire.config import Config
+from postwire.store.accounts import create_team
+from postwire.store.spool import TABLES, Spool
+from postwire.store.sso import SsoConfigRecord, put_sso_config
+
+NOW = datetime(2026, 11, 25, 5, 0, tzinfo=UTC)
+ANN = Identity(email="ann@corp.example", email_verified=True, name="Ann", subject="1")
+
+
+@pytest.fixture
+async def spool(tmp_path: Path) -> AsyncIterator[Spool]:
+    spool = Spool(_core.Spool(tmp_path / "spool", tables=list(TABLES)))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(spool.dispatch_completions)
+        yield spool
+        nursery.cancel_scope.cancel()
+    await spool.close()
+
+
+async def _link(spool: Spool, identity: Identity, **options: object) -> users.UserRecord:
+    settings: dict[str, object] = {"provider": "google", "team_id": None, "signup": "open"}
+    settings.update(options)
+    return await account_for_identity(spool, identity, now=NOW, **settings)  # type: ignore[arg-type]
+
+
+async def test_an_unverified_address_is_refused(spool: Spool) -> None:
+    with pytest.raises(SignInRefused, match="has not verified the address ann@corp.example"):
+        await _link(spool, replace(ANN, email_verified=False))
+    assert users.find_user_by_email(spool, ANN.email) is None
+
+
+async def test_open_sign_up_makes_an_account_owning_a_team(spool: Spool) -> None:
+    user = await _link(spool, ANN)
+    assert user.email_verified and user.name == "Ann"
+    [(membership, team)] = users.memberships_of(spool, user)
+    assert (membership.role, team.name) == ("owner", "Ann's team")
+    # The same address signs in to the same account next time.
+    assert (await _link(spool, ANN, provider="github")).id == user.id
+
+
+async def test_invite_only_refuses_an_address_without_an_account(spool: Spool) -> None:
+    with pytest.raises(SignInRefused, match="No account uses ann@corp.example"):
+        await _link(spool, ANN, signup="invite_only")
+
+
+async def test_an_existing_account_is_linked_and_its_address_counts_as_verified(
+    spool: Spool,
+) -> None:
+    made = await users.create_user(spool, email="Ann@Corp.example", name="Ann", now=NOW)
+    linked = await _link(spool, ANN, signup="invite_only")
+    assert linked.id == made.id and linked.email_verified
+
+
+async def test_a_teams_provider_admits_members_invitees_and_its_domains_only(
+    spool: Spool, tmp_path: Path
+) -> None:
+    team = await create_team(spool, "Corp", NOW)
+    owner = await users.create_user(
+        spool, email="owner@corp.example", name="O", now=NOW, email_verified=True
+    )
+    await users.add_membership(spool, owner.id, team.id, "owner", NOW)
+    # A member signs in.
+    assert (await _link(spool, replace(ANN, email=owner.email), team_id=team.id)).id == owner.id
+
+    # An outsider is refused, even with an account elsewhere.
+    outsider = Identity(email="zed@else.example", email_verified=True, name="Zed", subject="9")
+    await _link(spool, outsider)
+    with pytest.raises(SignInRefused, match="not a member of this team"):
+        await _link(spool, outsider, team_id=team.id)
+
+    # An invitee joins with the invited role; the invitation is used up.
+    mailer = SystemMailer(Config(data_dir=tmp_path), spool, None)
+    await invite(
+        spool,
+        mailer,
+        team=team,
+        email="bob@else.example",
+        role="admin",
+        inviter=owner,
+        inviter_role="owner",
+        public_url="http://localhost:3001",
+        now=NOW,
+    )
+    bob = Identity(email="bob@else.example", email_verified=True, name="Bob", subject="2")
+    joined = await _link(spool, bob, team_id=team.id, signup="invite_only")
+    assert users.get_membership(spool, joined.id, team.id).role == "admin"  # type: ignore[union-attr]
+
+    # An address under the team's SSO domain joins as a member.
+    batch = _core.WriteBatch()
+    put_sso_config(
+        batch,
+        SsoConfigRecord(team_id=team.id, protocol="saml", email_domains=["corp.example"]),
+        None,
+    )
+    await spool.commit(batch)
+    member = await _link(spool, ANN, team_id=team.id, signup="invite_only")
+    assert users.get_membership(spool, member.id, team.id).role == "member"  # type: ignore[union-attr]
