@@ -371,6 +371,8 @@ def test_a_member_reads_every_settings_page_and_changes_nothing(
             assert answer is not None and answer.status == 200, path
             # Forms of the page itself: none but the search (GET); the top bar's sign-out stays.
             assert member.locator("main form[method=post]").count() == 0, path
+        refused = member.goto(signed_in.url(f"{domain_path}/delete"))  # the confirmation too
+        assert refused is not None and refused.status == 403
         member.goto(signed_in.url(domain_path))
         expect(member.locator("h1")).to_contain_text(DOMAIN)
         screenshot(member, "settings-domain-as-member")

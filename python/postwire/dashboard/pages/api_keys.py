@@ -10,6 +10,7 @@ from __future__ import annotations
 from quart import Blueprint, Response, g, make_response, render_template, request
 
 from postwire.accounts.api_keys import MAX_NAME_LENGTH, create_team_api_key, find_api_key
+from postwire.dashboard.access import requires
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.pages.refusals import Redirect, done, found_or_404, refused
 from postwire.domains import store as domain_store
@@ -67,6 +68,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
         return response
 
     @blueprint.get("/api-keys/<key_id>/delete")
+    @requires("admin")  # the confirmation of a change only admins may make
     async def confirm_delete(key_id: str) -> str:
         return await render_template("api_keys_delete.html", key=team_key(key_id))
 

@@ -12,6 +12,7 @@ from typing import Final
 
 from quart import Blueprint, g, render_template, request
 
+from postwire.dashboard.access import requires
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.pages.refusals import Redirect, done, found_or_404, refused
 from postwire.domains import store
@@ -149,6 +150,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
         return await done("Tracking settings saved.", back)
 
     @blueprint.get("/domains/<domain_id>/delete")
+    @requires("admin")  # the confirmation of a change only admins may make
     async def confirm_delete(domain_id: str) -> str:
         return await render_template("domains_delete.html", domain=team_domain(domain_id))
 

@@ -14,6 +14,7 @@ from typing import Final
 
 from quart import Blueprint, Response, g, make_response, render_template, request
 
+from postwire.dashboard.access import requires
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.pages.cursor_pages import page_after
 from postwire.dashboard.pages.refusals import Redirect, done, found_or_404, refused
@@ -172,6 +173,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
         return await secret_page(rotated, created=False)
 
     @blueprint.get("/webhooks/<webhook_id>/delete")
+    @requires("admin")  # the confirmation of a change only admins may make
     async def confirm_delete(webhook_id: str) -> str:
         return await render_template("webhooks_delete.html", webhook=team_webhook(webhook_id))
 
