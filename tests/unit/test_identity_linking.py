@@ -44,7 +44,7 @@ async def _link(spool: Spool, identity: Identity, **options: object) -> users.Us
 
 
 async def test_an_unverified_address_is_refused(spool: Spool) -> None:
-    with pytest.raises(SignInRefused, match="has not verified the address ann@corp.example"):
+    with pytest.raises(SignInRefused, match=r"has not verified the address ann@corp\.example"):
         await _link(spool, replace(ANN, email_verified=False))
     assert users.find_user_by_email(spool, ANN.email) is None
 
@@ -59,7 +59,7 @@ async def test_open_sign_up_makes_an_account_owning_a_team(spool: Spool) -> None
 
 
 async def test_invite_only_refuses_an_address_without_an_account(spool: Spool) -> None:
-    with pytest.raises(SignInRefused, match="No account uses ann@corp.example"):
+    with pytest.raises(SignInRefused, match=r"No account uses ann@corp\.example"):
         await _link(spool, ANN, signup="invite_only")
 
 
