@@ -65,9 +65,9 @@ def routes(ctx: DashboardContext) -> Blueprint:
             "emails.html",
             query=query,
             page=page,
-            statuses=STATUSES,
-            domains=domains,
-            keys=keys,
+            status_options=[(status, status.replace("_", " ")) for status in STATUSES],
+            domain_options=[(domain.id, domain.name) for domain in domains],
+            key_options=[(key.id, key.name) for key in keys],
             domain_names={domain.id: domain.name for domain in domains},
         )
 
