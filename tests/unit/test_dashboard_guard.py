@@ -285,6 +285,14 @@ async def test_sessions_time_out_idle(dashboard: Dashboard) -> None:
     assert (await dashboard.client.get("/probe")).status_code == 303
 
 
+async def test_a_form_posted_after_its_session_ended_leads_to_login(dashboard: Dashboard) -> None:
+    await dashboard.log_in()
+    csrf = (await dashboard.current_session()).csrf_token
+    dashboard.clock.now += timedelta(hours=dashboard.ctx.config.dashboard.session_max_hours)
+    response = await dashboard.client.post("/probe", form={"csrf_token": csrf})
+    assert (response.status_code, response.headers["Location"]) == (303, "/login?next=/emails")
+
+
 async def test_logout_ends_the_session(dashboard: Dashboard) -> None:
     await dashboard.log_in()
     token = dashboard.session_token()

@@ -65,13 +65,15 @@ def install_guard(app: QuartTrio, ctx: DashboardContext) -> None:
         access = access_of(app.view_functions[endpoint])
         found = await _load_viewer(ctx, app)
         g.session, g.viewer = found.session, found.viewer
+        viewer = found.viewer
+        if viewer is None and not access.public:
+            # Before the CSRF check: a form posted after its session timed out leads to the
+            # login page, not to a refusal; nothing is done either way.
+            return _to_login()
         if request.method in UNSAFE_METHODS and not access.signed_post:
             await _check_csrf(found.session)
-        if access.public:
+        if viewer is None or access.public:
             return None
-        viewer = found.viewer
-        if viewer is None:
-            return _to_login()
         if viewer.session.mfa_pending:
             return None if access.pending_mfa else see_other(MFA_CHALLENGE_PATH)
         if access.pending_mfa:
