@@ -16,9 +16,13 @@ from postwire.accounts import sso
 from postwire.accounts.sso import SsoSettingsError
 from postwire.store.spool import TABLES, Spool
 from postwire.store.sso import (
+    EXPIRIES,
     PendingLoginRecord,
     SsoConfigRecord,
+    get_pending_login,
     put_pending_login,
+    save_pending_login,
+    secret_sha256,
     take_pending_login,
     team_for_email_domain,
 )
@@ -107,3 +111,36 @@ async def test_a_pending_login_is_taken_once(spool: Spool) -> None:
         nursery.start_soon(take)
     assert sorted(results, key=lambda r: r is None) == [record, None]
     assert await take_pending_login(spool, "state-2") is None
+
+
+async def test_abandoned_logins_are_pruned_as_new_ones_start(spool: Spool) -> None:
+    def login(expires_at: str) -> PendingLoginRecord:
+        return PendingLoginRecord(
+            provider="github",
+            team_id=None,
+            nonce="",
+            code_verifier="v",
+            next_url="/emails",
+            browser_sha256="b",
+            redirect_uri="http://localhost:3001/auth/callback/github",
+            created_at="2026-11-25T04:45:00+00:00",
+            expires_at=expires_at,
+        )
+
+    await save_pending_login(spool, "old", login("2026-11-25T05:00:00+00:00"), now=NOW.isoformat())
+    await save_pending_login(spool, "live", login("2026-11-25T05:30:00+00:00"), now=NOW.isoformat())
+    assert get_pending_login(spool, "old") is not None
+    await save_pending_login(
+        spool, "new", login("2026-11-25T05:31:00+00:00"), now="2026-11-25T05:16:00+00:00"
+    )
+    assert get_pending_login(spool, "old") is None
+    assert get_pending_login(spool, "live") is not None
+    assert await take_pending_login(spool, "live") is not None
+    # Nothing of a taken or pruned login stays behind, its expiry entry included.
+    assert [key for key, _ in EXPIRIES.scan(spool, prefix="expiry/")] == [
+        "expiry/2026-11-25T05:31:00+00:00/" + _pending_key_of("new")
+    ]
+
+
+def _pending_key_of(handle: str) -> str:
+    return f"pending/{secret_sha256(handle)}"

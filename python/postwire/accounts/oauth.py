@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from postwire._core import WriteBatch
 from postwire.accounts import oidc
 from postwire.accounts.oidc import Identity
 from postwire.accounts.provider_http import ProviderError, ProviderHttp
@@ -26,7 +25,7 @@ from postwire.store.spool import Spool
 from postwire.store.sso import (
     PendingLoginRecord,
     SsoConfigRecord,
-    put_pending_login,
+    save_pending_login,
     secret_sha256,
     take_pending_login,
 )
@@ -123,9 +122,7 @@ async def begin_provider_login(
         created_at=now.isoformat(),
         expires_at=(now + LOGIN_TTL).isoformat(),
     )
-    batch = WriteBatch()
-    put_pending_login(batch, state, record)
-    await spool.commit(batch)
+    await save_pending_login(spool, state, record, now=now.isoformat())
     return oidc.authorization_url(
         endpoint,
         client_id=settings.client_id,

@@ -15,16 +15,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import Any, Protocol
 
 from postwire._core import WriteBatch
 from postwire.store.spool import Spool
 from postwire.store.tables import Table
-
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
-
-RecordT = TypeVar("RecordT", bound="DataclassInstance")
 
 
 def _no_domains() -> list[str]:
@@ -116,11 +111,18 @@ def team_for_email_domain(spool: Spool, domain: str) -> str | None:
 
 def put_pending_login(batch: WriteBatch, handle: str, record: PendingLoginRecord) -> None:
     """Keep a login under its `handle` (the state or SAML request id), which must be new."""
-    PENDING_LOGINS.insert(batch, _pending_key(handle), record)
+    key = _pending_key(handle)
+    PENDING_LOGINS.insert(batch, key, record)
+    EXPIRIES.put(batch, _expiry_key(record.expires_at, key), ExpiryEntry(key))
 
 
-async def save_pending_login(spool: Spool, handle: str, record: PendingLoginRecord) -> None:
+async def save_pending_login(
+    spool: Spool, handle: str, record: PendingLoginRecord, *, now: str
+) -> None:
+    """Keep a new login, and remove some logins abandoned before `now` (ISO 8601) with it,
+    so that started and never finished sign-ins do not pile up."""
     batch = WriteBatch()
+    prune_expired(spool, batch, now)
     put_pending_login(batch, handle, record)
     await spool.commit(batch)
 
@@ -132,16 +134,47 @@ def get_pending_login(spool: Spool, handle: str) -> PendingLoginRecord | None:
 async def take_pending_login(spool: Spool, handle: str) -> PendingLoginRecord | None:
     """The login kept under `handle`, removed in the same step: a second answer carrying the
     same state (a replayed callback, and with it a replayed nonce) finds nothing."""
-    return await _take(spool, PENDING_LOGINS, _pending_key(handle))
+    found: PendingLoginRecord | None = await _take(spool, PENDING_LOGINS, _pending_key(handle))
+    return found
 
 
-async def _take(spool: Spool, table: Table[RecordT], key: str) -> RecordT | None:
+@dataclass(frozen=True, slots=True)
+class ExpiryEntry:
+    """`expiry/{expires_at}/{key}`: a login record's key, in the order they expire."""
+
+    key: str
+
+
+EXPIRIES = Table("sso_logins", ExpiryEntry)
+# Abandoned logins removed with each new one: more than are started, so they never pile up.
+PRUNED_PER_LOGIN = 8
+
+
+def _expiry_key(expires_at: str, key: str) -> str:
+    return f"expiry/{expires_at}/{key}"
+
+
+def prune_expired(spool: Spool, batch: WriteBatch, now: str) -> None:
+    for entry_key, entry in EXPIRIES.scan(spool, prefix="expiry/", limit=PRUNED_PER_LOGIN):
+        if entry_key[len("expiry/") :] >= now:
+            break
+        batch.delete("sso_logins", entry.key.encode())
+        EXPIRIES.delete(batch, entry_key)
+
+
+class _Expiring(Protocol):
+    @property
+    def expires_at(self) -> str: ...
+
+
+async def _take(spool: Spool, table: Table[Any], key: str) -> Any:
     async with spool.record_lock(f"{table.name}/{key}"):
-        record = table.get(spool, key)
+        record: _Expiring | None = table.get(spool, key)
         if record is None:
             return None
         batch = WriteBatch()
         table.delete(batch, key)
+        EXPIRIES.delete(batch, _expiry_key(record.expires_at, key))
         await spool.commit(batch)
         return record
 
@@ -168,10 +201,13 @@ def _proven_key(ticket: str) -> str:
 
 
 async def save_proven_login(spool: Spool, ticket: str, record: ProvenLoginRecord) -> None:
+    key = _proven_key(ticket)
     batch = WriteBatch()
-    PROVEN_LOGINS.insert(batch, _proven_key(ticket), record)
+    PROVEN_LOGINS.insert(batch, key, record)
+    EXPIRIES.put(batch, _expiry_key(record.expires_at, key), ExpiryEntry(key))
     await spool.commit(batch)
 
 
 async def take_proven_login(spool: Spool, ticket: str) -> ProvenLoginRecord | None:
-    return await _take(spool, PROVEN_LOGINS, _proven_key(ticket))
+    found: ProvenLoginRecord | None = await _take(spool, PROVEN_LOGINS, _proven_key(ticket))
+    return found

@@ -166,7 +166,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
             created_at=now.isoformat(),
             expires_at=(now + oauth.LOGIN_TTL).isoformat(),
         )
-        await save_pending_login(ctx.spool, request_id, record)
+        await save_pending_login(ctx.spool, request_id, record, now=now.isoformat())
         return _with_browser_cookie(see_other(url), browser)
 
     @blueprint.get("/auth/callback/<provider>")
