@@ -52,12 +52,18 @@ async def create_owner(
     password_hash = None if password is None else await passwords.hash_password(password)
     config.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     now = datetime.now(UTC)
+    refusal: PostwireError | None = None
     async with trio.open_nursery() as nursery:
         spool = await nursery.start(serve_spool, config)
         try:
-            return await _create_owner(spool, config, email, team_name, password_hash, name, now)
+            created = await _create_owner(spool, config, email, team_name, password_hash, name, now)
+        except PostwireError as error:  # raised here, not from inside the nursery's group
+            refusal = error
         finally:
             nursery.cancel_scope.cancel()
+    if refusal is not None:
+        raise refusal
+    return created
 
 
 async def _create_owner(
