@@ -232,3 +232,18 @@ async def test_password_and_address_changes_need_the_current_password(
     moved = get_user(spool, ann.id)
     assert moved is not None and moved.email == "ann@example.net" and not moved.email_verified
     assert "address verification link for ann@example.net" in caplog.text
+
+
+async def test_one_session_is_signed_out_by_its_owner_only(site: Site) -> None:
+    ann = get_user(site.spool, site.owner.session.user_id)
+    assert ann is not None
+    other = await _visitor(site.spool, site.client, ann, site.team_id)
+    bobs = site.member.session.id
+    assert await site.owner.post(f"/account/sessions/{bobs}/end", {}) == 404
+    assert (await site.member.get("/account"))[0] == 200
+    assert await site.owner.post(f"/account/sessions/{site.owner.session.id}/end", {}) == 303
+    assert (await site.owner.get("/account"))[0] == 200  # this browser's: sign out instead
+    assert await site.owner.post(f"/account/sessions/{other.session.id}/end", {}) == 303
+    assert (await other.get("/account"))[0] == 303
+    status, page = await site.owner.get("/team")
+    assert status == 200 and "Two-factor" in page

@@ -15,6 +15,7 @@ from typing import Final, cast
 
 from quart import Blueprint, Response, current_app, flash, g, render_template, request
 from quart_trio import QuartTrio
+from werkzeug.exceptions import NotFound
 
 from postwire.accounts import login_limits, users
 from postwire.accounts.email_verification import send_verification, verify_email
@@ -25,7 +26,7 @@ from postwire.accounts.password_reset import (
     set_password_by_link,
 )
 from postwire.accounts.passwords import hash_password, password_problem, verify_password
-from postwire.accounts.sessions import end_other_sessions, list_sessions
+from postwire.accounts.sessions import end_other_sessions, end_session, list_sessions
 from postwire.accounts.system_mail import SystemMailer
 from postwire.accounts.users import EmailTakenError
 from postwire.compose.addresses import is_address
@@ -33,6 +34,7 @@ from postwire.dashboard.access import public, requires
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.redirects import see_other
 from postwire.dashboard.viewer import Viewer
+from postwire.store.sessions import sessions_of_user
 from postwire.store.users import UserRecord, normalize_email
 
 MAX_NAME: Final = 200
@@ -147,6 +149,19 @@ def routes(ctx: DashboardContext) -> Blueprint:
         ended = await end_other_sessions(ctx.spool, _viewer().session)
         plural = "s" if ended != 1 else ""
         return await back_to_account(f"{ended} other session{plural} signed out.", "success")
+
+    @blueprint.post("/account/sessions/<session_id>/end")
+    @requires("member")
+    async def log_out_one(session_id: str) -> Response:
+        viewer = _viewer()
+        # Looked up among the viewer's own sessions: another user's id finds nothing.
+        found = [s for s in sessions_of_user(ctx.spool, viewer.user.id) if s.id == session_id]
+        if not found:
+            raise NotFound
+        if found[0].id == viewer.session.id:
+            return await back_to_account("To end this browser's session, sign out.")
+        await end_session(ctx.spool, found[0])
+        return await back_to_account("That session was signed out.", "success")
 
     @blueprint.post("/account/verify")
     @requires("member")

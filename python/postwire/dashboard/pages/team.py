@@ -24,6 +24,7 @@ from postwire.accounts.invitations import (
     revoke,
 )
 from postwire.accounts.links import LinkRefused
+from postwire.accounts.mfa import user_has_mfa
 from postwire.accounts.passwords import hash_password, password_problem
 from postwire.accounts.sessions import switch_team
 from postwire.accounts.system_mail import SystemMailer
@@ -70,11 +71,13 @@ def routes(ctx: DashboardContext) -> Blueprint:
             for invitation in list_pending(ctx.spool, viewer.team.id)
         ]
         owners = sum(1 for membership, _ in members if membership.role == "owner")
+        with_mfa = {user.id for _, user in members if user_has_mfa(ctx.spool, user.id)}
         return await render_template(
             "team.html",
             members=members,
             pending=pending,
             owners=owners,
+            with_mfa=with_mfa,
             roles=ROLES[::-1],
             can_invite=viewer.role in ("owner", "admin"),
             is_owner=viewer.role == "owner",
