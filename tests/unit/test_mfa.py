@@ -41,6 +41,9 @@ def test_totp_codes_are_those_of_authenticator_apps() -> None:
     assert totp.code_at(SECRET, step) == code(SECRET, NOW)
     uri = totp.provisioning_uri(SECRET, "ada@example.com", "Postwire")
     assert uri.startswith("otpauth://totp/Postwire:ada%40example.com?secret=" + SECRET)
+    parsed = pyotp.parse_uri(uri)  # what an app reads from the QR code
+    assert isinstance(parsed, pyotp.TOTP) and parsed.secret == SECRET
+    assert (parsed.digits, parsed.interval, parsed.issuer) == (6, 30, "Postwire")
     svg = totp.qr_code_svg(uri)
     assert svg.startswith(b"<svg") and b"<script" not in svg
 
