@@ -293,6 +293,21 @@ async def test_a_form_posted_after_its_session_ended_leads_to_login(dashboard: D
     assert (response.status_code, response.headers["Location"]) == (303, "/login?next=/emails")
 
 
+async def test_activity_is_recorded_at_most_once_a_minute(dashboard: Dashboard) -> None:
+    await dashboard.log_in()
+    logged_in = (await dashboard.current_session()).last_seen_at
+    dashboard.clock.now += timedelta(seconds=30)
+    await dashboard.client.get("/probe")
+    await trio.sleep(0.2)
+    assert (await dashboard.current_session()).last_seen_at == logged_in
+    dashboard.clock.now += timedelta(seconds=60)
+    for _ in range(3):
+        assert (await dashboard.client.get("/probe")).status_code == 200
+    await trio.sleep(0.2)
+    assert (await dashboard.current_session()).last_seen_at == logged_in + 90
+    assert dashboard.ctx.touching == {(await dashboard.current_session()).id: logged_in}
+
+
 async def test_logout_ends_the_session(dashboard: Dashboard) -> None:
     await dashboard.log_in()
     token = dashboard.session_token()

@@ -34,6 +34,8 @@ class DashboardContext:
     domain_verifier: VerificationRequests | None = None
     delivery: Wakeable | None = None
     webhooks: Wakeable | None = None
+    # Session id -> the last_seen_at it had when a write of a newer one was started.
+    touching: dict[str, float] = field(default_factory=dict)
     tracking: Tracking = field(init=False)
     acceptor: Acceptor = field(init=False)
 

@@ -35,6 +35,9 @@ READ_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 UNGUARDED_ENDPOINTS: Final = frozenset({"static_asset"})
 MFA_CHALLENGE_PATH: Final = "/login/mfa"
 MFA_ENROLMENT_PATH: Final = "/account/mfa"
+# Sessions whose last_seen_at is being written; forgotten past this many (at worst one write
+# more each).
+MAX_TOUCHES_NOTED: Final = 10_000
 
 
 class RoleRefused(Forbidden):
@@ -112,8 +115,12 @@ async def _load_viewer(ctx: DashboardContext, app: QuartTrio) -> _Found:
         # Removed from the team the session showed: show the first team left.
         current = teams[0]
         session = await sessions.switch_team(ctx.spool, session, current[1].id)
-    if sessions.needs_touch(session, now):
-        # Off the request's path: the page does not wait for this commit.
+    if sessions.needs_touch(session, now) and ctx.touching.get(session.id) != session.last_seen_at:
+        # Off the request's path: the page does not wait for this commit. Noted so that the
+        # requests arriving before it lands do not each start another.
+        if len(ctx.touching) >= MAX_TOUCHES_NOTED:
+            ctx.touching.clear()
+        ctx.touching[session.id] = session.last_seen_at
         app.nursery.start_soon(sessions.touch_session, ctx.spool, session, now)
     membership, team = current
     viewer = Viewer(
