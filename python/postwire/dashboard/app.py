@@ -84,9 +84,12 @@ def create_dashboard(ctx: DashboardContext) -> QuartTrio:
     @app.after_request
     async def add_security_headers(response: Response) -> Response:
         headers = response.headers
-        headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        if "Content-Security-Policy" not in headers:
+            # A view that sets its own policy (the email preview, framed by its page) says
+            # with frame-ancestors who may frame it; every other response: nobody.
+            headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+            headers["X-Frame-Options"] = "DENY"
         headers["X-Content-Type-Options"] = "nosniff"
-        headers["X-Frame-Options"] = "DENY"
         headers["Referrer-Policy"] = "same-origin"
         headers.setdefault("Cache-Control", "no-store")
         new_token = g.get("new_anonymous_csrf")
