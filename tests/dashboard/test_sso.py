@@ -1,47 +1,84 @@
-"""Sign-in with Google, GitHub and a team's own OpenID Connect provider, in chromium, through a
-real OpenID Connect provider on loopback (oidc-provider-mock: authlib, RS256 ID tokens, its own
-authorization page), and SAML 2.0 through a pysaml2 IdP on loopback. Screenshots of every page.
+"""Sign-in with Google, GitHub and a team's own provider, in chromium against one live server:
+Google, GitHub and a team's OpenID Connect provider through a real provider on loopback
+(oidc-provider-mock: authlib, RS256 ID tokens, its own authorization page, GitHub's user API
+added), SAML 2.0 through a pysaml2 IdP on loopback. Screenshots of every page.
+
+The server has open sign-up, so each test uses people of its own.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
-from tests.dashboard.conftest import DashboardServer, StartDashboard, free_port, log_in
+from tests.dashboard.conftest import DashboardServer, free_port, log_in
 from tests.dashboard.screenshots import screenshot
+from tests.e2e.conftest import write_config
 from tests.oidc_provider import Person, oidc_provider, register_client
 from tests.saml_idp import SamlIdp, saml_idp
 
 ANN = Person(sub="ann", email="ann@corp.example", name="Ann Lee")
-BOB = Person(sub="bob", email="bob@corp.example", name="Bob Roe")
-UNVERIFIED = Person(sub="eve", email="eve@corp.example", name="Eve", email_verified=False)
-OWNER_PASSWORD = "correct horse battery staple"
+BOB = Person(sub="bob", email="bob@roe.example", name="Bob Roe")
+OLGA = Person(sub="olga", email="olga@corp.example", name="Olga Owner")
+CARL = Person(sub="carl", email="carl@corp.example", name="Carl Member")
+EVE = Person(sub="eve", email="eve@corp.example", name="Eve", email_verified=False)
+PEOPLE = (ANN, BOB, OLGA, CARL, EVE)
+PASSWORD = "correct horse battery staple"
 
 
-@pytest.fixture
-def provider() -> Iterator[str]:
-    with oidc_provider([ANN, BOB, UNVERIFIED]) as issuer:
-        yield issuer
+@dataclass
+class Setup:
+    server: DashboardServer
+    issuer: str
+    # The team OpenID Connect client registered with the provider for this server.
+    team_client: tuple[str, str]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def idp() -> Iterator[SamlIdp]:
     with saml_idp() as running:
         yield running
 
 
-def _start(start_dashboard: StartDashboard, auth_extra: str, signup: str) -> DashboardServer:
-    port = free_port()
-    return start_dashboard(
-        dashboard_listen=f"127.0.0.1:{port}",
-        dashboard_public_url=f"http://localhost:{port}",
-        auth_signup=signup,
-        auth_extra=auth_extra + "\nallow_private_issuers = true",
-    )
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
+    """The provider, and a live server signing in with Google and GitHub through it."""
+    directory = tmp_path_factory.mktemp("sso")
+    with oidc_provider(PEOPLE) as issuer:
+        port = free_port()
+        base = f"http://localhost:{port}"
+        github_id, github_secret = register_client(
+            issuer, f"{base}/auth/callback/github", "read:user user:email"
+        )
+        team_client = register_client(issuer, f"{base}/auth/callback/oidc", "openid email profile")
+        server = DashboardServer(
+            config_path=directory / "postwire.toml", data_dir=directory / "data"
+        )
+        write_config(
+            server.config_path,
+            server.data_dir,
+            dashboard_listen=f"127.0.0.1:{port}",
+            dashboard_public_url=base,
+            auth_signup="open",
+            auth_extra=(
+                f'google_client_id = "postwire-google"\ngoogle_client_secret = "s3cret"\n'
+                f'google_issuer = "{issuer}"\n'
+                f'github_client_id = "{github_id}"\ngithub_client_secret = "{github_secret}"\n'
+                f'github_authorize_url = "{issuer}/oauth2/authorize"\n'
+                f'github_token_url = "{issuer}/oauth2/token"\n'
+                f'github_api_url = "{issuer}/github"\n'
+                "allow_private_issuers = true"
+            ),
+        )
+        server.start()
+        try:
+            yield Setup(server, issuer, team_client)
+        finally:
+            server.stop()
 
 
 def _authorize_as(page: Page, person: Person) -> None:
@@ -50,15 +87,15 @@ def _authorize_as(page: Page, person: Person) -> None:
     page.get_by_role("button", name=person.sub, exact=True).click()
 
 
+def _refused(page: Page, words: str) -> None:
+    expect(page.get_by_role("heading", name="Sign-in did not complete")).to_be_visible()
+    expect(page.get_by_text(words)).to_be_visible()
+
+
 def test_sign_in_with_google_makes_an_account_when_sign_up_is_open(
-    page: Page, start_dashboard: StartDashboard, provider: str
+    page: Page, setup: Setup
 ) -> None:
-    server = _start(
-        start_dashboard,
-        f'google_client_id = "postwire-google"\ngoogle_client_secret = "s3cret"\n'
-        f'google_issuer = "{provider}"',
-        signup="open",
-    )
+    server = setup.server
     page.goto(server.url("/login?next=/metrics"))
     screenshot(page, "sso-login-page")
     page.get_by_role("link", name="Sign in with Google").click()
@@ -77,54 +114,16 @@ def test_sign_in_with_google_makes_an_account_when_sign_up_is_open(
     expect(page.locator(".team-name")).to_have_text("Ann Lee's team")
 
 
-def test_an_unverified_address_is_refused_in_words(
-    page: Page, start_dashboard: StartDashboard, provider: str
-) -> None:
-    server = _start(
-        start_dashboard,
-        f'google_client_id = "postwire-google"\ngoogle_client_secret = "s3cret"\n'
-        f'google_issuer = "{provider}"',
-        signup="open",
-    )
-    page.goto(server.url("/login/google"))
-    _authorize_as(page, UNVERIFIED)
-    expect(page.get_by_role("heading", name="Sign-in did not complete")).to_be_visible()
-    expect(page.get_by_text("has not verified the address eve@corp.example")).to_be_visible()
+def test_an_unverified_address_is_refused_in_words(page: Page, setup: Setup) -> None:
+    page.goto(setup.server.url("/login/google"))
+    _authorize_as(page, EVE)
+    _refused(page, "has not verified the address eve@corp.example")
     screenshot(page, "sso-refused-unverified")
 
 
-def test_invite_only_refuses_an_unknown_address(
-    page: Page, start_dashboard: StartDashboard, provider: str
-) -> None:
-    server = _start(
-        start_dashboard,
-        f'google_client_id = "postwire-google"\ngoogle_client_secret = "s3cret"\n'
-        f'google_issuer = "{provider}"',
-        signup="invite_only",
-    )
-    page.goto(server.url("/login/google"))
-    _authorize_as(page, BOB)
-    expect(page.get_by_text("No account uses bob@corp.example")).to_be_visible()
-
-
-def test_sign_in_with_github_links_the_existing_account(
-    page: Page, start_dashboard: StartDashboard, provider: str
-) -> None:
-    port = free_port()
-    client_id, secret = register_client(
-        provider, f"http://localhost:{port}/auth/callback/github", "read:user user:email"
-    )
-    server = start_dashboard(
-        dashboard_listen=f"127.0.0.1:{port}",
-        dashboard_public_url=f"http://localhost:{port}",
-        auth_extra=(
-            f'github_client_id = "{client_id}"\ngithub_client_secret = "{secret}"\n'
-            f'github_authorize_url = "{provider}/oauth2/authorize"\n'
-            f'github_token_url = "{provider}/oauth2/token"\n'
-            f'github_api_url = "{provider}/github"'
-        ),
-    )
-    server.create_user(BOB.email, OWNER_PASSWORD, team="Roe & Co")
+def test_sign_in_with_github_links_the_existing_account(page: Page, setup: Setup) -> None:
+    server = setup.server
+    server.create_user(BOB.email, PASSWORD, team="Roe & Co")
     page.goto(server.url("/login"))
     page.get_by_role("link", name="Sign in with GitHub").click()
     _authorize_as(page, BOB)
@@ -134,23 +133,31 @@ def test_sign_in_with_github_links_the_existing_account(
     screenshot(page, "sso-github-signed-in")
 
 
+def test_sso_page_without_a_team_for_the_address(page: Page, setup: Setup) -> None:
+    page.goto(setup.server.url("/login/sso"))
+    screenshot(page, "sso-login-by-address")
+    page.fill("#sso-email", "someone@nowhere.example")
+    page.get_by_role("button", name="Continue").click()
+    expect(page.get_by_text("No team signs in with SSO for this address")).to_be_visible()
+
+
+def _invite(page: Page, server: DashboardServer, email: str) -> None:
+    page.goto(server.url("/team"))
+    page.fill("#invite-email", email)
+    page.locator("#invite-form button[type=submit]").click()
+    expect(page.get_by_role("cell", name=email)).to_be_visible()
+
+
 def test_a_team_signs_in_through_its_own_openid_connect_provider(
-    page: Page, start_dashboard: StartDashboard, provider: str
+    page: Page, browser: Browser, setup: Setup
 ) -> None:
-    port = free_port()
-    client_id, secret = register_client(
-        provider, f"http://localhost:{port}/auth/callback/oidc", "openid email profile"
-    )
-    server = start_dashboard(
-        dashboard_listen=f"127.0.0.1:{port}",
-        dashboard_public_url=f"http://localhost:{port}",
-        auth_extra="allow_private_issuers = true",
-    )
-    server.create_user(ANN.email, OWNER_PASSWORD, team="Corp")
-    log_in(page, server, ANN.email, OWNER_PASSWORD)
+    server = setup.server
+    client_id, secret = setup.team_client
+    server.create_user(OLGA.email, PASSWORD, team="Corp")
+    log_in(page, server, OLGA.email, PASSWORD)
     page.goto(server.url("/team/sso"))
     page.check("#protocol-oidc")
-    page.fill("#oidc-issuer", provider)
+    page.fill("#oidc-issuer", setup.issuer)
     page.fill("#oidc-client-id", client_id)
     page.fill("#oidc-client-secret", secret)
     page.check("#enforce-sso")
@@ -159,36 +166,39 @@ def test_a_team_signs_in_through_its_own_openid_connect_provider(
     screenshot(page, "sso-team-settings")
     sign_in_link = page.locator("code").first.inner_text()
 
-    # Bob is invited as a member; he has no password: the team's provider signs him in.
-    page.goto(server.url("/team"))
-    page.fill("#invite-email", BOB.email)
-    page.locator("#invite-form button[type=submit]").click()
-    expect(page.get_by_role("cell", name=BOB.email)).to_be_visible()
-
-    bob = page.context.browser.new_context()  # type: ignore[union-attr]
+    # Carl is invited as a member and has no password: the team's provider signs him in.
+    _invite(page, server, CARL.email)
+    carl = browser.new_context()
     try:
-        tab = bob.new_page()
+        tab = carl.new_page()
         tab.goto(sign_in_link)
-        _authorize_as(tab, BOB)
+        _authorize_as(tab, CARL)
         tab.wait_for_url(re.compile(r"/emails"))
-        expect(tab.locator(".user-email")).to_have_text(BOB.email)
+        expect(tab.locator(".user-email")).to_have_text(CARL.email)
         expect(tab.locator(".team-name")).to_have_text("Corp")
         screenshot(tab, "sso-team-oidc-signed-in")
+        # Signing in with Google instead does not reach the team while SSO is enforced.
+        tab.context.clear_cookies()
+        tab.goto(server.url("/login/google"))
+        _authorize_as(tab, CARL)
+        expect(tab.get_by_text("requires single sign-on")).to_be_visible()
+        screenshot(tab, "sso-team-enforced")
     finally:
-        bob.close()
+        carl.close()
 
     # The owner keeps a password login while SSO is enforced (break-glass).
     page.context.clear_cookies()
-    log_in(page, server, ANN.email, OWNER_PASSWORD)
+    log_in(page, server, OLGA.email, PASSWORD)
     page.wait_for_url(re.compile(r"/emails"))
 
 
 def test_a_team_signs_in_through_its_saml_idp(
-    page: Page, start_dashboard: StartDashboard, idp: SamlIdp
+    page: Page, browser: Browser, setup: Setup, idp: SamlIdp
 ) -> None:
-    server = _start(start_dashboard, "", signup="invite_only")
-    server.create_user(ANN.email, OWNER_PASSWORD, team="Corp")
-    log_in(page, server, ANN.email, OWNER_PASSWORD)
+    server = setup.server
+    owner, member = "sam@saml.example", "dina@saml.example"
+    server.create_user(owner, PASSWORD, team="SamlCo")
+    log_in(page, server, owner, PASSWORD)
     page.goto(server.url("/team/sso"))
     page.check("#protocol-saml")
     page.fill("#saml-metadata-url", f"{idp.url}/idp/metadata")
@@ -196,19 +206,29 @@ def test_a_team_signs_in_through_its_saml_idp(
     expect(page.get_by_text("Single sign-on settings saved.")).to_be_visible()
     screenshot(page, "sso-team-saml-settings")
     sign_in_link = page.locator("code").first.inner_text()
-    page.goto(server.url("/team"))
-    page.fill("#invite-email", BOB.email)
-    page.locator("#invite-form button[type=submit]").click()
+    _invite(page, server, member)
 
-    bob = page.context.browser.new_context()  # type: ignore[union-attr]
-    try:
-        tab = bob.new_page()
+    def sign_in(tab: Page) -> None:
         tab.goto(sign_in_link)
-        tab.fill('input[name="email"]', BOB.email)
+        tab.fill('input[name="email"]', member)
         tab.get_by_role("button", name="Sign in").click()
         tab.get_by_role("button", name="Continue").click()
+
+    dina = browser.new_context()
+    try:
+        tab = dina.new_page()
+        sign_in(tab)
         tab.wait_for_url(re.compile(r"/emails"))
-        expect(tab.locator(".user-email")).to_have_text(BOB.email)
+        expect(tab.locator(".user-email")).to_have_text(member)
+        expect(tab.locator(".team-name")).to_have_text("SamlCo")
         screenshot(tab, "sso-team-saml-signed-in")
+
+        # An unsigned answer is refused, in words.
+        tab.context.clear_cookies()
+        idp.mode = "unsigned"
+        sign_in(tab)
+        _refused(tab, "signature is missing or not valid")
+        screenshot(tab, "sso-refused-saml-unsigned")
     finally:
-        bob.close()
+        idp.mode = "valid"
+        dina.close()
