@@ -283,10 +283,13 @@ def _log_ready(config: Config, spool: Spool) -> None:
     if config.config_file is None:
         log.info("configuration: embedded default (no --config, POSTWIRE_CONFIG or config file)")
         # Its data is ./postwire-data: other commands find it only from the same directory.
-        key_command = f"postwire keys create --name NAME (in {config.data_dir.parent})"
+        where = f"(in {config.data_dir.parent})"
+        key_command = f"postwire keys create --name NAME {where}"
+        user_command = f"postwire users create --email EMAIL {where}"
     else:
         log.info("configuration: %s", config.config_file)
         key_command = f"postwire keys create --name NAME --config {config.config_file}"
+        user_command = f"postwire users create --email EMAIL --config {config.config_file}"
     log.info("data directory: %s", config.data_dir)
     log.info("spool: %s (map size %s)", config.data_dir / "spool", _gib(config.spool.map_size))
     for warning in _setup_warnings(config, spool):
@@ -295,6 +298,9 @@ def _log_ready(config: Config, spool: Spool) -> None:
     extra = f", {processes} processes" if processes > 1 else ""
     log.info("postwire is ready (pid %d%s)", os.getpid(), extra)
     log.info("to get an API key, run: %s", key_command)
+    log.info(
+        "dashboard: %s; to make its first user, run: %s", config.dashboard.public_url, user_command
+    )
 
 
 def _gib(size: int) -> str:
