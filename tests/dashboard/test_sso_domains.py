@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.dashboard.conftest import StartDashboard, free_port, log_in
+from tests.dashboard.conftest import DashboardServer, StartDashboard, free_port, log_in
 from tests.dashboard.screenshots import screenshot
 from tests.dashboard.test_journey import verify_domain
 from tests.dns_server import AuthoritativeDnsServer
@@ -27,6 +27,19 @@ NINA = Person(sub="nina", email=f"nina@{DOMAIN}", name="Nina New")
 def issuer() -> Iterator[str]:
     with oidc_provider([NINA]) as url:
         yield url
+
+
+def save_oidc_settings(
+    page: Page, server: DashboardServer, issuer: str, client_id: str, secret: str
+) -> None:
+    """Fill in and send the team's OpenID Connect settings, with DOMAIN as its email domain."""
+    page.goto(server.url("/team/sso"))
+    page.check("#protocol-oidc")
+    page.fill("#oidc-issuer", issuer)
+    page.fill("#oidc-client-id", client_id)
+    page.fill("#oidc-client-secret", secret)
+    page.fill("#email-domains", DOMAIN)
+    page.get_by_role("button", name="Save").click()
 
 
 def test_a_person_of_the_teams_domain_finds_its_sso_by_address_and_joins(
@@ -49,13 +62,7 @@ def test_a_person_of_the_teams_domain_finds_its_sso_by_address_and_joins(
     log_in(page, server, OWNER, PASSWORD)
 
     # Naming a domain the team has not verified is refused.
-    page.goto(server.url("/team/sso"))
-    page.check("#protocol-oidc")
-    page.fill("#oidc-issuer", issuer)
-    page.fill("#oidc-client-id", client_id)
-    page.fill("#oidc-client-secret", secret)
-    page.fill("#email-domains", DOMAIN)
-    page.get_by_role("button", name="Save").click()
+    save_oidc_settings(page, server, issuer, client_id, secret)
     expect(page.get_by_text(f"{DOMAIN} is not a verified domain of this team")).to_be_visible()
     screenshot(page, "sso-team-domain-refused")
 
@@ -65,13 +72,7 @@ def test_a_person_of_the_teams_domain_finds_its_sso_by_address_and_joins(
     page.wait_for_url(re.compile(r"/domains/[0-9a-f-]{36}$"))
     verify_domain(page, dns_server)
 
-    page.goto(server.url("/team/sso"))
-    page.check("#protocol-oidc")
-    page.fill("#oidc-issuer", issuer)
-    page.fill("#oidc-client-id", client_id)
-    page.fill("#oidc-client-secret", secret)
-    page.fill("#email-domains", DOMAIN)
-    page.get_by_role("button", name="Save").click()
+    save_oidc_settings(page, server, issuer, client_id, secret)
     expect(page.get_by_text("Single sign-on settings saved.")).to_be_visible()
 
     nina = browser.new_context()

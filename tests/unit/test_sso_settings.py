@@ -87,17 +87,7 @@ def test_email_domains_are_parsed_and_checked() -> None:
 
 
 async def test_a_pending_login_is_taken_once(spool: Spool) -> None:
-    record = PendingLoginRecord(
-        provider="google",
-        team_id=None,
-        nonce="n",
-        code_verifier="v",
-        next_url="/emails",
-        browser_sha256="b",
-        redirect_uri="http://localhost:3001/auth/callback/google",
-        created_at=NOW.isoformat(),
-        expires_at=NOW.isoformat(),
-    )
+    record = _login(NOW.isoformat())
     batch = _core.WriteBatch()
     put_pending_login(batch, "state-1", record)
     await spool.commit(batch)
@@ -114,24 +104,12 @@ async def test_a_pending_login_is_taken_once(spool: Spool) -> None:
 
 
 async def test_abandoned_logins_are_pruned_as_new_ones_start(spool: Spool) -> None:
-    def login(expires_at: str) -> PendingLoginRecord:
-        return PendingLoginRecord(
-            provider="github",
-            team_id=None,
-            nonce="",
-            code_verifier="v",
-            next_url="/emails",
-            browser_sha256="b",
-            redirect_uri="http://localhost:3001/auth/callback/github",
-            created_at="2026-11-25T04:45:00+00:00",
-            expires_at=expires_at,
-        )
-
-    await save_pending_login(spool, "old", login("2026-11-25T05:00:00+00:00"), now=NOW.isoformat())
-    await save_pending_login(spool, "live", login("2026-11-25T05:30:00+00:00"), now=NOW.isoformat())
+    now = NOW.isoformat()
+    await save_pending_login(spool, "old", _login("2026-11-25T05:00:00+00:00"), now=now)
+    await save_pending_login(spool, "live", _login("2026-11-25T05:30:00+00:00"), now=now)
     assert get_pending_login(spool, "old") is not None
     await save_pending_login(
-        spool, "new", login("2026-11-25T05:31:00+00:00"), now="2026-11-25T05:16:00+00:00"
+        spool, "new", _login("2026-11-25T05:31:00+00:00"), now="2026-11-25T05:16:00+00:00"
     )
     assert get_pending_login(spool, "old") is None
     assert get_pending_login(spool, "live") is not None
@@ -140,6 +118,20 @@ async def test_abandoned_logins_are_pruned_as_new_ones_start(spool: Spool) -> No
     assert [key for key, _ in EXPIRIES.scan(spool, prefix="expiry/")] == [
         "expiry/2026-11-25T05:31:00+00:00/" + _pending_key_of("new")
     ]
+
+
+def _login(expires_at: str) -> PendingLoginRecord:
+    return PendingLoginRecord(
+        provider="google",
+        team_id=None,
+        nonce="n",
+        code_verifier="v",
+        next_url="/emails",
+        browser_sha256="b",
+        redirect_uri="http://localhost:3001/auth/callback/google",
+        created_at=NOW.isoformat(),
+        expires_at=expires_at,
+    )
 
 
 def _pending_key_of(handle: str) -> str:
