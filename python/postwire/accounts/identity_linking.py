@@ -26,7 +26,7 @@ from postwire.store.accounts import create_team
 from postwire.store.invitations import pending_invitation_for
 from postwire.store.spool import Spool
 from postwire.store.sso import get_sso_config
-from postwire.store.users import UserRecord, normalize_email
+from postwire.store.users import ROLES, Role, UserRecord, normalize_email
 
 PROVIDER_NAMES = {"google": "Google", "github": "GitHub", "oidc": "Your identity provider"}
 
@@ -90,8 +90,10 @@ async def _team_member(
         )
     else:
         user = await _verified(spool, user)
-    role = invitation.role if invitation is not None else "member"
-    await accounts_users.add_membership(spool, user.id, team_id, role, now)  # type: ignore[arg-type]
+    role: Role = "member"
+    if invitation is not None and invitation.role in ROLES:
+        role = invitation.role
+    await accounts_users.add_membership(spool, user.id, team_id, role, now)
     if invitation is not None:
         await invitations.revoke(spool, team_id, invitation.id)
     return user
