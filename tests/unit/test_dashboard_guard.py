@@ -17,7 +17,7 @@ from quart import Blueprint
 from quart.typing import TestClientProtocol as ClientProtocol
 
 from postwire import _core
-from postwire.accounts import passwords, sessions, users
+from postwire.accounts import login_limits, passwords, sessions, users
 from postwire.config import load_config
 from postwire.dashboard.access import mfa_setup, pending_mfa, public, requires
 from postwire.dashboard.app import CONTENT_SECURITY_POLICY, create_dashboard
@@ -397,6 +397,19 @@ async def test_open_signup_makes_an_owner_of_a_new_team(dashboard: Dashboard) ->
     assert (membership.role, team.name) == ("owner", "Grace's team")
     again = await dashboard.client.post("/signup", form=form | {"csrf_token": token})
     assert again.status_code in (400, 403)
+
+
+async def test_signups_per_client_address_are_limited(dashboard: Dashboard) -> None:
+    statuses = []
+    for n in range(login_limits.MAX_SIGNUPS_PER_ADDRESS + 1):
+        form = {"name": f"P{n}", "email": f"p{n}@example.com", "password": PASSWORD, "team": ""}
+        form["csrf_token"] = await dashboard.csrf("/signup")
+        response = await dashboard.client.post("/signup", form=form)
+        statuses.append(response.status_code)
+        if response.status_code == 303:  # signed in as the new user: sign out for the next
+            csrf = (await dashboard.current_session()).csrf_token
+            await dashboard.client.post("/logout", form={"csrf_token": csrf})
+    assert statuses == [303] * login_limits.MAX_SIGNUPS_PER_ADDRESS + [429]
 
 
 async def test_signup_is_closed_when_invite_only(dashboard: Dashboard) -> None:

@@ -1,4 +1,5 @@
-"""Failed logins, counted per account and per client address over a sliding window.
+"""Failed logins, counted per account and per client address over a sliding window; and
+sign-ups per client address.
 
 Past `auth.max_login_failures` failures within WINDOW_SECONDS, further attempts for that
 account or from that address are refused before the password is checked, with the same answer
@@ -19,6 +20,9 @@ from postwire.store.users import normalize_email
 WINDOW_SECONDS: Final = 15 * 60.0
 ACCOUNT: Final = "account"
 ADDRESS: Final = "address"
+SIGNUP: Final = "signup"
+# Accounts one client address may open by sign-up within the window.
+MAX_SIGNUPS_PER_ADDRESS: Final = 5
 
 
 def _subjects(email: str, address: str) -> list[tuple[str, str]]:
@@ -53,4 +57,18 @@ async def clear_account_failures(spool: Spool, email: str) -> None:
         return
     batch = WriteBatch()
     store.delete_login_failures(batch, ACCOUNT, normalize_email(email))
+    await spool.commit(batch)
+
+
+def signup_blocked(spool: Spool, address: str, now: float) -> bool:
+    """Whether the client address opened its share of accounts within the window."""
+    recent = _recent(store.get_login_failures(spool, SIGNUP, address), now)
+    return len(recent) >= MAX_SIGNUPS_PER_ADDRESS
+
+
+async def record_signup(spool: Spool, address: str, now: float) -> None:
+    times = _recent(store.get_login_failures(spool, SIGNUP, address), now)
+    batch = WriteBatch()
+    record = LoginFailuresRecord([*times, now][-MAX_SIGNUPS_PER_ADDRESS:])
+    store.put_login_failures(batch, SIGNUP, address, record)
     await spool.commit(batch)

@@ -97,6 +97,10 @@ def routes(ctx: DashboardContext) -> Blueprint:
             return await _render_signup_closed(), 403
         form = await request.form
         entered = {key: form.get(key, "").strip() for key in ("name", "email", "team")}
+        address, now = request.remote_addr or "", ctx.now_seconds()
+        if login_limits.signup_blocked(ctx.spool, address, now):
+            message = "Too many accounts were opened from your address. Try again later."
+            return await render_template("signup.html", form=entered, error=message), 429
         problem = signup_problem(entered["name"], entered["email"], form.get("password", ""))
         if problem is None:
             try:
@@ -105,6 +109,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
                 problem = "This address has an account already: sign in, or reset its password."
         if problem is not None:
             return await render_template("signup.html", form=entered, error=problem), 400
+        await login_limits.record_signup(ctx.spool, address, now)
         await send_verification(
             ctx.spool, mailer, user, public_url=ctx.config.dashboard.public_url, now=ctx.now()
         )
