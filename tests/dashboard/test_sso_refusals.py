@@ -162,3 +162,14 @@ def test_an_unsolicited_saml_answer_is_refused_without_a_csrf_token(
     )
     assert response.status_code == 400
     assert "matches no sign-in started here" in response.text
+
+
+def test_starting_too_many_sign_ins_from_one_address_is_refused(server: DashboardServer) -> None:
+    # Last in the module: the address's starts stay counted for the rest of the minute.
+    statuses = [
+        httpx.get(server.url("/login/google"), follow_redirects=False).status_code
+        for _ in range(31)
+    ]
+    assert statuses[0] == 303 and statuses[-1] == 429
+    refused = httpx.get(server.url("/login/google"), follow_redirects=False)
+    assert "Too many sign-ins were started from your address" in refused.text

@@ -36,6 +36,7 @@ from postwire.dashboard.login_flow import LoginRefused, finish_login
 from postwire.dashboard.next_url import safe_next
 from postwire.dashboard.pages import sso_team
 from postwire.dashboard.redirects import see_other
+from postwire.rate_limit import RateLimiter
 from postwire.store.accounts import TEAMS
 from postwire.store.sso import (
     PendingLoginRecord,
@@ -52,6 +53,9 @@ from postwire.store.sso import (
 BROWSER_COOKIE: Final = "pw_sso"
 # A proven SAML identity waits this long for its browser's next request.
 PROVEN_TTL: Final = timedelta(minutes=2)
+# Sign-ins a client address may start a minute: each keeps a record until it expires, so
+# starts are limited to keep a flood from filling the spool.
+STARTS_PER_MINUTE: Final = 30
 
 
 class _Refused(Exception):
@@ -68,6 +72,17 @@ def routes(ctx: DashboardContext) -> Blueprint:
     public_url = ctx.config.dashboard.public_url.rstrip("/")
     allow_private = ctx.config.auth.allow_private_issuers
 
+    starts = RateLimiter(STARTS_PER_MINUTE, window_seconds=60)
+
+    async def too_many_starts() -> Response | None:
+        decision = starts.check(request.remote_addr or "", ctx.monotonic())
+        if decision is None or decision.allowed:
+            return None
+        return await _refusal(
+            "Too many sign-ins were started from your address. Wait a minute and try again.",
+            status=429,
+        )
+
     def callback_url(provider: str) -> str:
         return f"{public_url}/auth/callback/{provider}"
 
@@ -77,6 +92,8 @@ def routes(ctx: DashboardContext) -> Blueprint:
     async def start(settings: oauth.ProviderSettings | None) -> Response:
         if settings is None:
             return await _refusal("This way of signing in is not set up here.", status=404)
+        if refused := await too_many_starts():
+            return refused
         browser = request.cookies.get(BROWSER_COOKIE) or secrets.token_urlsafe(32)
         try:
             async with provider_http(vet=settings.tenant_chosen) as http:
@@ -147,6 +164,8 @@ def routes(ctx: DashboardContext) -> Blueprint:
         return await start_saml(team_id, config.saml_metadata_xml)
 
     async def start_saml(team_id: str, metadata_xml: str) -> Response:
+        if refused := await too_many_starts():
+            return refused
         browser = request.cookies.get(BROWSER_COOKIE) or secrets.token_urlsafe(32)
         now = ctx.now()
         try:
