@@ -25,6 +25,7 @@ from joserfc.jwk import KeySet
 from joserfc.jwt import JWTClaimsRegistry
 
 from postwire.accounts.provider_http import ProviderError, ProviderHttp
+from postwire.outbound_http import parse_http_url
 
 ID_TOKEN_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384")
 # Clocks of the provider and ours may differ a little.
@@ -68,6 +69,14 @@ async def discover(http: ProviderHttp, issuer: str, *, require_https: bool) -> P
     values = {name: document.get(name) for name in ("issuer", *fields)}
     if not all(isinstance(value, str) and value for value in values.values()):
         raise ProviderError("The identity provider's discovery document lacks an endpoint.")
+    for name in fields:
+        # The browser is sent to one of them: a URL of the right scheme, nothing that could
+        # split a Location header.
+        endpoint = str(values[name])
+        if parse_http_url(endpoint) is None or any(ord(c) <= 0x20 or c == "\x7f" for c in endpoint):
+            raise ProviderError(f"The discovery document's {name} is not a URL.")
+        if require_https and not endpoint.startswith("https://"):
+            raise ProviderError(f"The discovery document's {name} must be an https:// URL.")
     if str(values["issuer"]).rstrip("/") != issuer:
         raise ProviderError(
             f"The discovery document names the issuer {values['issuer']}, not {issuer}."
