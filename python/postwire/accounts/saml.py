@@ -122,8 +122,13 @@ def authn_request(
         )
     except Exception as error:
         raise SamlError(f"The sign-in request could not be made ({error}).") from None
-    location = dict(info["headers"])["Location"]
-    return str(request_id), str(location)
+    location = str(dict(info["headers"])["Location"])
+    # The metadata's endpoint becomes a Location header: an http(s) URL, no control characters.
+    if not location.startswith(("https://", "http://")) or any(
+        ord(c) < 0x20 or c == "\x7f" for c in location
+    ):
+        raise SamlError("The identity provider's sign-in endpoint is not a URL.")
+    return str(request_id), location
 
 
 def in_response_to(saml_response: str) -> str | None:
