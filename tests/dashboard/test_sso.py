@@ -139,6 +139,9 @@ def test_sso_page_without_a_team_for_the_address(page: Page, setup: Setup) -> No
     page.fill("#sso-email", "someone@nowhere.example")
     page.get_by_role("button", name="Continue").click()
     expect(page.get_by_text("No team signs in with SSO for this address")).to_be_visible()
+    page.fill("#sso-email", "no-such-team")
+    page.get_by_role("button", name="Continue").click()
+    expect(page.get_by_text("No team signs in with SSO for this address")).to_be_visible()
 
 
 def _invite(page: Page, server: DashboardServer, email: str) -> None:
@@ -209,7 +212,11 @@ def test_a_team_signs_in_through_its_saml_idp(
     _invite(page, server, member)
 
     def sign_in(tab: Page) -> None:
-        tab.goto(sign_in_link)
+        # By the team's ID on the SSO page (the link's last part), as someone told it would.
+        tab.goto(server.url("/login/sso"))
+        tab.fill("#sso-email", sign_in_link.rsplit("/", 1)[1])
+        tab.get_by_role("button", name="Continue").click()
+        tab.get_by_role("link", name="Continue to your identity provider").click()
         tab.fill('input[name="email"]', member)
         tab.get_by_role("button", name="Sign in").click()
         tab.get_by_role("button", name="Continue").click()

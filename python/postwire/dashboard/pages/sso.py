@@ -132,17 +132,21 @@ def routes(ctx: DashboardContext) -> Blueprint:
     @public
     async def login_sso_find() -> str | Response:
         form = await request.form
-        email = form.get("email", "").strip()
+        entered = form.get("email", "").strip()
         next_url = safe_next(form.get("next"))
-        team_id = team_for_email_domain(ctx.spool, email.rpartition("@")[2].lower())
+        # An address finds the team by its domain; anything else is taken as a team ID.
+        if "@" in entered:
+            team_id = team_for_email_domain(ctx.spool, entered.rpartition("@")[2].lower())
+        else:
+            team_id = entered if TEAMS.get(ctx.spool, entered) is not None else None
         config = None if team_id is None else get_sso_config(ctx.spool, team_id)
         if team_id is None or config is None or not config.protocol:
             return await render_template(
                 "sso_login.html",
                 next_url=next_url,
-                email=email,
-                error="No team signs in with SSO for this address. Use your password, or ask"
-                " your team's owner for the team's sign-in link.",
+                email=entered,
+                error="No team signs in with SSO for this address or team ID. Use your"
+                " password, or ask your team's owner for the team's sign-in link.",
             )
         # A link, not a redirect: the page's CSP keeps forms on this origin (form-action),
         # and the identity provider is elsewhere.
