@@ -15,11 +15,11 @@ import trio
 from postwire import _core
 from postwire.accounts import users
 from postwire.accounts.identity_linking import SignInRefused, account_for_identity
-from postwire.accounts.invitations import invite
+from postwire.accounts.invitations import invite, list_pending
 from postwire.accounts.oidc import Identity
 from postwire.accounts.system_mail import SystemMailer
 from postwire.config import Config
-from postwire.store.accounts import create_team
+from postwire.store.accounts import TeamRecord, create_team
 from postwire.store.spool import TABLES, Spool
 from postwire.store.sso import SsoConfigRecord, put_sso_config
 
@@ -63,6 +63,23 @@ async def test_invite_only_refuses_an_address_without_an_account(spool: Spool) -
         await _link(spool, ANN, signup="invite_only")
 
 
+async def test_invite_only_makes_the_account_of_an_invited_address(
+    spool: Spool, tmp_path: Path
+) -> None:
+    teams = [await create_team(spool, name, NOW) for name in ("Corp", "Lab")]
+    owner = await users.create_user(
+        spool, email="owner@corp.example", name="O", now=NOW, email_verified=True
+    )
+    mailer = SystemMailer(Config(data_dir=tmp_path), spool, None)
+    for team, role in zip(teams, ("admin", "member"), strict=True):
+        await users.add_membership(spool, owner.id, team.id, "owner", NOW)
+        await _invite(spool, mailer, team, owner, ANN.email, role)
+    user = await _link(spool, ANN, provider="github", signup="invite_only")
+    joined = {team.name: membership.role for membership, team in users.memberships_of(spool, user)}
+    assert joined == {"Corp": "admin", "Lab": "member"}  # no team of its own
+    assert all(not list_pending(spool, team.id) for team in teams)
+
+
 async def test_an_existing_account_is_linked_and_its_address_counts_as_verified(
     spool: Spool,
 ) -> None:
@@ -90,17 +107,7 @@ async def test_a_teams_provider_admits_members_invitees_and_its_domains_only(
 
     # An invitee joins with the invited role; the invitation is used up.
     mailer = SystemMailer(Config(data_dir=tmp_path), spool, None)
-    await invite(
-        spool,
-        mailer,
-        team=team,
-        email="bob@else.example",
-        role="admin",
-        inviter=owner,
-        inviter_role="owner",
-        public_url="http://localhost:3001",
-        now=NOW,
-    )
+    await _invite(spool, mailer, team, owner, "bob@else.example", "admin")
     bob = Identity(email="bob@else.example", email_verified=True, name="Bob", subject="2")
     joined = await _link(spool, bob, team_id=team.id, signup="invite_only")
     assert users.get_membership(spool, joined.id, team.id).role == "admin"  # type: ignore[union-attr]
@@ -115,3 +122,24 @@ async def test_a_teams_provider_admits_members_invitees_and_its_domains_only(
     await spool.commit(batch)
     member = await _link(spool, ANN, team_id=team.id, signup="invite_only")
     assert users.get_membership(spool, member.id, team.id).role == "member"  # type: ignore[union-attr]
+
+
+async def _invite(
+    spool: Spool,
+    mailer: SystemMailer,
+    team: TeamRecord,
+    owner: users.UserRecord,
+    email: str,
+    role: str,
+) -> None:
+    await invite(
+        spool,
+        mailer,
+        team=team,
+        email=email,
+        role=role,
+        inviter=owner,
+        inviter_role="owner",
+        public_url="http://localhost:3001",
+        now=NOW,
+    )

@@ -5,8 +5,9 @@ refused, since anyone can type any address into an account at Google, GitHub or 
 identity provider.
 
 - Google and GitHub: the account with that address signs in (and its address counts as
-  verified). No account: with `auth.signup = "open"` one is made, with a team of its own;
-  with "invite_only" the person is told to accept their invitation first.
+  verified). No account: one is made if the address has pending invitations (it joins those
+  teams with the invited roles, as accepting each link would) or, failing that, if
+  `auth.signup = "open"` (with a team of its own); otherwise the sign-in is refused.
 - A team's SSO speaks for its members and for addresses under the team's verified email
   domains: a member signs in; someone with a pending invitation to the team joins it with the
   invited role; an address under one of the team's SSO domains joins as a member (an account
@@ -23,11 +24,18 @@ from postwire.accounts import invitations
 from postwire.accounts import users as accounts_users
 from postwire.accounts.oidc import Identity
 from postwire.store.accounts import create_team
-from postwire.store.invitations import pending_invitation_for
+from postwire.store.invitations import (
+    PENDING_BY_EMAIL,
+    InvitationRecord,
+    get_invitation,
+    pending_invitation_for,
+)
 from postwire.store.spool import Spool
 from postwire.store.sso import get_sso_config
 from postwire.store.users import ROLES, Role, UserRecord, normalize_email
 
+# Pending invitations read at most when looking for an address's (all teams together).
+MAX_PENDING_SCANNED = 10_000
 PROVIDER_NAMES = {"google": "Google", "github": "GitHub", "oidc": "Your identity provider"}
 
 
@@ -56,17 +64,47 @@ async def account_for_identity(
         return await _team_member(spool, identity, user, team_id, now)
     if user is not None:
         return await _verified(spool, user)
-    if signup != "open":
+    invited = _live_invitations_of(spool, normalize_email(identity.email), now)
+    if signup != "open" and not invited:
         raise SignInRefused(
-            f"No account uses {identity.email}. Accept your invitation from its email first;"
-            f" then you can sign in with {who}."
+            f"No account uses {identity.email}, and it has no pending invitation. Ask a team's"
+            " owner to invite you."
         )
     user = await accounts_users.create_user(
         spool, email=identity.email, name=identity.name, now=now, email_verified=True
     )
-    team = await create_team(spool, _team_name(identity), now)
-    await accounts_users.add_membership(spool, user.id, team.id, "owner", now)
+    # The provider proved the invited address, as the invitation's link would have.
+    for invitation in invited:
+        await _join_as_invited(spool, user, invitation, now)
+    if not invited:
+        team = await create_team(spool, _team_name(identity), now)
+        await accounts_users.add_membership(spool, user.id, team.id, "owner", now)
     return user
+
+
+def _live_invitations_of(spool: Spool, email: str, now: datetime) -> list[InvitationRecord]:
+    """The address's unexpired invitations, whatever the team. The pending index is keyed by
+    team first, so this is a bounded scan; it runs only for an address without an account."""
+    suffix = f"/{email}"
+    found = []
+    for key, entry in PENDING_BY_EMAIL.scan(spool, prefix="pending/", limit=MAX_PENDING_SCANNED):
+        if not key.endswith(suffix):
+            continue
+        team_id = key[len("pending/") : -len(suffix)]
+        invitation = get_invitation(spool, team_id, entry.invitation_id)
+        if invitation is not None and invitation.expires_at_ms > now.timestamp() * 1000:
+            found.append(invitation)
+    return found
+
+
+async def _join_as_invited(
+    spool: Spool, user: UserRecord, invitation: InvitationRecord, now: datetime
+) -> None:
+    role: Role = "member"
+    if invitation.role in ROLES:
+        role = invitation.role
+    await accounts_users.add_membership(spool, user.id, invitation.team_id, role, now)
+    await invitations.revoke(spool, invitation.team_id, invitation.id)
 
 
 async def _team_member(
@@ -90,12 +128,10 @@ async def _team_member(
         )
     else:
         user = await _verified(spool, user)
-    role: Role = "member"
-    if invitation is not None and invitation.role in ROLES:
-        role = invitation.role
-    await accounts_users.add_membership(spool, user.id, team_id, role, now)
     if invitation is not None:
-        await invitations.revoke(spool, team_id, invitation.id)
+        await _join_as_invited(spool, user, invitation, now)
+    else:
+        await accounts_users.add_membership(spool, user.id, team_id, "member", now)
     return user
 
 
