@@ -26,7 +26,8 @@ BOB = Person(sub="bob", email="bob@roe.example", name="Bob Roe")
 OLGA = Person(sub="olga", email="olga@corp.example", name="Olga Owner")
 CARL = Person(sub="carl", email="carl@corp.example", name="Carl Member")
 EVE = Person(sub="eve", email="eve@corp.example", name="Eve", email_verified=False)
-PEOPLE = (ANN, BOB, OLGA, CARL, EVE)
+IVY = Person(sub="ivy", email="ivy@invited.example", name="Ivy Invitee")
+PEOPLE = (ANN, BOB, OLGA, CARL, EVE, IVY)
 PASSWORD = "correct horse battery staple"
 
 
@@ -149,6 +150,25 @@ def _invite(page: Page, server: DashboardServer, email: str) -> None:
     page.fill("#invite-email", email)
     page.locator("#invite-form button[type=submit]").click()
     expect(page.get_by_role("cell", name=email)).to_be_visible()
+
+
+def test_an_invited_address_signing_in_with_google_joins_the_inviting_team(
+    page: Page, browser: Browser, setup: Setup
+) -> None:
+    server = setup.server
+    server.create_user("rita@invited.example", PASSWORD, team="Invites Inc")
+    log_in(page, server, "rita@invited.example", PASSWORD)
+    _invite(page, server, IVY.email)
+    ivy = browser.new_context()
+    try:
+        tab = ivy.new_page()
+        tab.goto(server.url("/login/google"))
+        _authorize_as(tab, IVY)
+        tab.wait_for_url(re.compile(r"/emails"))
+        # The invitation's team, not one of her own.
+        expect(tab.locator(".team-name")).to_have_text("Invites Inc")
+    finally:
+        ivy.close()
 
 
 def test_a_team_signs_in_through_its_own_openid_connect_provider(
