@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
@@ -231,24 +232,35 @@ def test_a_team_signs_in_through_its_saml_idp(
     sign_in_link = page.locator("code").first.inner_text()
     _invite(page, server, member)
 
-    def sign_in(tab: Page) -> None:
-        # By the team's ID on the SSO page (the link's last part), as someone told it would.
+    def sign_in(tab: Page) -> dict[str, str]:
+        """Sign in by the team's ID on the SSO page (the link's last part); the IdP's answer
+        as the browser posts it (its URL and SAMLResponse)."""
         tab.goto(server.url("/login/sso"))
         tab.fill("#sso-email", sign_in_link.rsplit("/", 1)[1])
         tab.get_by_role("button", name="Continue").click()
         tab.get_by_role("link", name="Continue to your identity provider").click()
         tab.fill('input[name="email"]', member)
         tab.get_by_role("button", name="Sign in").click()
+        answer = {
+            "url": tab.locator("form").get_attribute("action") or "",
+            "SAMLResponse": tab.locator('input[name="SAMLResponse"]').get_attribute("value") or "",
+        }
         tab.get_by_role("button", name="Continue").click()
+        return answer
 
     dina = browser.new_context()
     try:
         tab = dina.new_page()
-        sign_in(tab)
+        answer = sign_in(tab)
         tab.wait_for_url(re.compile(r"/emails"))
         expect(tab.locator(".user-email")).to_have_text(member)
         expect(tab.locator(".team-name")).to_have_text("SamlCo")
         screenshot(tab, "sso-team-saml-signed-in")
+
+        # The same signed answer posted again (a replay) is refused: its request was answered.
+        replay = httpx.post(answer["url"], data={"SAMLResponse": answer["SAMLResponse"]})
+        assert replay.status_code == 400
+        assert "used already" in replay.text
 
         # An unsigned answer is refused, in words.
         tab.context.clear_cookies()
