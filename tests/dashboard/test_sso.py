@@ -201,6 +201,11 @@ def test_a_team_signs_in_through_its_own_openid_connect_provider(
         expect(tab.locator(".user-email")).to_have_text(CARL.email)
         expect(tab.locator(".team-name")).to_have_text("Corp")
         screenshot(tab, "sso-team-oidc-signed-in")
+        # A member reads the team's settings; only owners get the form.
+        tab.goto(server.url("/team/sso"))
+        expect(tab.locator("#sso-summary")).to_contain_text("SSO is enforced")
+        expect(tab.locator("#sso-settings")).to_have_count(0)
+        screenshot(tab, "sso-team-settings-member")
         # Signing in with Google instead does not reach the team while SSO is enforced.
         tab.context.clear_cookies()
         tab.goto(server.url("/login/google"))

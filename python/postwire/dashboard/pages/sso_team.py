@@ -1,8 +1,9 @@
-"""The team's SSO settings page (/team/sso, owners only): the team's OpenID Connect provider
-(issuer, client id and secret) or SAML 2.0 IdP (metadata XML, or a URL it is read from once,
-at save), the email domains whose addresses the "Sign in with SSO" page sends here, and
-"enforce SSO". Settings are checked before they are saved: the issuer's discovery document
-is read, the SAML metadata parsed, so a typo shows here rather than at someone's sign-in.
+"""The team's SSO settings page (/team/sso: members read it, owners change it): the team's
+OpenID Connect provider (issuer, client id and secret) or SAML 2.0 IdP (metadata XML, or a URL
+it is read from once, at save), the email domains whose addresses the "Sign in with SSO" page
+sends here, and "enforce SSO". Settings are checked before they are saved: the issuer's
+discovery document is read, the SAML metadata parsed, so a typo shows here rather than at
+someone's sign-in.
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ def routes(ctx: DashboardContext) -> Blueprint:
         return Response(page, status=status, mimetype="text/html")
 
     @blueprint.get("/team/sso")
-    @requires("owner")
     async def show() -> Response:
+        # Every member may read the settings (the secret is never shown); owners change them.
         return await render(sso_settings(ctx.spool, g.viewer.team.id))
 
     @blueprint.post("/team/sso")
