@@ -70,7 +70,15 @@ def routes(ctx: DashboardContext) -> Blueprint:
     @blueprint.get("/api-keys/<key_id>/delete")
     @requires("admin")  # the confirmation of a change only admins may make
     async def confirm_delete(key_id: str) -> str:
-        return await render_template("api_keys_delete.html", key=team_key(key_id))
+        key = team_key(key_id)
+        return await render_template(
+            "settings_confirm_delete.html",
+            thing=f"the key {key.name}",
+            consequence="Whatever uses its token can no longer call the API. "
+            "This cannot be undone.",
+            action=f"/api-keys/{key.id}/delete",
+            cancel="/api-keys",
+        )
 
     @blueprint.post("/api-keys/<key_id>/delete")
     async def delete(key_id: str) -> Redirect:

@@ -152,7 +152,15 @@ def routes(ctx: DashboardContext) -> Blueprint:
     @blueprint.get("/domains/<domain_id>/delete")
     @requires("admin")  # the confirmation of a change only admins may make
     async def confirm_delete(domain_id: str) -> str:
-        return await render_template("domains_delete.html", domain=team_domain(domain_id))
+        domain = team_domain(domain_id)
+        return await render_template(
+            "settings_confirm_delete.html",
+            thing=domain.name,
+            consequence=f"Its DKIM key is deleted with it: mail can no longer be sent from "
+            f"{domain.name}, and adding it again means publishing new records.",
+            action=f"/domains/{domain.id}/delete",
+            cancel=f"/domains/{domain.id}",
+        )
 
     @blueprint.post("/domains/<domain_id>/delete")
     async def delete(domain_id: str) -> Redirect:

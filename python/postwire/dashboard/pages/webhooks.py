@@ -175,7 +175,15 @@ def routes(ctx: DashboardContext) -> Blueprint:
     @blueprint.get("/webhooks/<webhook_id>/delete")
     @requires("admin")  # the confirmation of a change only admins may make
     async def confirm_delete(webhook_id: str) -> str:
-        return await render_template("webhooks_delete.html", webhook=team_webhook(webhook_id))
+        webhook = team_webhook(webhook_id)
+        return await render_template(
+            "settings_confirm_delete.html",
+            thing="this endpoint",
+            consequence=f"{webhook.endpoint} will get no more events, and its events waiting "
+            "to be sent are dropped.",
+            action=f"/webhooks/{webhook.id}/delete",
+            cancel=f"/webhooks/{webhook.id}",
+        )
 
     @blueprint.post("/webhooks/<webhook_id>/delete")
     async def delete(webhook_id: str) -> Redirect:
