@@ -65,7 +65,7 @@ need-swaks:
 need-openssl:
 	@command -v openssl >/dev/null || { $(APT_INSTALL) openssl; }
 need-chromium:  # Playwright drives Debian's chromium (it downloads no browser of its own)
-	@test -x /usr/bin/chromium || { $(APT_INSTALL) chromium fonts-dejavu-core; }
+	@test -x /usr/bin/chromium || { $(APT_INSTALL) chromium; }
 need-xmlsec1:  # pysaml2 signs and checks SAML with the xmlsec1 program
 	@command -v xmlsec1 >/dev/null || { $(APT_INSTALL) xmlsec1; }
 need-stunnel:
