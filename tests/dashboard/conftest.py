@@ -201,9 +201,7 @@ def playwright_driver() -> Iterator[Playwright]:
 def browser(playwright_driver: Playwright) -> Iterator[Browser]:
     """Debian's chromium, headless, one for the whole test session (Playwright downloads no
     browser of its own here)."""
-    executable = require_peer(
-        CHROMIUM if shutil.which(CHROMIUM) else None, "chromium", "chromium"
-    )
+    executable = require_peer(CHROMIUM if shutil.which(CHROMIUM) else None, "chromium", "chromium")
     chromium = playwright_driver.chromium.launch(executable_path=executable, headless=True)
     yield chromium
     chromium.close()
