@@ -236,8 +236,10 @@ async def _start_intake(stage: Stage, config: Config, deps: ServiceDeps) -> None
 
     listeners = bind_submission_sockets(config)
     await stage.start(partial(_hold_sockets, listeners=listeners), config, deps)
-    await stage.start(serve_api, config, deps)
+    # The dashboard first: building it imports its page modules (SAML's libraries among them),
+    # which holds the event loop for a moment that an API already answering would stall in.
     await stage.start(serve_dashboard, config, deps)
+    await stage.start(serve_api, config, deps)
     await stage.start(partial(serve_submission, listeners=listeners), config, deps)
     if process_count(config) > 1:
         await stage.start(partial(serve_workers, listeners=listeners), config, deps)
