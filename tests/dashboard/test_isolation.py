@@ -212,6 +212,8 @@ def populate(team: Team, world_server: DashboardServer, api: httpx.Client, **kw:
     team.ids["invitation_id"] = found(r'action="/team/invitations/([^"/]+)/revoke"', team_page)
     team.ids["user_id"] = found(r'action="/team/members/([^"/]+)/role"', team_page)
 
+    sso_page = client.get("/team/sso").text
+    team.ids["team_id"] = found(r"/login/sso/([0-9a-f-]{8,})", sso_page)
     started = post(client, team.csrf, "/account/mfa/totp")
     assert started.status_code == 303, started.text
     team.ids["device_id"] = found(r"/account/mfa/totp/([^/?]+)$", started.headers["location"])
@@ -451,4 +453,56 @@ def test_a_member_cannot_post_any_change_nor_reach_another_persons_records(
     assert not failures, "\n".join(failures)
     assert forbidden >= 15
     time.sleep(1)
+    assert snapshot(world, alpha) == before
+
+
+def test_another_teams_ids_in_forms_and_queries_are_refused(world: World) -> None:
+    alpha, beta = world.alpha, world.beta
+    before = snapshot(world, alpha)
+    keys_before = alpha.client.get("/api-keys").text.count("data-key-id=")
+    # A sending key bound to Beta's domain.
+    made = post(
+        alpha.client,
+        alpha.csrf,
+        "/api-keys",
+        name="borrowed",
+        permission="sending_access",
+        domain_id=beta.ids["domain_id"],
+    )
+    assert "re_" not in made.text and made.status_code in (303, 400, 404), made.status_code
+    assert alpha.client.get("/api-keys").text.count("data-key-id=") == keys_before
+    # Switching into Beta's team.
+    post(alpha.client, alpha.csrf, "/team/switch", team_id=beta.ids["team_id"])
+    team_page = alpha.client.get("/team")
+    assert 'value="Alpha"' in team_page.text and beta.owner not in team_page.text
+    # Beta's domain as the Metrics page's filter.
+    metrics = alpha.client.get("/metrics", params={"domain": beta.ids["domain_id"]})
+    assert metrics.status_code in (200, 404) and beta.domain not in metrics.text
+    assert snapshot(world, alpha) == before
+
+
+def test_a_post_without_this_sessions_csrf_token_is_refused_everywhere(
+    world: World, routes: list[Route]
+) -> None:
+    alpha, beta = world.alpha, world.beta
+    before = snapshot(world, alpha)
+    failures, tried = [], 0
+    for route in routes:
+        rule, access = route.rule, route.access
+        if "POST" not in (rule.methods or set()) or rule.rule in PUBLIC_ID_ROUTES:
+            continue
+        if access is not None and (access.public or access.signed_post):
+            continue  # before sign-in: a token tied to a cookie of the browser, tested apart
+        path = fill(rule, alpha.ids)
+        form = FORMS.get(rule.rule, {})
+        for token in ("", beta.csrf, alpha.csrf[:-1]):
+            answer = alpha.client.post(path, data={"csrf_token": token, **form})
+            tried += 1
+            if answer.status_code not in (400, 403):
+                failures.append(f"POST {path} with token {token[:6]!r}: {answer.status_code}")
+        header = alpha.client.post(path, data=form, headers={"X-CSRF-Token": beta.csrf})
+        if header.status_code not in (400, 403):
+            failures.append(f"POST {path} with Beta's token in the header: {header.status_code}")
+    assert not failures, "\n".join(failures)
+    assert tried >= 60
     assert snapshot(world, alpha) == before
