@@ -13,6 +13,8 @@ import trio
 
 from postwire import _core
 from postwire._core import WriteBatch
+from postwire.store.deliveries import EVENTS, EventRecord, add_event, event_key
+from postwire.store.email_details import email_events
 from postwire.store.email_index import TABLE, index_email_event, indexed_event_ids
 from postwire.store.email_samples import SampleSender, sample_emails, seed_emails, uuid7_at
 from postwire.store.email_search import EmailFilter, EmailPage, find_emails, id_floor
@@ -227,3 +229,23 @@ async def test_texts_json_escapes_and_non_ascii_still_match(
     await seed_emails(spool, [odd])
     page = find_emails(spool, TEAM, wanted, limit=10)
     assert [r.id for r in page.emails] == ([odd.id] if found else [])
+
+
+async def test_an_emails_events_through_its_index_or_a_walk_of_the_teams(spool: Spool) -> None:
+    (mine, other) = sample_emails(TEAM, SENDERS, 2, start_ms=START_MS, end_ms=START_MS + 2)
+    await seed_emails(spool, [mine, other])
+    batch = WriteBatch()
+    indexed = [add_event(batch, TEAM, mine.id, "email.sent", START_MS).id]
+    add_event(batch, TEAM, other.id, "email.sent", START_MS)
+    await spool.commit(batch)
+    found = email_events(spool, mine)
+    assert [e.id for e in found.events] == indexed and found.complete
+    # Events kept before the event index: found by walking the team's events since the email.
+    (earlier,) = sample_emails(TEAM, SENDERS, 1, start_ms=START_MS, end_ms=START_MS + 1, seed=9)
+    assert email_events(spool, earlier).events == []
+    batch = WriteBatch()
+    unindexed = EventRecord(_core.new_id(), "email.sent", START_MS, TEAM, earlier.id, {})
+    EVENTS.put(batch, event_key(TEAM, unindexed.id), unindexed)
+    await spool.commit(batch)
+    walked = email_events(spool, earlier)
+    assert [e.id for e in walked.events] == [unindexed.id] and walked.complete
