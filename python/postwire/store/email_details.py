@@ -72,4 +72,3 @@ def raw_source(spool: Spool, record: EmailRecord) -> RawSource | None:
     if held is not None:
         return RawSource(held, "sandbox")
     return None
-
