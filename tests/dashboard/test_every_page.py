@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Response, expect
 
+from postwire.dashboard.app import CONTENT_SECURITY_POLICY
 from tests.dashboard.conftest import DashboardServer, log_in
 from tests.dashboard.screenshots import screenshot
 from tests.dashboard.test_isolation import (
@@ -42,6 +43,12 @@ NOT_PAGES = {
     "/",
 }
 SIGNED_OUT_PAGES = ("/login", "/signup", "/password/forgot", "/login/sso")
+SECURITY_HEADERS = {
+    "content-security-policy": CONTENT_SECURITY_POLICY,
+    "x-content-type-options": "nosniff",
+    "x-frame-options": "DENY",
+    "cache-control": "no-store",
+}
 # Chromium reports a CSP violation as a console error too; this catches every one of them,
 # including those of frames, with the directive that refused it.
 LISTEN_FOR_VIOLATIONS = """
@@ -125,6 +132,11 @@ def check_page(page: Page, watch: Watch, server: DashboardServer, path: str) -> 
     problems = [f"{path}: {problem}" for problem in watch.take()]
     if answer is None or answer.status != 200:
         problems.append(f"{path}: answered {answer and answer.status}")
+    else:
+        headers = answer.headers
+        for name, value in SECURITY_HEADERS.items():
+            if headers.get(name) != value:
+                problems.append(f"{path}: {name} is {headers.get(name)!r}")
     violations = page.evaluate("window.__violations || []")
     problems += [f"{path}: CSP violation {violation}" for violation in violations]
     for selector, attribute in (
