@@ -176,6 +176,12 @@ async def _run_stages(
     async with shutdown.stage("storage", grace=0.0) as storage:
         spool: Spool = await storage.nursery.start(serve_spool, config)
         deps = ServiceDeps(spool=spool, process_index=role.index)
+        if role.index == 0:
+            # Once per store: emails kept before the dashboard's index get their entries,
+            # before delivery or intake can change any of them.
+            from postwire.store.emails import index_earlier_emails
+
+            await index_earlier_emails(spool)
         async with shutdown.stage("processing", grace=SHUTDOWN_GRACE_SECONDS) as processing:
             if role.index == 0:
                 deps = await _start_processing(processing, config, deps)
