@@ -13,18 +13,20 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, Response, expect
+from playwright.sync_api import Browser, BrowserContext, Page, Request, Response, expect
 
 from postwire.dashboard.app import CONTENT_SECURITY_POLICY
 from tests.dashboard.conftest import DashboardServer, log_in
 from tests.dashboard.screenshots import screenshot
 from tests.dashboard.test_isolation import (
+    MEMBER,
     PASSWORD,
     PUBLIC_ID_ROUTES,
     Route,
     Team,
     World,
     fill,
+    personal,
     routes,
     world,
 )
@@ -76,8 +78,13 @@ class Watch:
             ),
         )
         page.on("pageerror", lambda error: self.problems.append(f"script error: {error}"))
-        page.on("requestfailed", lambda request: self.problems.append(f"failed: {request.url}"))
+        page.on("requestfailed", self.failed)
         page.on("response", self.response)
+
+    def failed(self, request: Request) -> None:
+        # Aborted: the next page was opened before this one's favicon came, which is no fault.
+        if request.failure != "net::ERR_ABORTED":
+            self.problems.append(f"failed: {request.url} ({request.failure})")
 
     def response(self, response: Response) -> None:
         kind = response.request.resource_type
@@ -228,5 +235,40 @@ def test_pages_show_their_data_without_javascript(browser: Browser, world: World
         page.goto(server.url("/metrics"))
         expect(page.locator("[data-metric=sent] .value")).to_have_text("1")
         expect(page.locator("[data-metric=delivered] .value")).to_have_text("1")
+    finally:
+        profile.close()
+
+
+def test_a_member_sees_no_form_for_a_change_they_may_not_make(
+    browser: Browser, world: World, routes: list[Route]
+) -> None:
+    """A member opens every page an owner can (the delete confirmations are refused, the
+    owner's enrolment is not theirs): clean, and none offers a form the guard would refuse."""
+    access = {route.rule.rule: route.access for route in routes}
+    adapter = routes[0].rule.map.bind("localhost")
+    profile = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
+    profile.add_init_script(LISTEN_FOR_VIOLATIONS)
+    try:
+        page, watch = profile.new_page(), Watch()
+        watch.attach(page)
+        log_in(page, world.server, MEMBER, PASSWORD)
+        watch.take()
+        problems, shown = [], 0
+        for path in page_paths(routes, world.alpha):
+            status = page.request.get(world.server.url(path), max_redirects=0).status
+            if path.endswith("/delete") and status == 403:
+                continue
+            if path.startswith("/account/mfa/totp/") and status == 404:
+                continue
+            shown += 1
+            problems += check_page(page, watch, world.server, path)
+            for action in page.locator("main form[method=post]").evaluate_all(
+                "forms => forms.map(form => form.getAttribute('action'))"
+            ):
+                rule, _ = adapter.match(action, method="POST", return_rule=True)
+                if not personal(access[rule.rule]):
+                    problems.append(f"{path}: a form posting to {action}, refused to a member")
+        assert not problems, "\n".join(problems)
+        assert shown >= 12
     finally:
         profile.close()
