@@ -29,6 +29,7 @@ from postwire.config import Config, load_config
 from postwire.domains import store as domain_store
 from postwire.store import accounts
 from postwire.store.email_samples import SampleSender, sample_emails, seed_emails
+from postwire.store.emails import index_earlier_emails
 from postwire.store.spool import serve_spool
 
 OWNER = "owner@bench-example.test"
@@ -101,6 +102,9 @@ async def seed(config: Config, emails: int) -> str:
     now = datetime.datetime.now(datetime.UTC)
     async with trio.open_nursery() as nursery:
         spool = await nursery.start(serve_spool, config)
+        # As a server's first start does on a new store: no email yet to index, and the mark
+        # that says so, which spares the server indexing the seeded emails over again.
+        await index_earlier_emails(spool)
         (team,) = accounts.list_teams(spool)
         senders = []
         for name in DOMAINS:
