@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pyotp
 import pytest
 from playwright.sync_api import Browser
 from werkzeug.routing import Rule
@@ -506,3 +507,58 @@ def test_a_post_without_this_sessions_csrf_token_is_refused_everywhere(
     assert not failures, "\n".join(failures)
     assert tried >= 60
     assert snapshot(world, alpha) == before
+
+
+def test_a_session_short_of_its_second_factor_reaches_only_the_second_step(
+    world: World, routes: list[Route], browser: Browser
+) -> None:
+    """Beta's owner adds an authenticator app (last: it changes Beta), then signs in with the
+    password alone: that session reaches nothing but the second step and sign-out."""
+    beta = world.beta
+    enrolment = beta.client.get(f"/account/mfa/totp/{beta.ids['device_id']}").text
+    secret = found(r'id="totp-secret">([A-Z2-7 ]+)<', enrolment).replace(" ", "")
+    confirmed = post(
+        beta.client,
+        beta.csrf,
+        f"/account/mfa/totp/{beta.ids['device_id']}",
+        code=pyotp.TOTP(secret).now(),
+        name="phone",
+    )
+    assert "recovery-codes" in confirmed.text, confirmed.text[:2000]
+    before = snapshot(world, beta)
+
+    profile = browser.new_context()
+    try:
+        page = profile.new_page()
+        page.goto(world.server.url("/login"))
+        page.fill('input[name="email"]', beta.owner)
+        page.fill('input[name="password"]', PASSWORD)
+        page.click('form button[type="submit"]')
+        page.wait_for_url(re.compile(r"/login/mfa"))
+        cookie = next(c["value"] for c in profile.cookies() if c["name"] == "pw_session")
+    finally:
+        profile.close()
+    pending = session_client(world.server, cookie)
+    csrf = csrf_of(pending.get("/login/mfa").text)
+    failures, tried = [], 0
+    for route in routes:
+        rule, access = route.rule, route.access
+        if rule.rule in PUBLIC_ID_ROUTES or rule.rule == "/static/<path:name>":
+            continue
+        if access is not None and (access.public or access.pending_mfa):
+            continue
+        path = fill(rule, beta.ids)
+        for method in sorted((rule.methods or set()) & {"GET", "POST"}):
+            if method == "GET":
+                answer = pending.get(path)
+            else:
+                answer = post(pending, csrf, path, **FORMS.get(rule.rule, {}))
+            tried += 1
+            if answer.status_code != 303 or answer.headers["location"] != "/login/mfa":
+                failures.append(f"{method} {path}: {answer.status_code}")
+            if beta.subject in answer.text or beta.domain in answer.text:
+                failures.append(f"{method} {path} shows Beta's data")
+    pending.close()
+    assert not failures, "\n".join(failures)
+    assert tried >= 50
+    assert snapshot(world, beta) == before
