@@ -1,16 +1,20 @@
-"""Tenant isolation of the dashboard, as an attacker signed in to another team would try it.
+"""Tenant isolation and access of the dashboard, as an attacker would try them.
 
 One live server holds two teams, Alpha and Beta, each with an owner, a verified domain (Knot
 DNS), an API key, a webhook endpoint with an event delivered to it, an email sent through the
-REST API, a suppression, an invitation, a second factor being set up and a second session.
-Signed in as Alpha's owner, every dashboard route that takes an id (read from the app's own
-URL map, so a new route cannot be missed) is requested with Beta's ids, by GET and by POST with
-a valid CSRF token of Alpha's session: each answers 404 or 403, shows nothing of Beta, and
-changes nothing of Beta. A member of Alpha posting any change with Alpha's own ids is refused
-with 403, and nothing of Alpha changes either.
+REST API, a suppression, an invitation, a second factor being set up and a second session;
+Alpha also has a member and an admin. Every route is read from the app's own URL map, so a new
+route cannot be missed:
+- signed in as Alpha's owner, every route that takes an id, requested with Beta's ids by GET
+  and by POST with a valid CSRF token of Alpha's session, answers 404 or 403, shows nothing of
+  Beta and changes nothing of Beta; Beta's ids in forms and query strings are refused too;
+- a member's POST of any change is refused with 403, another person's session or second factor
+  is not found; an admin's POST of an owner's change is refused with 403;
+- every signed-in POST without this session's CSRF token is refused;
+- a session past the password but short of its second factor reaches only the second step.
 
-Sessions come from real sign-ins in chromium; the sweep itself runs over httpx with the
-session cookie, since no page there needs JavaScript.
+Sessions come from real sign-ins in chromium; the sweeps run over httpx with the session
+cookie, since no page there needs JavaScript.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from tests.webhook_receiver import WebhookReceiver
 
 PASSWORD = "a long and careful passphrase 15"
 MEMBER = "member@alpha-iso.test"
+ADMIN = "admin@alpha-iso.test"
 # Routes that take an id but are meant for anyone: their id is a team's public identity (SSO
 # sign-in, SAML metadata) or an unguessable single-use token, not a record of a team.
 PUBLIC_ID_ROUTES = {
@@ -82,6 +87,8 @@ class World:
     member_csrf: str
     hooks: WebhookReceiver
     api: httpx.Client
+    admin: httpx.Client
+    admin_csrf: str
 
 
 def session_client(server: DashboardServer, token: str) -> httpx.Client:
@@ -263,13 +270,27 @@ def world(browser: Browser, tmp_path_factory: pytest.TempPathFactory) -> Iterato
             clients.append(team.client)
             populate(team, server, api, dns=dns, hooks=hooks)
         alpha, beta = teams
-        post(alpha.client, alpha.csrf, "/team/invitations", email=MEMBER, role="member")
-        link = server.wait_for_log(
-            re.compile(rf"invitation link for {re.escape(MEMBER)}: (\S+)"), what="the link"
-        ).group(1)
-        member = session_client(server, accept_invitation(browser, link, "Mem", PASSWORD))
-        clients.append(member)
-        yield World(server, alpha, beta, member, csrf_of(member.get("/emails").text), hooks, api)
+        joined = {}
+        for address, role in ((MEMBER, "member"), (ADMIN, "admin")):
+            post(alpha.client, alpha.csrf, "/team/invitations", email=address, role=role)
+            link = server.wait_for_log(
+                re.compile(rf"invitation link for {re.escape(address)}: (\S+)"), what="the link"
+            ).group(1)
+            joined[role] = session_client(
+                server, accept_invitation(browser, link, role.title(), PASSWORD)
+            )
+            clients.append(joined[role])
+        yield World(
+            server,
+            alpha,
+            beta,
+            joined["member"],
+            csrf_of(joined["member"].get("/emails").text),
+            hooks,
+            api,
+            joined["admin"],
+            csrf_of(joined["admin"].get("/emails").text),
+        )
     finally:
         for client in clients:
             client.close()
@@ -506,6 +527,26 @@ def test_a_post_without_this_sessions_csrf_token_is_refused_everywhere(
             failures.append(f"POST {path} with Beta's token in the header: {header.status_code}")
     assert not failures, "\n".join(failures)
     assert tried >= 60
+    assert snapshot(world, alpha) == before
+
+
+def test_an_admin_cannot_make_an_owners_change(world: World, routes: list[Route]) -> None:
+    alpha = world.alpha
+    before = snapshot(world, alpha)
+    failures, refused_count = [], 0
+    for route in routes:
+        if route.access is None or route.access.role != "owner" or route.access.public:
+            continue
+        path = fill(route.rule, alpha.ids)
+        answer = post(world.admin, world.admin_csrf, path, **FORMS.get(route.rule.rule, {}))
+        refused_count += 1
+        if answer.status_code != 403:
+            failures.append(f"POST {path} by an admin: {answer.status_code}")
+    # Nor make an owner by inviting one.
+    post(world.admin, world.admin_csrf, "/team/invitations", email="boss@x.test", role="owner")
+    assert "boss@x.test" not in alpha.client.get("/team").text
+    assert not failures, "\n".join(failures)
+    assert refused_count >= 5
     assert snapshot(world, alpha) == before
 
 
