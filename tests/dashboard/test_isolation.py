@@ -11,7 +11,8 @@ route cannot be missed:
 - a member's POST of any change is refused with 403, another person's session or second factor
   is not found; an admin's POST of an owner's change is refused with 403;
 - every signed-in POST without this session's CSRF token is refused;
-- a session past the password but short of its second factor reaches only the second step.
+- a session past the password but short of its second factor reaches only the second step;
+- when the team requires a second factor, a member without one reaches only its setup.
 
 Sessions come from real sign-ins in chromium; the sweeps run over httpx with the session
 cookie, since no page there needs JavaScript.
@@ -603,3 +604,34 @@ def test_a_session_short_of_its_second_factor_reaches_only_the_second_step(
     assert not failures, "\n".join(failures)
     assert tried >= 50
     assert snapshot(world, beta) == before
+
+
+def test_a_member_without_a_second_factor_reaches_only_its_setup_when_the_team_requires_one(
+    world: World, routes: list[Route]
+) -> None:
+    """Last: Alpha's owner requires a second factor, and the member, who has none, is sent to
+    set one up by every other route of the URL map."""
+    alpha = world.alpha
+    required = post(alpha.client, alpha.csrf, "/team/mfa", require_mfa="on")
+    assert required.status_code == 303
+    failures, tried = [], 0
+    for route in routes:
+        rule, access = route.rule, route.access
+        if rule.rule in PUBLIC_ID_ROUTES:
+            continue
+        if access is not None and (access.public or access.pending_mfa or access.mfa_setup):
+            continue
+        path = fill(rule, alpha.ids)
+        for method in sorted((rule.methods or set()) & {"GET", "POST"}):
+            if method == "GET":
+                answer = world.member.get(path)
+            else:
+                answer = post(world.member, world.member_csrf, path, **FORMS.get(rule.rule, {}))
+            tried += 1
+            if answer.status_code != 303 or answer.headers["location"] != "/account/mfa":
+                failures.append(f"{method} {path}: {answer.status_code}")
+            if alpha.subject in answer.text or alpha.domain in answer.text:
+                failures.append(f"{method} {path} shows the team's data")
+    assert not failures, "\n".join(failures)
+    assert tried >= 40
+    assert world.member.get("/account/mfa").status_code == 200
