@@ -367,6 +367,13 @@ FORMS: dict[str, dict[str, str]] = {
 REFUSED_BY_REDIRECT = {"/account/mfa/totp/<device_id>": "/account/mfa"}
 
 
+def request(rule: Rule, method: str, path: str, client: httpx.Client, csrf: str) -> httpx.Response:
+    """GET `path`, or POST it with the CSRF token and the fields a real form would send."""
+    if method == "GET":
+        return client.get(path)
+    return post(client, csrf, path, **FORMS.get(rule.rule, {}))
+
+
 def refused(rule: Rule, method: str, answer: httpx.Response) -> bool:
     if answer.status_code in (403, 404):
         return True
@@ -402,10 +409,7 @@ def test_another_teams_ids_are_not_found_and_change_nothing(
         assert not missing, f"{rule.rule}: no id of Beta's for {missing}: add one to the world"
         path = fill(rule, ids)
         for method in sorted((rule.methods or set()) & {"GET", "POST"}):
-            if method == "GET":
-                answer = alpha.client.get(path)
-            else:
-                answer = post(alpha.client, alpha.csrf, path, **FORMS.get(rule.rule, {}))
+            answer = request(rule, method, path, alpha.client, alpha.csrf)
             tried += 1
             if not refused(rule, method, answer):
                 failures.append(f"{method} {path}: {answer.status_code}")
@@ -591,10 +595,7 @@ def test_a_session_short_of_its_second_factor_reaches_only_the_second_step(
             continue
         path = fill(rule, beta.ids)
         for method in sorted((rule.methods or set()) & {"GET", "POST"}):
-            if method == "GET":
-                answer = pending.get(path)
-            else:
-                answer = post(pending, csrf, path, **FORMS.get(rule.rule, {}))
+            answer = request(rule, method, path, pending, csrf)
             tried += 1
             if answer.status_code != 303 or answer.headers["location"] != "/login/mfa":
                 failures.append(f"{method} {path}: {answer.status_code}")
@@ -623,10 +624,7 @@ def test_a_member_without_a_second_factor_reaches_only_its_setup_when_the_team_r
             continue
         path = fill(rule, alpha.ids)
         for method in sorted((rule.methods or set()) & {"GET", "POST"}):
-            if method == "GET":
-                answer = world.member.get(path)
-            else:
-                answer = post(world.member, world.member_csrf, path, **FORMS.get(rule.rule, {}))
+            answer = request(rule, method, path, world.member, world.member_csrf)
             tried += 1
             if answer.status_code != 303 or answer.headers["location"] != "/account/mfa":
                 failures.append(f"{method} {path}: {answer.status_code}")
