@@ -272,3 +272,38 @@ def test_a_member_sees_no_form_for_a_change_they_may_not_make(
         assert shown >= 12
     finally:
         profile.close()
+
+
+HOSTILE = '<i id="injected">x</i><script>window.ran = 1</script>"\'&amp;'
+
+
+def test_markup_a_sender_chose_is_shown_as_text(
+    owner_page: tuple[Page, Watch], world: World
+) -> None:
+    """Whoever holds an API key chooses an email's subject and text; the dashboard's
+    people see them as text, on every page that shows them. (Last: it sends one more email.)"""
+    page, watch = owner_page
+    alpha = world.alpha
+    sent = world.api.post(
+        "/emails",
+        headers={"Authorization": f"Bearer {alpha.token}"},
+        json={
+            "from": f"Shop <shop@{alpha.domain}>",
+            "to": "reader@alpha-reader.test",
+            "subject": HOSTILE,
+            "text": HOSTILE,
+        },
+    )
+    assert sent.status_code == 200, sent.text
+    email_id = sent.json()["id"]
+    watch.take()
+    for path in ("/emails", f"/emails/{email_id}", f"/webhooks/{alpha.ids['webhook_id']}"):
+        page.goto(world.server.url(path))
+        page.wait_for_load_state("load")
+        assert page.locator("#injected").count() == 0, path
+        assert page.evaluate("window.ran") is None, path
+        if path != f"/webhooks/{alpha.ids['webhook_id']}":
+            expect(page.locator("main")).to_contain_text('<i id="injected">x</i>')
+        assert not page.evaluate("window.__violations"), path
+        screenshot(page, shot_name("markup-as-text", path))
+    assert not watch.take()
