@@ -10,7 +10,9 @@ route cannot be missed:
   Beta and changes nothing of Beta; Beta's ids in forms and query strings are refused too;
 - a member's POST of any change is refused with 403, another person's session or second factor
   is not found; an admin's POST of an owner's change is refused with 403;
-- every signed-in POST without this session's CSRF token is refused;
+- every signed-in POST without this session's CSRF token is refused, and every signed-out POST
+  without the token of the browser's cookie;
+- odd ids in every route are answered without a server error or a split header;
 - a session past the password but short of its second factor reaches only the second step;
 - when the team requires a second factor, a member without one reaches only its setup.
 
@@ -676,3 +678,39 @@ def test_odd_ids_in_any_route_are_answered_without_a_server_error(
                 if "<i>" in answer.text or "Traceback" in answer.text:
                     failures.append(f"{method} {path[:120]}: shows the id unescaped")
     assert not failures, "\n".join(failures)
+
+
+def test_a_signed_out_post_without_its_browsers_token_is_refused(
+    world: World, routes: list[Route]
+) -> None:
+    """Before sign-in a form's token is tied to a cookie of the browser: every public POST
+    (sign-in, sign-up, links, passkeys) without it, or with a token not of that cookie, is
+    refused, so no other site can sign a browser in or act from it."""
+    alpha = world.alpha
+    login_page = httpx.get(world.server.url("/login"))
+    token = csrf_of(login_page.text)
+    # The cookie is Secure, which http.cookiejar never sends over http: set the header itself.
+    cookie = login_page.cookies["pw_csrf"]
+    stranger = httpx.Client(
+        base_url=world.server.dashboard_url, headers={"Cookie": f"pw_csrf={cookie}"}, timeout=30
+    )
+    # The browser's own token is taken (a wrong password is answered, not refused).
+    answer = stranger.post("/login", data={"csrf_token": token, "email": "no@x.test"})
+    assert answer.status_code == 401 and "csrf_token" in answer.text, answer.status_code
+    failures, tried = [], 0
+    for route in routes:
+        rule, access = route.rule, route.access
+        if "POST" not in (rule.methods or set()) or access is None or not access.public:
+            continue
+        if access.signed_post:
+            continue  # the SAML answer: signed by the identity provider instead
+        path = fill(rule, {name: "reset" if name == "kind" else "x" for name in rule.arguments})
+        form = {"email": alpha.owner, "password": PASSWORD}
+        for presented in ("", alpha.csrf, token[:-1]):
+            answer = stranger.post(path, data={"csrf_token": presented, **form})
+            tried += 1
+            if answer.status_code not in (400, 403):
+                failures.append(f"POST {path} with {presented[:6]!r}: {answer.status_code}")
+    stranger.close()
+    assert not failures, "\n".join(failures)
+    assert tried >= 20
