@@ -16,8 +16,23 @@ from hypercorn.typing import (
     ASGISendEvent,
     Scope,
 )
+from quart import Response, request
+from werkzeug.exceptions import RequestEntityTooLarge
 
 log = logging.getLogger("postwire")
+
+
+async def drain_request_body(response: Response) -> None:
+    """Read what is left of the request's body before an answer decided without it goes out
+    (a refusal, a redirect to sign in). Hypercorn 0.18 stalls a kept-alive connection whose
+    response went out before its request's body came in, and a socket closed with the body
+    unread is reset, losing the answer. A body too large to read is left, and the connection
+    closed."""
+    try:
+        async for _ in request.body:
+            pass
+    except RequestEntityTooLarge:
+        response.headers["Connection"] = "close"
 
 
 async def serve_http(

@@ -12,7 +12,6 @@ from typing import Any
 import trio
 from quart import Response, g, request
 from quart_trio import QuartTrio
-from werkzeug.exceptions import RequestEntityTooLarge
 
 from postwire.api import (
     api_keys,
@@ -39,7 +38,7 @@ from postwire.api.openapi import openapi_document
 from postwire.api.resource_ids import install_id_converters
 from postwire.config import Config
 from postwire.errors import ApiError
-from postwire.http_serving import serve_http
+from postwire.http_serving import drain_request_body, serve_http
 from postwire.rate_limit import RateLimiter
 from postwire.services import ServiceDeps
 from postwire.store import accounts
@@ -62,7 +61,7 @@ def create_app(ctx: ApiContext) -> QuartTrio:
     app.config["JSON_SORT_KEYS"] = False
     app.json.sort_keys = False  # type: ignore[attr-defined]
     # OPTIONS is a 405 like any other method a path does not serve: the automatic answer had
-    # no JSON body, and answered before the request's body was read (see `_drain_body`).
+    # no JSON body, and answered before the request's body was read (see `drain_request_body`).
     app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False
     install_error_handlers(app)
     install_id_converters(app)
@@ -92,7 +91,7 @@ def create_app(ctx: ApiContext) -> QuartTrio:
         if rate is not None:
             response.headers.update(rate.headers())
         if response.status_code >= 400:
-            await _drain_body(response)
+            await drain_request_body(response)
         return response
 
     @app.get("/health")
@@ -121,18 +120,6 @@ def create_app(ctx: ApiContext) -> QuartTrio:
     app.register_blueprint(broadcasts.routes(ctx))
     app.register_blueprint(unsubscribe.routes(ctx))
     return app
-
-
-async def _drain_body(response: Response) -> None:
-    """Read what is left of the request's body before a refusal goes out. Hypercorn 0.18
-    stalls a kept-alive connection whose response went out before its request's body came in
-    (a 401 or 404 decided from the headers): nothing would answer its next request. A body
-    too large to read is left, and the connection closed."""
-    try:
-        async for _ in request.body:
-            pass
-    except RequestEntityTooLarge:
-        response.headers["Connection"] = "close"
 
 
 async def _note_key_use(ctx: ApiContext, app: QuartTrio, key: accounts.ApiKeyRecord) -> None:

@@ -20,6 +20,7 @@ from postwire.dashboard.assets import Assets
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.csrf import ANONYMOUS_COOKIE, CsrfRefused, hidden_field, new_anonymous_token
 from postwire.dashboard.guard import install_guard
+from postwire.http_serving import drain_request_body
 from postwire.store.server_secrets import server_secret
 
 log = logging.getLogger("postwire.dashboard")
@@ -92,6 +93,9 @@ def create_dashboard(ctx: DashboardContext) -> QuartTrio:
         headers["X-Content-Type-Options"] = "nosniff"
         headers["Referrer-Policy"] = "same-origin"
         headers.setdefault("Cache-Control", "no-store")
+        if request.method not in ("GET", "HEAD"):
+            # Answers decided without the body (sign in first, refused, not found) included.
+            await drain_request_body(response)
         new_token = g.get("new_anonymous_csrf")
         if new_token is not None:
             response.set_cookie(
