@@ -3,10 +3,8 @@ over a real spool."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 import trio
@@ -26,20 +24,10 @@ from postwire.errors import ApiError
 from postwire.store import segments
 from postwire.store.contacts import get_contact, put_contact
 from postwire.store.deliveries import EVENTS
-from postwire.store.spool import TABLES, Spool
+from postwire.store.spool import Spool
 
 TEAM = "team-a"
 NOW = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-async def spool(tmp_path: Path) -> AsyncIterator[Spool]:
-    spool = Spool(_core.Spool(tmp_path / "spool", tables=list(TABLES)))
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(spool.dispatch_completions)
-        yield spool
-        nursery.cancel_scope.cancel()
-    await spool.close()
 
 
 def event_kinds(spool: Spool) -> list[str]:

@@ -3,12 +3,9 @@ rows and counters kept in step, contact webhooks in the same commit, newest-firs
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
-import trio
 
 from postwire import _core
 from postwire._core import WriteBatch
@@ -25,22 +22,12 @@ from postwire.store.contacts import (
 )
 from postwire.store.deliveries import EVENTS, OUTBOX
 from postwire.store.pages import newest_first_page
-from postwire.store.spool import TABLES, Spool
+from postwire.store.spool import Spool
 from postwire.store.team_records import team_prefix
 from postwire.store.topics import TopicRecord, subscription
 
 TEAM = "team-a"
 STAMP = "2026-11-25 10:00:00.123000+00"
-
-
-@pytest.fixture
-async def spool(tmp_path: Path) -> AsyncIterator[Spool]:
-    spool = Spool(_core.Spool(tmp_path / "spool", tables=list(TABLES)))
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(spool.dispatch_completions)
-        yield spool
-        nursery.cancel_scope.cancel()
-    await spool.close()
 
 
 def contact(email: str, **changes: object) -> ContactRecord:

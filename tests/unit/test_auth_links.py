@@ -3,14 +3,11 @@ hash is stored, and every refusal (unknown, altered, expired, used, wrong purpos
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 import trio
 
-from postwire import _core
 from postwire.accounts.links import (
     REFUSAL,
     LinkPurpose,
@@ -21,20 +18,10 @@ from postwire.accounts.links import (
     redeem_link,
 )
 from postwire.store.invitations import AUTH_LINKS, LINK_EXPIRIES, get_link
-from postwire.store.spool import TABLES, Spool
+from postwire.store.spool import Spool
 
 NOW = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)
-
-
-@pytest.fixture
-async def spool(tmp_path: Path) -> AsyncIterator[Spool]:
-    spool = Spool(_core.Spool(tmp_path / "spool", tables=list(TABLES)))
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(spool.dispatch_completions)
-        yield spool
-        nursery.cancel_scope.cancel()
-    await spool.close()
 
 
 async def test_a_link_opens_until_used_and_only_its_hash_is_stored(spool: Spool) -> None:

@@ -4,13 +4,11 @@ member, how a cancel stops it, and how it waits while its domain is not verified
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-import trio
 
 from postwire import _core
 from postwire._core import WriteBatch
@@ -31,22 +29,12 @@ from postwire.store.contacts import CONTACTS, ContactRecord, contact_key, put_co
 from postwire.store.deliveries import SUPPRESSIONS, new_suppression, suppression_key
 from postwire.store.emails import EMAILS
 from postwire.store.segments import SegmentRecord, put_segment
-from postwire.store.spool import TABLES, Spool
+from postwire.store.spool import Spool
 from postwire.store.topics import TopicRecord, put_topic
 
 TEAM = "01a21000-0000-7000-8000-000000000001"
 STAMP = "2026-11-25 10:00:00.123000+00"
 NOW = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-async def spool(tmp_path: Path) -> AsyncIterator[Spool]:
-    opened = Spool(_core.Spool(tmp_path / "spool", tables=list(TABLES)))
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(opened.dispatch_completions)
-        yield opened
-        nursery.cancel_scope.cancel()
-    await opened.close()
 
 
 def engine(spool: Spool, tmp_path: Path, page_size: int = 7) -> BroadcastEngine:

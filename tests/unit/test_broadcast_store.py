@@ -3,12 +3,7 @@ recipient rows the API lists."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import replace
-from pathlib import Path
-
-import pytest
-import trio
 
 from postwire import _core
 from postwire.store.broadcasts import (
@@ -33,22 +28,12 @@ from postwire.store.broadcasts import (
     set_due,
 )
 from postwire.store.deliveries import add_event
-from postwire.store.spool import TABLES, Spool
+from postwire.store.spool import Spool
 
 TEAM = "0190a000-0000-7000-8000-000000000001"
 BID = "0190a000-0000-7000-8000-0000000000b1"
 EMAIL_ID = "0190a000-0000-7000-8000-0000000000e1"
 CONTACT = "0190a000-0000-7000-8000-0000000000c1"
-
-
-@pytest.fixture
-async def spool(tmp_path: Path) -> AsyncIterator[Spool]:
-    opened = Spool(_core.Spool(tmp_path / "spool", tables=list(TABLES)))
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(opened.dispatch_completions)
-        yield opened
-        nursery.cancel_scope.cancel()
-    await opened.close()
 
 
 def record(**changes: object) -> BroadcastRecord:

@@ -3,9 +3,6 @@ second run that finishes with exact counts, upsert and skip, the rows refused.""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 import trio
 
@@ -17,21 +14,11 @@ from postwire.store import contact_imports as store
 from postwire.store import segments
 from postwire.store.contacts import CONTACTS, ContactRecord, find_contact, put_contact
 from postwire.store.deliveries import EVENTS
-from postwire.store.spool import TABLES, Spool, _slot_of
+from postwire.store.spool import Spool, _slot_of
 from postwire.store.team_records import team_prefix
 
 TEAM = "0190a0a0-0000-7000-8000-0000000000aa"
 STAMP = "2026-11-25 10:00:00.123000+00"
-
-
-@pytest.fixture
-async def spool(tmp_path: Path) -> AsyncIterator[Spool]:
-    spool = Spool(_core.Spool(tmp_path / "spool", tables=list(TABLES)))
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(spool.dispatch_completions)
-        yield spool
-        nursery.cancel_scope.cancel()
-    await spool.close()
 
 
 async def queue(spool: Spool, data: bytes, on_conflict: str, segment_ids: list[str]) -> str:

@@ -3,36 +3,23 @@ an injected clock, login limits per account and address, and where `next` may le
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-import trio
 
-from postwire import _core
 from postwire.accounts import login_limits, passwords, sessions, users
 from postwire.accounts.sessions import SessionLimits
 from postwire.dashboard.assets import Assets, hashed_name
 from postwire.dashboard.next_url import DEFAULT_NEXT, safe_next
 from postwire.store import sessions as store_sessions
 from postwire.store.sessions import SESSIONS
-from postwire.store.spool import TABLES, Spool
+from postwire.store.spool import Spool
 from postwire.store.users import UserRecord, role_at_least
 
 NOW = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
 T0 = NOW.timestamp()
 LIMITS = SessionLimits(idle_seconds=600.0, absolute_seconds=3600.0)
-
-
-@pytest.fixture
-async def spool(tmp_path: Path) -> AsyncIterator[Spool]:
-    spool = Spool(_core.Spool(tmp_path / "spool", tables=list(TABLES)))
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(spool.dispatch_completions)
-        yield spool
-        nursery.cancel_scope.cancel()
-    await spool.close()
 
 
 async def make_user(spool: Spool, email: str = "ada@example.com") -> UserRecord:

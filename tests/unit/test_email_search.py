@@ -4,12 +4,9 @@ read budget that turns a rare match into a partial page with a cursor to continu
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
-import trio
 
 from postwire import _core
 from postwire._core import WriteBatch
@@ -25,7 +22,7 @@ from postwire.store.emails import (
     index_earlier_emails,
     record_last_event,
 )
-from postwire.store.spool import TABLES, Spool
+from postwire.store.spool import Spool
 
 TEAM = "team-a"
 OTHER = "team-b"
@@ -35,16 +32,6 @@ SENDERS = [
     SampleSender("dom-1", "one.test", ["key-1", "key-2"]),
     SampleSender("dom-2", "two.test", []),
 ]
-
-
-@pytest.fixture
-async def spool(tmp_path: Path) -> AsyncIterator[Spool]:
-    spool = Spool(_core.Spool(tmp_path / "spool", tables=list(TABLES)))
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(spool.dispatch_completions)
-        yield spool
-        nursery.cancel_scope.cancel()
-    await spool.close()
 
 
 async def seeded(spool: Spool, count: int = 300) -> list[EmailRecord]:

@@ -4,13 +4,11 @@ invitees (with the invited role) and addresses of its email domains, and no one 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-import trio
 
 from postwire import _core
 from postwire.accounts import users
@@ -20,21 +18,11 @@ from postwire.accounts.oidc import Identity
 from postwire.accounts.system_mail import SystemMailer
 from postwire.config import Config
 from postwire.store.accounts import TeamRecord, create_team
-from postwire.store.spool import TABLES, Spool
+from postwire.store.spool import Spool
 from postwire.store.sso import SsoConfigRecord, put_sso_config
 
 NOW = datetime(2026, 11, 25, 5, 0, tzinfo=UTC)
 ANN = Identity(email="ann@corp.example", email_verified=True, name="Ann", subject="1")
-
-
-@pytest.fixture
-async def spool(tmp_path: Path) -> AsyncIterator[Spool]:
-    spool = Spool(_core.Spool(tmp_path / "spool", tables=list(TABLES)))
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(spool.dispatch_completions)
-        yield spool
-        nursery.cancel_scope.cancel()
-    await spool.close()
 
 
 async def _link(spool: Spool, identity: Identity, **options: object) -> users.UserRecord:

@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-import trio
 
-from postwire import _core
 from postwire.accounts import users
 from postwire.accounts.email_verification import send_verification, verify_email
 from postwire.accounts.invitations import (
@@ -38,23 +35,13 @@ from postwire.accounts.team_members import MembershipRefused, change_role, remov
 from postwire.config import Config
 from postwire.store.accounts import TeamRecord, create_team
 from postwire.store.invitations import InvitationRecord
-from postwire.store.spool import TABLES, Spool
+from postwire.store.spool import Spool
 from postwire.store.users import UserRecord
 
 NOW = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
 PUBLIC_URL = "http://localhost:3001"
 LINK = re.compile(r"(invitation|password reset|address verification) link for (\S+): (\S+)")
 LIMITS = SessionLimits(idle_seconds=3600, absolute_seconds=86400)
-
-
-@pytest.fixture
-async def spool(tmp_path: Path) -> AsyncIterator[Spool]:
-    spool = Spool(_core.Spool(tmp_path / "spool", tables=list(TABLES)))
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(spool.dispatch_completions)
-        yield spool
-        nursery.cancel_scope.cancel()
-    await spool.close()
 
 
 @pytest.fixture

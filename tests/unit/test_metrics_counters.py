@@ -4,14 +4,11 @@ rates computed from the totals."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime
-from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-import trio
 
 from postwire import _core
 from postwire.metrics.counters import counter_keys, event_counter_names, hour_of
@@ -25,7 +22,7 @@ from postwire.metrics.views import (
 )
 from postwire.store.deliveries import add_event
 from postwire.store.metric_counters import add_count, count_first_engagement, read_counts
-from postwire.store.spool import TABLES, Spool
+from postwire.store.spool import Spool
 
 TEAM = "0190a000-0000-7000-8000-000000000001"
 OTHER_TEAM = "0190a000-0000-7000-8000-000000000002"
@@ -36,16 +33,6 @@ EMAIL = "0190a000-0000-7000-8000-0000000000e1"
 NOW = datetime(2026, 11, 25, 10, 30, tzinfo=UTC)
 NOW_MS = int(NOW.timestamp() * 1000)
 HOUR_MS = 3_600_000
-
-
-@pytest.fixture
-async def spool(tmp_path: Path) -> AsyncIterator[Spool]:
-    opened = Spool(_core.Spool(tmp_path / "spool", tables=list(TABLES)))
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(opened.dispatch_completions)
-        yield opened
-        nursery.cancel_scope.cancel()
-    await opened.close()
 
 
 @pytest.mark.parametrize(

@@ -4,32 +4,18 @@ expiring)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pyotp
 import pytest
-import trio
 
-from postwire import _core
 from postwire.accounts import mfa, recovery_codes, totp
 from postwire.accounts.passkeys import RelyingParty
 from postwire.store import mfa_devices
-from postwire.store.spool import TABLES, Spool
+from postwire.store.spool import Spool
 
 NOW = datetime(2026, 11, 25, 4, 0, 10, tzinfo=UTC)  # 10 s into a 30-second step
 SECRET = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
-
-
-@pytest.fixture
-async def spool(tmp_path: Path) -> AsyncIterator[Spool]:
-    spool = Spool(_core.Spool(tmp_path / "spool", tables=list(TABLES)))
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(spool.dispatch_completions)
-        yield spool
-        nursery.cancel_scope.cancel()
-    await spool.close()
 
 
 def code(secret: str, moment: datetime) -> str:

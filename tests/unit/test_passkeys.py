@@ -9,20 +9,16 @@ import hashlib
 import json
 import secrets
 import struct
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
-import trio
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 from webauthn.helpers import bytes_to_base64url, encode_cbor
 
-from postwire import _core
 from postwire.accounts import mfa
 from postwire.accounts.passkeys import RelyingParty
-from postwire.store.spool import TABLES, Spool
+from postwire.store.spool import Spool
 
 NOW = datetime(2026, 11, 25, 4, 0, tzinfo=UTC)
 RP = RelyingParty.from_public_url("http://localhost:3001")
@@ -97,16 +93,6 @@ class SoftAuthenticator:
                 "clientExtensionResults": {},
             }
         )
-
-
-@pytest.fixture
-async def spool(tmp_path: Path) -> AsyncIterator[Spool]:
-    spool = Spool(_core.Spool(tmp_path / "spool", tables=list(TABLES)))
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(spool.dispatch_completions)
-        yield spool
-        nursery.cancel_scope.cancel()
-    await spool.close()
 
 
 async def register(spool: Spool, user_id: str, authenticator: SoftAuthenticator) -> list[str]:

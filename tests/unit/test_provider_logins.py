@@ -3,30 +3,16 @@ that started it, before it expires."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
-import trio
 
-from postwire import _core
 from postwire.accounts import oauth
 from postwire.accounts.provider_http import ProviderError
-from postwire.store.spool import TABLES, Spool
+from postwire.store.spool import Spool
 from postwire.store.sso import PendingLoginRecord, save_pending_login, secret_sha256
 
 NOW = datetime(2026, 11, 25, 5, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-async def spool(tmp_path: Path) -> AsyncIterator[Spool]:
-    spool = Spool(_core.Spool(tmp_path / "spool", tables=list(TABLES)))
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(spool.dispatch_completions)
-        yield spool
-        nursery.cancel_scope.cancel()
-    await spool.close()
 
 
 async def _keep(spool: Spool, state: str, *, provider: str = "google") -> None:

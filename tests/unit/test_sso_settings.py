@@ -3,10 +3,8 @@ refusing password login to members but not owners, and pending logins taken once
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 import trio
@@ -14,7 +12,7 @@ import trio
 from postwire import _core
 from postwire.accounts import sso
 from postwire.accounts.sso import SsoSettingsError
-from postwire.store.spool import TABLES, Spool
+from postwire.store.spool import Spool
 from postwire.store.sso import (
     EXPIRIES,
     PendingLoginRecord,
@@ -28,16 +26,6 @@ from postwire.store.sso import (
 )
 
 NOW = datetime(2026, 11, 25, 5, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-async def spool(tmp_path: Path) -> AsyncIterator[Spool]:
-    spool = Spool(_core.Spool(tmp_path / "spool", tables=list(TABLES)))
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(spool.dispatch_completions)
-        yield spool
-        nursery.cancel_scope.cancel()
-    await spool.close()
 
 
 async def test_enforcement_refuses_password_login_to_members_but_not_owners(spool: Spool) -> None:

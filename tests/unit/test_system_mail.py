@@ -5,33 +5,20 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-import trio
 
-from postwire import _core
 from postwire.accounts.system_mail import SystemMailer, invitation_mail, password_reset_mail
 from postwire.config import AuthConfig, Config
 from postwire.domains.store import create_domain, save_domain
 from postwire.store.accounts import create_team
 from postwire.store.emails import list_emails
-from postwire.store.spool import TABLES, Spool
+from postwire.store.spool import Spool
 
 NOW = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
 LINK = "http://localhost:3001/invite/abc.def"
-
-
-@pytest.fixture
-async def spool(tmp_path: Path) -> AsyncIterator[Spool]:
-    spool = Spool(_core.Spool(tmp_path / "spool", tables=list(TABLES)))
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(spool.dispatch_completions)
-        yield spool
-        nursery.cancel_scope.cancel()
-    await spool.close()
 
 
 def _config(tmp_path: Path, mail_from: str) -> Config:

@@ -3,18 +3,12 @@ broadcast's count commit together, once; a repeat writes nothing."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-import trio
-
 from postwire import _core
 from postwire._core import WriteBatch
 from postwire.store.broadcasts import BroadcastRecord, broadcast_counts, put_broadcast
 from postwire.store.contacts import ContactRecord, delete_contact, get_contact, put_contact
 from postwire.store.deliveries import EVENTS
-from postwire.store.spool import TABLES, Spool
+from postwire.store.spool import Spool
 from postwire.store.topics import TopicRecord, put_topic
 from postwire.unsubscribe.apply import (
     find_recipient,
@@ -28,16 +22,6 @@ from postwire.unsubscribe.links import UnsubscribeTarget
 TEAM = _core.new_id()
 STAMP = "2026-11-25 10:00:00.123000+00"
 NOW_MS = 1_800_000_000_000
-
-
-@pytest.fixture
-async def spool(tmp_path: Path) -> AsyncIterator[Spool]:
-    spool = Spool(_core.Spool(tmp_path / "spool", tables=list(TABLES)))
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(spool.dispatch_completions)
-        yield spool
-        nursery.cancel_scope.cancel()
-    await spool.close()
 
 
 async def commit(spool: Spool, *writes: ContactRecord | TopicRecord | BroadcastRecord) -> None:
