@@ -129,7 +129,6 @@ def test_unknown_email_and_reschedule_rules(server: LiveServer, headers: dict[st
     assert_error(httpx.get(f"{server.base_url}/emails/nope", headers=headers), 404, "not_found")
     # Resend endpoints Postwire does not serve, called as the SDK calls them.
     for call in (
-        resend.Emails.metrics,
         resend.Emails.Receiving.list,
         lambda: resend.Domains.Claims.create({"name": DOMAIN}),
         lambda: resend.Suppressions.Batch.add({"emails": ["x@example.org"]}),
