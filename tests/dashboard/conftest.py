@@ -191,15 +191,17 @@ def dashboard_server(start_dashboard: StartDashboard) -> DashboardServer:
     return start_dashboard()
 
 
-@pytest.fixture(scope="session")
+# Package scope, not session: Playwright's sync API runs an asyncio loop in the main thread
+# while it is open, and tests after this package call asyncio.run(), which that loop forbids.
+@pytest.fixture(scope="package")
 def playwright_driver() -> Iterator[Playwright]:
     with sync_playwright() as driver:
         yield driver
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser(playwright_driver: Playwright) -> Iterator[Browser]:
-    """Debian's chromium, headless, one for the whole test session (Playwright downloads no
+    """Debian's chromium, headless, one for all the browser tests (Playwright downloads no
     browser of its own here)."""
     executable = require_peer(CHROMIUM if shutil.which(CHROMIUM) else None, "chromium", "chromium")
     chromium = playwright_driver.chromium.launch(executable_path=executable, headless=True)
