@@ -146,14 +146,15 @@ def links_of(message: EmailMessage) -> tuple[str, str, str]:
 
 
 def contact_updates(receiver: WebhookReceiver, secret: str) -> list[dict[str, Any]]:
-    """The `data` of every contact.updated POST, each verified with svix."""
-    updates = []
+    """The `data` of every contact.updated POST, each verified with svix, in the order the
+    changes happened (their `created_at`): webhooks may arrive out of order, as Resend's do."""
+    payloads = []
     for post in receiver.posts():
         Webhook(secret).verify(post.body, post.headers)  # raises unless signed with `secret`
         payload = json.loads(post.body)
         assert payload["type"] == "contact.updated"
-        updates.append(payload["data"])
-    return updates
+        payloads.append(payload)
+    return [payload["data"] for payload in sorted(payloads, key=lambda p: p["created_at"])]
 
 
 def mail_to(listener: str, rcpt_to: str) -> tuple[int, bytes]:
