@@ -32,7 +32,7 @@ sandbox: setup  ## run `postwire serve --sandbox`: mail is held in a local inbox
 
 # The real peers the tests run against (each need-* below installs its own when missing). A test
 # whose peer is missing fails: it never skips.
-TEST_NEEDS := need-knot need-postfix need-swaks need-openssl need-chromium need-xmlsec1
+TEST_NEEDS := need-knot need-postfix need-swaks need-openssl need-chromium need-xmlsec1 need-rspamd
 
 test: setup $(TEST_NEEDS)  ## install the tests' peers when missing, then cargo test and pytest
 	cargo test --release -p postwire-core
@@ -68,6 +68,8 @@ need-chromium:  # Playwright drives Debian's chromium (it downloads no browser o
 	@test -x /usr/bin/chromium || { $(APT_INSTALL) chromium; }
 need-xmlsec1:  # pysaml2 signs and checks SAML with the xmlsec1 program
 	@command -v xmlsec1 >/dev/null || { $(APT_INSTALL) xmlsec1; }
+need-rspamd:  # content scoring for insights (tests start their own on loopback)
+	@test -x /usr/bin/rspamd || { $(APT_INSTALL) rspamd; }
 need-stunnel:
 	@command -v stunnel4 >/dev/null || command -v stunnel >/dev/null || { $(APT_INSTALL) stunnel4; }
 need-opendkim:

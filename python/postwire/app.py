@@ -209,6 +209,9 @@ async def _start_processing(stage: Stage, config: Config, deps: ServiceDeps) -> 
     from postwire.broadcasts.engine import serve_broadcasts
     from postwire.delivery.engine import serve_delivery
     from postwire.domains.verification import serve_domain_verifier
+    from postwire.insights.service import serve_insights
+    from postwire.metrics.domain_health import serve_domain_health
+    from postwire.metrics.prometheus import serve_prometheus
     from postwire.sandbox import serve_sandbox
     from postwire.store.idempotency import serve_idempotency_sweeper
     from postwire.webhooks.dispatcher import serve_webhooks
@@ -221,6 +224,9 @@ async def _start_processing(stage: Stage, config: Config, deps: ServiceDeps) -> 
     deps = dataclasses.replace(deps, domain_verifier=verifier, delivery=engine, webhooks=webhooks)
     await stage.start(serve_contact_imports, config, deps)
     await stage.start(serve_broadcasts, config, deps)
+    await stage.start(serve_insights, config, deps)
+    await stage.start(serve_domain_health, config, deps)
+    await stage.start(serve_prometheus, config, deps)
     return deps
 
 

@@ -10,6 +10,10 @@
     │                     the IPs that SPF records authorise, retry age, connections per site
     ├── domains           DomainsConfig: sending domains' DNS records and their re-verification
     ├── webhooks          WebhooksConfig: SSRF guard
+    ├── broadcasts        BroadcastsConfig: the engine's pace and page size, editor uploads
+    ├── dashboard, auth   DashboardConfig, AuthConfig: the dashboard and how people sign in
+    ├── insights          InsightsConfig: per-email deliverability checks, rspamd
+    ├── metrics           MetricsConfig: event counters, the Prometheus listener
     └── spool             SpoolConfig: LMDB map size and group-commit tuning
 
 `find_config_file(given, environ)` says which file every `postwire` command reads (see
@@ -184,6 +188,8 @@ class BroadcastsConfig:
     rate: int = 5000
     # Members prepared and committed together (with the walk's cursor) in one batch.
     page_size: int = 200
+    # Largest image the broadcast editor accepts for upload, in bytes.
+    max_image_bytes: int = 5 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +235,29 @@ class AuthConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class InsightsConfig:
+    """Deliverability insights: checks computed once for each email and stored with it."""
+
+    enabled: bool = True
+    # rspamd's controller or normal worker (`http://host:11333`): each email is scanned and its
+    # score and symbols become insights. Empty: no content scoring.
+    rspamd_url: str = ""
+    # Authentication insights are checked again against live DNS this often.
+    recheck_hours: int = 24
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsConfig:
+    """Counters kept with events, and the Prometheus listener for operators."""
+
+    # `GET /metrics` in Prometheus text format, on a listener of its own. Empty: none.
+    listen: str = "127.0.0.1:9464"
+    # Count events into the per-team metrics (the Metrics page, `GET /emails/metrics`). Off
+    # only to measure what counting costs.
+    count_events: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class SpoolConfig:
     """The LMDB spool under data_dir/spool."""
 
@@ -258,6 +287,8 @@ class Config:
     broadcasts: BroadcastsConfig = field(default_factory=BroadcastsConfig)
     dashboard: DashboardConfig = field(default_factory=DashboardConfig)
     auth: AuthConfig = field(default_factory=AuthConfig)
+    insights: InsightsConfig = field(default_factory=InsightsConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
     spool: SpoolConfig = field(default_factory=SpoolConfig)
     # The file this was loaded from (None: embedded default). Not a key: it cannot be set.
     config_file: Path | None = field(default=None, metadata={"key": False})

@@ -207,6 +207,8 @@ def populate(team: Team, world_server: DashboardServer, api: httpx.Client, **kw:
         "the email delivered",
     )
 
+    populate_audience(team, api, bearer)
+
     added = post(client, team.csrf, "/suppressions", email=f"gone@{team.name.lower()}-x.test")
     assert added.status_code in (200, 303), added.text
     team.ids["suppression_id"] = found(
@@ -233,6 +235,58 @@ def populate(team: Team, world_server: DashboardServer, api: httpx.Client, **kw:
         r'action="/account/sessions/([^"/]+)/end"', other.get("/account").text
     )
     other.close()
+
+
+def populate_audience(team: Team, api: httpx.Client, bearer: dict[str, str]) -> None:
+    """A contact property, topic, segment, contact, draft broadcast and finished CSV import of
+    `team`, through the REST API: their ids fill the audience and broadcast pages' routes."""
+
+    def created(path: str, body: dict[str, Any]) -> str:
+        answer = api.post(path, headers=bearer, json=body)
+        assert answer.status_code in (200, 201), answer.text
+        made: str = answer.json()["id"]
+        return made
+
+    tag = team.name.lower()
+    team.ids["property_id"] = created(
+        "/contact-properties", {"key": "plan", "type": "string", "fallback_value": "free"}
+    )
+    team.ids["topic_id"] = created(
+        "/topics", {"name": f"{team.name} news", "default_subscription": "opt_in"}
+    )
+    team.ids["segment_id"] = created("/segments", {"name": f"{team.name} readers"})
+    team.ids["contact_id"] = created(
+        "/contacts",
+        {
+            "email": f"reader@{tag}-reader.test",
+            "first_name": f"{team.name} reader",
+            "segments": [team.ids["segment_id"]],
+        },
+    )
+    team.ids["broadcast_id"] = created(
+        "/broadcasts",
+        {
+            "segment_id": team.ids["segment_id"],
+            "from": f"News <news@{team.domain}>",
+            "subject": f"{team.name} draft broadcast",
+            "html": "<p>Hello</p>",
+            "name": f"{team.name} draft",
+        },
+    )
+    imported = api.post(
+        "/contacts/imports",
+        headers=bearer,
+        files={"file": ("people.csv", f"email\nimported@{tag}-reader.test\n", "text/csv")},
+    )
+    assert imported.status_code in (200, 201), imported.text
+    team.ids["import_id"] = imported.json()["id"]
+    wait_until(
+        lambda: (
+            api.get(f"/contacts/imports/{team.ids['import_id']}", headers=bearer).json()["status"]
+            == "completed"
+        ),
+        "the contact import completed",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -354,6 +408,22 @@ def snapshot(world: World, team: Team) -> dict[str, Any]:
         "other_session": other_alive,
         "team_name": re.findall(r'id="team-name"[^>]*value="([^"]*)"', team_page),
         "hook_posts": posts_about(world.hooks, ids["email_id"]),
+        "audience": audience_snapshot(api, bearer, ids),
+    }
+
+
+def audience_snapshot(api: httpx.Client, bearer: dict[str, str], ids: dict[str, str]) -> Any:
+    """The team's contacts, segments, topics, properties and broadcasts, as its key reads them."""
+    contact = api.get(f"/contacts/{ids['contact_id']}", headers=bearer).json()
+    broadcast = api.get(f"/broadcasts/{ids['broadcast_id']}", headers=bearer).json()
+    listed = {
+        path: sorted(str(item) for item in api.get(path, headers=bearer).json().get("data", []))
+        for path in ("/contacts", "/segments", "/topics", "/contact-properties", "/broadcasts")
+    }
+    return {
+        "contact": contact,
+        "broadcast": broadcast,
+        "listed": listed,
     }
 
 

@@ -29,6 +29,12 @@ log = logging.getLogger("postwire.dashboard")
 PAGE_MODULES: Final = (
     "auth",
     "emails",
+    "broadcasts",
+    "broadcast_editor",
+    "brand",
+    "contacts",
+    "contact_imports",
+    "audience",
     "metrics",
     "domains",
     "api_keys",

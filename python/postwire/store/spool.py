@@ -81,6 +81,18 @@ TABLES: tuple[str, ...] = (
     "sso_logins",
     # Secondary indexes of emails for the dashboard's filters (status, domain, API key, ...).
     "email_index",
+    # The broadcast editor: block documents of broadcasts, each team's brand kit, uploaded images.
+    "broadcast_documents",
+    "brand_kits",
+    "images",
+    # Deliverability insights of each email, the queue of emails waiting for theirs (computed
+    # off the send path) and of their rechecks against live DNS.
+    "email_insights",
+    "insights_due",
+    # Per-domain health (bounce and complaint rates against mailbox providers' thresholds).
+    "domain_health",
+    # Operator metrics each process publishes for the Prometheus listener.
+    "process_metrics",
 )
 
 

@@ -1,0 +1,11 @@
+"""Dashboard page module `broadcasts` (routes are added as the page is built)."""
+
+from __future__ import annotations
+
+from quart import Blueprint
+
+from postwire.dashboard.context import DashboardContext
+
+
+def routes(ctx: DashboardContext) -> Blueprint:
+    return Blueprint("broadcasts", __name__)

@@ -1,0 +1,11 @@
+"""Dashboard page module `contact_imports` (routes are added as the page is built)."""
+
+from __future__ import annotations
+
+from quart import Blueprint
+
+from postwire.dashboard.context import DashboardContext
+
+
+def routes(ctx: DashboardContext) -> Blueprint:
+    return Blueprint("contact_imports", __name__)
