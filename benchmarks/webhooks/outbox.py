@@ -8,6 +8,7 @@ import itertools
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from postwire import _core
 from postwire.config import load_config
@@ -49,7 +50,7 @@ def fill_outbox(
             for _ in range(min(EVENTS_PER_COMMIT, events - written)):
                 email_id, recipient = next(pairs)
                 kind = next(kind_of)
-                data = {} if kind == "email.sent" else {"to": recipient}
+                data: dict[str, Any] = {} if kind == "email.sent" else {"to": recipient}
                 add_event(batch, team_id, email_id, kind, time.time_ns() // 1_000_000, **data)
             core.commit(batch)
             written += EVENTS_PER_COMMIT

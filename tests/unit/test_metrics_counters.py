@@ -11,7 +11,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from postwire import _core
-from postwire.metrics.counters import counter_keys, event_counter_names, hour_of
+from postwire.metrics.counters import TEAM as ALL
+from postwire.metrics.counters import Scope, counter_keys, event_counter_names, hour_of
 from postwire.metrics.views import (
     covering_range,
     dates_range,
@@ -33,6 +34,7 @@ EMAIL = "0190a000-0000-7000-8000-0000000000e1"
 NOW = datetime(2026, 11, 25, 10, 30, tzinfo=UTC)
 NOW_MS = int(NOW.timestamp() * 1000)
 HOUR_MS = 3_600_000
+BY_DOMAIN = Scope("domain", DOMAIN)
 
 
 @pytest.mark.parametrize(
@@ -98,25 +100,23 @@ async def test_events_count_per_team_domain_hour_and_day(spool: Spool) -> None:
         (TEAM, "contact.created", None, NOW_MS, {}),
     )
     hour = hour_of(NOW_MS)
-    team_hours = read_counts(spool, TEAM, None, "hour", hour - 5, hour + 1)
+    team_hours = read_counts(spool, TEAM, ALL, "hour", hour - 5, hour + 1)
     assert team_hours == {
         hour - 1: {"bounced": 1, "bounced_permanent": 1},
         hour: {"sent": 3, "delivered": 1},
     }
-    assert read_counts(spool, TEAM, DOMAIN, "hour", hour - 5, hour + 1) == {
+    assert read_counts(spool, TEAM, BY_DOMAIN, "hour", hour - 5, hour + 1) == {
         hour - 1: {"bounced": 1, "bounced_permanent": 1},
         hour: {"sent": 1, "delivered": 1},
     }
     # The range's end is excluded, its start included.
-    assert read_counts(spool, TEAM, None, "hour", hour, hour + 1) == {hour: team_hours[hour]}
-    assert read_counts(spool, TEAM, None, "hour", hour - 1, hour) == {
-        hour - 1: team_hours[hour - 1]
-    }
+    assert read_counts(spool, TEAM, ALL, "hour", hour, hour + 1) == {hour: team_hours[hour]}
+    assert read_counts(spool, TEAM, ALL, "hour", hour - 1, hour) == {hour - 1: team_hours[hour - 1]}
     day = hour // 24
-    assert read_counts(spool, TEAM, None, "day", day, day + 1) == {
+    assert read_counts(spool, TEAM, ALL, "day", day, day + 1) == {
         day: {"sent": 3, "delivered": 1, "bounced": 1, "bounced_permanent": 1}
     }
-    assert read_counts(spool, OTHER_TEAM, None, "day", day, day + 1) == {day: {"sent": 1}}
+    assert read_counts(spool, OTHER_TEAM, ALL, "day", day, day + 1) == {day: {"sent": 1}}
 
 
 async def test_a_long_range_reads_in_chunks(spool: Spool) -> None:
@@ -127,7 +127,7 @@ async def test_a_long_range_reads_in_chunks(spool: Spool) -> None:
             add_count(batch, TEAM, DOMAIN, name, start + h * HOUR_MS)
     await spool.commit(batch)
     first = hour_of(start)
-    counts = read_counts(spool, TEAM, DOMAIN, "hour", first, first + 400)
+    counts = read_counts(spool, TEAM, BY_DOMAIN, "hour", first, first + 400)
     assert len(counts) == 400
     assert all(len(row) == 6 for row in counts.values())
 
@@ -139,7 +139,7 @@ async def test_unique_engagement_counts_the_first_of_each_email(spool: Spool) ->
         count_first_engagement(batch, spool, TEAM, DOMAIN, EMAIL, "opened", NOW_MS)
         await spool.commit(batch)
     hour = hour_of(NOW_MS)
-    assert read_counts(spool, TEAM, DOMAIN, "hour", hour, hour + 1) == {
+    assert read_counts(spool, TEAM, BY_DOMAIN, "hour", hour, hour + 1) == {
         hour: {"opened": 3, "unique_opened": 1}
     }
 
@@ -153,14 +153,14 @@ async def test_report_fills_empty_buckets_and_sums_totals(spool: Spool) -> None:
         (TEAM, "email.delivered", DOMAIN, NOW_MS, {}),
         (TEAM, "email.bounced", DOMAIN, NOW_MS, {}),
     )
-    report = metrics_report(spool, TEAM, None, preset_range("24h", NOW, None))
+    report = metrics_report(spool, TEAM, ALL, preset_range("24h", NOW, None))
     assert len(report.series) == 24  # the current hour the last
     assert report.series[0][0] == datetime(2026, 11, 24, 11, tzinfo=UTC)
     assert report.series[-1][0] == datetime(2026, 11, 25, 10, tzinfo=UTC)
     assert report.series[-1][1]["delivered"] == 3
     assert report.totals["sent"] == 1 and report.totals["delivered"] == 3
     assert report.rates["bounce_rate"] == 25.0 and report.rates["delivery_rate"] == 75.0
-    by_day = metrics_report(spool, TEAM, DOMAIN, preset_range("7d", NOW, None))
+    by_day = metrics_report(spool, TEAM, BY_DOMAIN, preset_range("7d", NOW, None))
     assert [moment.day for moment, _ in by_day.series] == [19, 20, 21, 22, 23, 24, 25]
     assert by_day.totals == report.totals
 
@@ -209,18 +209,16 @@ async def test_period_counts_by_local_day_and_by_utc_day(spool: Spool) -> None:
     )
     await spool.commit(batch)
     start, stop = datetime(2026, 6, 30, tzinfo=UTC), datetime(2026, 7, 5, 6, tzinfo=UTC)
-    local = period_counts(spool, TEAM, None, start, stop, ZoneInfo("America/New_York"), "daily")
+    local = period_counts(spool, TEAM, ALL, start, stop, ZoneInfo("America/New_York"), "daily")
     assert {k.date().isoformat(): v for k, v in local.items()} == {
         "2026-06-30": {"sent": 1}, "2026-07-01": {"sent": 1}, "2026-07-03": {"sent": 1},
     }  # fmt: skip
-    utc = period_counts(spool, TEAM, None, start, stop, UTC, "daily")
+    utc = period_counts(spool, TEAM, ALL, start, stop, UTC, "daily")
     assert {k.date().isoformat(): v for k, v in utc.items()} == {
         "2026-07-01": {"sent": 2}, "2026-07-03": {"sent": 1},
     }  # fmt: skip
     # A start within a day reads its remaining hours, not the whole day.
-    late = period_counts(
-        spool, TEAM, None, datetime(2026, 7, 1, 3, tzinfo=UTC), stop, UTC, "weekly"
-    )
+    late = period_counts(spool, TEAM, ALL, datetime(2026, 7, 1, 3, tzinfo=UTC), stop, UTC, "weekly")
     assert late == {datetime(2026, 6, 29, tzinfo=UTC): {"sent": 2}}
-    monthly = period_counts(spool, TEAM, None, start, stop, UTC, "monthly")
+    monthly = period_counts(spool, TEAM, ALL, start, stop, UTC, "monthly")
     assert monthly == {datetime(2026, 7, 1, tzinfo=UTC): {"sent": 3}}

@@ -22,10 +22,10 @@ from postwire.api.context import ApiContext
 from postwire.api.metrics_models import MetricsBody
 from postwire.domains.store import list_domains
 from postwire.errors import validation_error
-from postwire.metrics.counters import COUNTS
+from postwire.metrics.counters import COUNTS, domain_scope
 from postwire.metrics.views import RATES, Period, period_counts, period_start, rates
 
-UNCOUNTED: Final = ("received", "failed", "unsubscribed")
+UNCOUNTED: Final = ("received", "failed")
 METRICS: Final = (*COUNTS, *UNCOUNTED, *RATES)
 DIMENSIONS: Final = ("period", "domain")
 PERIODS: Final = ("hourly", "daily", "weekly", "monthly")
@@ -153,7 +153,7 @@ def routes(ctx: ApiContext) -> Blueprint:
             list(names_by_id) if "domain" in dimensions else [None]
         )
         counted = {
-            scope: period_counts(ctx.spool, team_id, scope, start, stop, zone, period)
+            scope: period_counts(ctx.spool, team_id, domain_scope(scope), start, stop, zone, period)
             for scope in scopes
         }
         if "domain" not in dimensions:  # the domains asked for, as one

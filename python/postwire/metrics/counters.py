@@ -2,28 +2,34 @@
 
 Every event of an email adds to counters in the event's own commit (so a crash loses no count
 and counts nothing twice), never by scanning emails afterwards. A count is kept per team and
-per sending domain, per UTC hour and per UTC day (the day roll-up keeps a long range one short
-scan), and per name:
+per dimension of the email (its sending domain, its broadcast, each of its tags), per UTC hour
+and per UTC day (the day roll-up keeps a long range one short scan), and per name:
 
-    metrics/{team}/h/{hour}/{name}                   the team, all its domains
+    metrics/{team}/h/{hour}/{name}                         the team, all its mail
     metrics/{team}/d/{day}/{name}
-    metrics/{team}/domain/{domain}/h/{hour}/{name}   one sending domain
-    metrics/{team}/domain/{domain}/d/{day}/{name}
+    metrics/{team}/domain/{domain}/h/{hour}/{name}         one sending domain
+    metrics/{team}/broadcast/{broadcast}/h/{hour}/{name}   one broadcast
+    metrics/{team}/tag/{name:value}/h/{hour}/{name}        one tag (or `other`, past the bound)
+    ... each with its d/{day}/ twin
+
+    rcpt/{recipient domain}/h/{hour}/{name}                all teams' deliveries to a domain
 
 `hour` is hours since the Unix epoch (7 digits) and `day` days since it (6 digits), zero-padded
-so that key order is time order: a range of hours of a team, or of one domain, is one prefix
-scan. This module is pure: keys and names, no spool.
+so that key order is time order: a range of hours of one scope is one prefix scan. This module
+is pure: keys and names, no spool.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple
+from urllib.parse import quote
 
 HOUR_MS: Final = 3_600_000
 DAY_MS: Final = 24 * HOUR_MS
 
 Granularity = Literal["hour", "day"]
+Dimension = Literal["domain", "broadcast", "tag"]
 
 # Counter names, in the order pages and the API list them. Delivery outcomes count recipients
 # (one event each); `sent` counts emails (the first attempt of each); opens and clicks count
@@ -41,6 +47,7 @@ COUNTS: Final = (
     "unique_opened",
     "clicked",
     "unique_clicked",
+    "unsubscribed",
     "suppressed",
 )
 
@@ -55,6 +62,38 @@ EVENT_COUNTS: Final = {
     "email.clicked": "clicked",
 }
 _BOUNCE_TYPES: Final = {"permanent", "transient", "undetermined"}
+# Outcomes also counted per recipient domain, across teams (what insights read of a domain).
+RECIPIENT_DOMAIN_COUNTS: Final = frozenset(
+    {
+        "delivered",
+        "delivery_delayed",
+        "bounced",
+        "bounced_permanent",
+        "bounced_transient",
+        "bounced_undetermined",
+    }
+)
+
+# Distinct tags (`name:value`) counted per team; the events of an email whose tag comes later
+# count under OTHER_TAG. Each counted tag costs two keys per event and hour, so a tag carrying
+# an id per email must not grow the table without end.
+MAX_COUNTED_TAGS: Final = 1_000
+OTHER_TAG: Final = "other"
+
+
+class Scope(NamedTuple):
+    """Which of a team's counts a read selects: all of them (`dimension` None), or those of
+    one sending domain, broadcast or tag (`value`: its id, or the tag's `name:value` label)."""
+
+    dimension: Dimension | None = None
+    value: str = ""
+
+
+TEAM: Final = Scope()
+
+
+def domain_scope(domain_id: str | None) -> Scope:
+    return TEAM if domain_id is None else Scope("domain", domain_id)
 
 
 def event_counter_names(kind: str, data: dict[str, Any]) -> tuple[str, ...]:
@@ -72,6 +111,13 @@ def event_counter_names(kind: str, data: dict[str, Any]) -> tuple[str, ...]:
     return (name,)
 
 
+def tag_label(name: str, value: object) -> str:
+    """A tag as its counts name it: `name:value` (the contract allows letters, digits, `_` and
+    `-` only; anything else is escaped so that a key stays one path)."""
+    text = "" if value is None else str(value)
+    return f"{quote(name, safe='')}:{quote(text, safe='')}"
+
+
 def hour_of(ms: int) -> int:
     return ms // HOUR_MS
 
@@ -80,15 +126,15 @@ def day_of(ms: int) -> int:
     return ms // DAY_MS
 
 
-def scope_prefix(team_id: str, domain_id: str | None) -> str:
-    """The keys of a team's counts (all domains) or of one of its domains'."""
-    if domain_id is None:
+def scope_prefix(team_id: str, scope: Scope) -> str:
+    """The keys of a team's counts (all its mail) or of one domain's, broadcast's or tag's."""
+    if scope.dimension is None:
         return f"metrics/{team_id}/"
-    return f"metrics/{team_id}/domain/{domain_id}/"
+    return f"metrics/{team_id}/{scope.dimension}/{scope.value}/"
 
 
-def bucket_prefix(team_id: str, domain_id: str | None, granularity: Granularity) -> str:
-    return scope_prefix(team_id, domain_id) + ("h/" if granularity == "hour" else "d/")
+def bucket_prefix(team_id: str, scope: Scope, granularity: Granularity) -> str:
+    return scope_prefix(team_id, scope) + ("h/" if granularity == "hour" else "d/")
 
 
 def bucket_label(granularity: Granularity, bucket: int) -> str:
@@ -96,23 +142,91 @@ def bucket_label(granularity: Granularity, bucket: int) -> str:
     return f"{bucket:07d}" if granularity == "hour" else f"{bucket:06d}"
 
 
-def counter_keys(team_id: str, domain_id: str | None, now_ms: int, name: str) -> tuple[bytes, ...]:
-    """The keys one count at `now_ms` adds to: the team's hour and day, and the domain's when
-    it is known (an email spooled before domains were counted has none)."""
-    return _keys(team_id, domain_id, hour_of(now_ms), name)
+def counter_keys(
+    team_id: str,
+    domain_id: str | None,
+    now_ms: int,
+    name: str,
+    broadcast_id: str | None = None,
+    tags: tuple[str, ...] = (),
+) -> tuple[bytes, ...]:
+    """The keys one count at `now_ms` adds to: the team's hour and day, and those of the
+    email's domain (unknown for an email spooled before domains were counted), broadcast and
+    counted tags."""
+    return _keys(team_id, domain_id, broadcast_id, tags, hour_of(now_ms), name)
 
 
-@functools.lru_cache(maxsize=4096)
-def _keys(team_id: str, domain_id: str | None, hour: int, name: str) -> tuple[bytes, ...]:
-    # Cached: events come in runs of a few teams and domains within an hour, and formatting
-    # the keys afresh was most of the cost of counting an event.
+@functools.lru_cache(maxsize=16_384)
+def _keys(
+    team_id: str,
+    domain_id: str | None,
+    broadcast_id: str | None,
+    tags: tuple[str, ...],
+    hour: int,
+    name: str,
+) -> tuple[bytes, ...]:
+    # Cached: events come in runs of a few teams, domains and tags within an hour, and
+    # formatting the keys afresh was most of the cost of counting an event.
     labels = (("h", bucket_label("hour", hour)), ("d", bucket_label("day", hour // 24)))
-    scopes = [scope_prefix(team_id, None)]
+    scopes = [TEAM]
     if domain_id:
-        scopes.append(scope_prefix(team_id, domain_id))
-    return tuple(f"{scope}{g}/{label}/{name}".encode() for scope in scopes for g, label in labels)
+        scopes.append(Scope("domain", domain_id))
+    if broadcast_id:
+        scopes.append(Scope("broadcast", broadcast_id))
+    scopes.extend(Scope("tag", label) for label in tags)
+    return tuple(
+        f"{scope_prefix(team_id, scope)}{g}/{label}/{name}".encode()
+        for scope in scopes
+        for g, label in labels
+    )
+
+
+def recipient_domain_prefix(domain: str) -> str:
+    return f"rcpt/{quote(domain.lower(), safe='')}/h/"
+
+
+@functools.lru_cache(maxsize=16_384)
+def recipient_domain_key(domain: str, hour: int, name: str) -> bytes:
+    """Where a delivery outcome to `domain` (any team's) is counted, per UTC hour."""
+    return f"{recipient_domain_prefix(domain)}{bucket_label('hour', hour)}/{name}".encode()
+
+
+def recipient_domain_of(address: object) -> str | None:
+    """The domain of an event's recipient (`to`), lower case; None when there is none."""
+    if not isinstance(address, str):
+        return None
+    _, at, domain = address.rpartition("@")
+    return domain.strip().strip(">").lower() or None if at else None
 
 
 def first_engagement_key(team_id: str, email_id: str, name: str) -> bytes:
     """Marks that an email was opened (or clicked) before, for the `unique_` counts."""
     return f"metrics/{team_id}/first/{email_id}/{name}".encode()
+
+
+def counted_tag_key(team_id: str, label: str) -> bytes:
+    """Marks a tag as one of the team's counted ones (see MAX_COUNTED_TAGS)."""
+    return f"metrics/{team_id}/tagset/{label}".encode()
+
+
+def counted_tags_prefix(team_id: str) -> bytes:
+    return f"metrics/{team_id}/tagset/".encode()
+
+
+def counted_tag_total_key(team_id: str) -> bytes:
+    """How many tags the team has counted so far."""
+    return f"metrics/{team_id}/tagtotal".encode()
+
+
+# The process's switch (`metrics.count_events`), set when the spool opens; off, no event is
+# counted (only to measure what counting costs).
+_counting = True
+
+
+def set_event_counting(enabled: bool) -> None:
+    global _counting
+    _counting = enabled
+
+
+def event_counting() -> bool:
+    return _counting

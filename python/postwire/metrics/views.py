@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Final, Literal
 
-from postwire.metrics.counters import COUNTS, DAY_MS, HOUR_MS, Granularity
+from postwire.metrics.counters import COUNTS, DAY_MS, HOUR_MS, Granularity, Scope
 from postwire.store.metric_counters import read_counts
 from postwire.store.spool import Spool
 
@@ -105,11 +105,9 @@ def rates(totals: dict[str, int]) -> dict[str, float]:
     }
 
 
-def metrics_report(
-    spool: Spool, team_id: str, domain_id: str | None, span: MetricsRange
-) -> MetricsReport:
-    """Totals, rates and the per-bucket series of the team (or one of its domains)."""
-    counts = read_counts(spool, team_id, domain_id, span.granularity, span.first, span.end)
+def metrics_report(spool: Spool, team_id: str, scope: Scope, span: MetricsRange) -> MetricsReport:
+    """Totals, rates and the per-bucket series of the team's counts in `scope`."""
+    counts = read_counts(spool, team_id, scope, span.granularity, span.first, span.end)
     totals = dict.fromkeys(COUNTS, 0)
     series = []
     for bucket in span.buckets():
@@ -142,7 +140,7 @@ def period_start(moment: datetime, period: Period) -> datetime:
 def period_counts(
     spool: Spool,
     team_id: str,
-    domain_id: str | None,
+    scope: Scope,
     start: datetime,
     stop: datetime,
     zone: tzinfo,
@@ -153,7 +151,7 @@ def period_counts(
     kept per UTC hour, so a zone whose offset is not whole hours has its periods' boundaries
     rounded to them."""
     grouped: dict[datetime, dict[str, int]] = {}
-    for bucket_ms, row in _bucket_counts(spool, team_id, domain_id, start, stop, period, zone):
+    for bucket_ms, row in _bucket_counts(spool, team_id, scope, start, stop, period, zone):
         local = _moment(bucket_ms).astimezone(zone)
         total = grouped.setdefault(period_start(local, period), {})
         for name, value in row.items():
@@ -164,7 +162,7 @@ def period_counts(
 def _bucket_counts(
     spool: Spool,
     team_id: str,
-    domain_id: str | None,
+    scope: Scope,
     start: datetime,
     stop: datetime,
     period: Period,
@@ -187,7 +185,7 @@ def _bucket_counts(
     for granularity, first, end in spans:
         size = HOUR_MS if granularity == "hour" else DAY_MS
         if first < end:
-            counts = read_counts(spool, team_id, domain_id, granularity, first, end)
+            counts = read_counts(spool, team_id, scope, granularity, first, end)
             found.extend((bucket * size, row) for bucket, row in sorted(counts.items()))
     return found
 

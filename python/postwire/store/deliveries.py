@@ -37,6 +37,9 @@ class DeliveryRecord:
     # The sending domain's id, for the metrics' per-domain counts (None: spooled before they
     # were kept).
     domain_id: str | None = None
+    # The labels its events count under in the metrics' per-tag counts
+    # (`store.metric_counters.admit_tags`).
+    tags: list[str] = field(default_factory=list)
 
     @property
     def pending(self) -> list[str]:
@@ -111,18 +114,21 @@ def add_event(
     *,
     broadcast_id: str | None = None,
     domain_id: str | None = None,
+    counted_tags: tuple[str, ...] = (),
     **data: Any,
 ) -> EventRecord:
     """Add an event to `batch`, and to the webhook outbox in the same commit; its id is
     time-ordered, so a team's events scan in order. An email's event adds to the metrics'
-    counts of its team (and of its sending domain, `domain_id`, when given), and an event of
-    a broadcast's email (its `broadcast_id` given) to the broadcast's counts, in the same
-    commit."""
+    counts of its team and of its sending domain (`domain_id`), broadcast and tags
+    (`counted_tags`, from `store.metric_counters`) when given, and an event of a broadcast's email (its `broadcast_id` given) to the
+    broadcast's counts, in the same commit."""
     event = EventRecord(_core.new_id(), kind, now_ms, team_id, email_id, data)
     EVENTS.put(batch, event_key(team_id, event.id), event)
     OUTBOX.put(batch, event.id, OutboxEntry(team_id))
     index_email_event(batch, team_id, email_id, event.id)  # the email's page reads its events
-    count_event(batch, team_id, domain_id, kind, now_ms, data)
+    count_event(
+        batch, team_id, domain_id, kind, now_ms, data, broadcast_id=broadcast_id, tags=counted_tags
+    )
     if broadcast_id is not None:
         count_email_event(batch, team_id, broadcast_id, email_id, kind, data)
     return event

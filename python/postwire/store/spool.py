@@ -23,6 +23,7 @@ import trio
 from postwire import _core
 from postwire._core import Leased, MessageState, WriteBatch
 from postwire.errors import SpoolError
+from postwire.metrics.counters import set_event_counting
 
 if TYPE_CHECKING:
     from postwire.config import Config
@@ -274,6 +275,7 @@ async def serve_spool(
         )
     )
     spool = Spool(core, lock_file=path / "records.lock")
+    set_event_counting(config.metrics.count_events)  # the metrics' counters live in this spool
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(spool.dispatch_completions)

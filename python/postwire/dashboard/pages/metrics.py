@@ -18,7 +18,7 @@ from werkzeug.exceptions import NotFound
 from postwire.dashboard.charts import Series, bar_chart, line_chart
 from postwire.dashboard.context import DashboardContext
 from postwire.domains.store import list_domains, load_domain
-from postwire.metrics.counters import Granularity
+from postwire.metrics.counters import Granularity, domain_scope
 from postwire.metrics.views import (
     PRESETS,
     MetricsRange,
@@ -150,7 +150,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
             domain = load_domain(ctx.spool, team_id, query.domain_id)
             if domain is None:  # another team's, or gone: nothing to show here
                 raise NotFound
-        report = metrics_report(ctx.spool, team_id, query.domain_id, query.span)
+        report = metrics_report(ctx.spool, team_id, domain_scope(query.domain_id), query.span)
         domains, _ = list_domains(ctx.spool, team_id)
         labels = {
             moment: moment.strftime("%Y-%m-%d %H:00" if query.granularity == "hour" else "%Y-%m-%d")
