@@ -33,6 +33,7 @@ from postwire.compose.request import SendRequest
 from postwire.domains.store import DomainRecord, find_verified_domain_for_sender
 from postwire.errors import ApiError, KeyExistsError, validation_error
 from postwire.inbound.verp import VERP_SECRET, verp_address
+from postwire.metrics.operator_registry import OPERATOR_METRICS, SigningTimer
 from postwire.signing import SigningQueue
 from postwire.store.accounts import ApiKeyRecord, contract_timestamp
 from postwire.store.deliveries import DELIVERIES, DeliveryRecord
@@ -212,8 +213,11 @@ def verp_return_path(email_id: str, domain: DomainRecord, secret: bytes) -> str:
 class Acceptor:
     """Turns validated send requests into durable, signed emails."""
 
-    def __init__(self, spool: Spool, *, tracking: Tracking | None = None) -> None:
+    def __init__(
+        self, spool: Spool, *, tracking: Tracking | None = None, path: str | None = None
+    ) -> None:
         self.spool = spool
+        self.path = path  # where its mail comes from, for the operator metrics (None: uncounted)
         self.tracking = tracking  # None: no tracking
         self.idempotency = IdempotencyKeys(spool)
         self.signing = SigningQueue()
@@ -465,11 +469,13 @@ class Acceptor:
                     draft.signature = signature
 
         if len(drafts) == 1:  # one email, SMTP's case: batched with other callers' emails
-            drafts[0].signature = await self.signing.sign(drafts[0].signer, drafts[0].message)
+            with SigningTimer():
+                drafts[0].signature = await self.signing.sign(drafts[0].signer, drafts[0].message)
             return
-        async with trio.open_nursery() as nursery:
-            for chunk in chunks:
-                nursery.start_soon(trio.to_thread.run_sync, sign_chunk, chunk)
+        with SigningTimer(len(drafts)):
+            async with trio.open_nursery() as nursery:
+                for chunk in chunks:
+                    nursery.start_soon(trio.to_thread.run_sync, sign_chunk, chunk)
 
     async def accept(
         self,
@@ -519,6 +525,7 @@ class Acceptor:
             if stored is None:
                 raise
             return stored.response
+        OPERATOR_METRICS.count_accepted(self.path, len(prepared))
         return response
 
     def add_to_batch(

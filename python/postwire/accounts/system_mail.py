@@ -112,7 +112,7 @@ class SystemMailer:
     acceptor: Acceptor = field(init=False)
 
     def __post_init__(self) -> None:
-        self.acceptor = Acceptor(self.spool)
+        self.acceptor = Acceptor(self.spool, path="system")
 
     def sender(self) -> tuple[str, DomainRecord] | None:
         """`auth.mail_from` and the verified domain it is under, or None."""

@@ -40,7 +40,7 @@ class ApiContext:
 
     def __post_init__(self) -> None:
         self.tracking = Tracking(self.spool, self.config.api.public_url)
-        self.acceptor = Acceptor(self.spool, tracking=self.tracking)
+        self.acceptor = Acceptor(self.spool, tracking=self.tracking, path="rest")
 
     def now_ms(self) -> int:
         return int(self.now().timestamp() * 1000)

@@ -38,6 +38,7 @@ from postwire.compose.request import SendRequest
 from postwire.config import Config
 from postwire.domains.store import DomainRecord
 from postwire.errors import ApiError, SpoolFullError
+from postwire.metrics.operator_registry import OPERATOR_METRICS
 from postwire.services import ServiceDeps, Wakeable
 from postwire.store.accounts import contract_timestamp
 from postwire.store.broadcasts import (
@@ -360,6 +361,7 @@ class BroadcastEngine:
                 updated = replace(updated, due_at_ms=None, finished_at=stamp)
             put_broadcast(batch, updated)
             await self.spool.commit(batch)
+            OPERATOR_METRICS.count_accepted("broadcast", len(page.prepared))
         if finished:
             self.walks.pop(record.id, None)
             log.info("broadcast %s sent", record.id)

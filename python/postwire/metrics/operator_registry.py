@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from postwire.delivery.bounces import Outcome
 
-# Where messages come from: the REST API, SMTP submission, broadcasts, the dashboard.
-ACCEPT_PATHS: Final = ("rest", "smtp", "broadcast", "dashboard")
+# Where messages come from: the REST API, SMTP submission, broadcasts, Postwire's own mail
+# (sign-in links, invitations).
+ACCEPT_PATHS: Final = ("rest", "smtp", "broadcast", "system")
 # A delivery outcome per recipient: the reply's class (2, 4 or 5, from the enhanced status
 # code, else the basic code), or no reply at all because DNS, the connection, or a refusal of
 # Postwire's own (TLS required and not offered, a forbidden destination) stood in the way.

@@ -375,7 +375,8 @@ class SubmissionHandler:
         self.return_path_key = return_path_key  # checks who may send reports, and about what
         self.unsubscribe_secret = unsubscribe_secret  # checks the unsubscribe addresses' tokens
         # Tracking as for API mail: URLs at `api.public_url`, the spool's secret.
-        self.acceptor = Acceptor(deps.spool, tracking=Tracking(deps.spool, config.api.public_url))
+        tracking = Tracking(deps.spool, config.api.public_url)
+        self.acceptor = Acceptor(deps.spool, tracking=tracking, path="smtp")
         self._verified_snapshot: tuple[float, list[DomainRecord]] | None = None
         self.in_flight = _InFlight()
         self.in_flight.idle.set()
