@@ -41,6 +41,8 @@ from postwire.delivery.retry_policy import next_attempt_at, stable_jitter
 from postwire.delivery.sandbox import held_outcomes
 from postwire.delivery.site_pool import Job, SitePool
 from postwire.errors import DestinationRefused, LeaseLostError, NoSuchMessageError, SpoolFullError
+from postwire.metrics.operator_exposition import RETRY_BACKLOG_KEY
+from postwire.metrics.operator_registry import OPERATOR_METRICS
 from postwire.smtp.client_connection import SmtpConnection, TlsPolicy, open_smtp_connection
 from postwire.store.broadcasts import add_count
 from postwire.store.deliveries import (
@@ -215,12 +217,16 @@ class DeliveryEngine:
         async def deliver_domain(domain: str, recipients: list[str]) -> None:
             outcomes: dict[str, Outcome] = {}
             job = Job(delivery.envelope_from, recipients, body, outcomes, trio.Event())
+            OPERATOR_METRICS.destination_taken(domain, message_id, leased.enqueued_at_ms)
             try:
                 destination = self._guarded(await self.resolver.resolve(domain))
             except (DestinationError, DestinationRefused) as exc:
                 outcomes.update(dict.fromkeys(recipients, classify_failure(exc)))
             else:
                 await self._pool(destination, policy).deliver(job)
+            finally:
+                OPERATOR_METRICS.destination_done(domain, message_id)
+            OPERATOR_METRICS.count_outcomes(outcomes.values())
             attempt.outcomes.update(outcomes)
             if len(by_domain) > 1:
                 # Recipients done with for good are recorded now, not when the slowest of the
@@ -301,12 +307,13 @@ class DeliveryEngine:
         transient outcome is a bounce when `retry_at` is None (no retry left)."""
         delivery = attempt.delivery
         team, broadcast, domain = delivery.team_id, delivery.broadcast_id, delivery.domain_id
+        tags = tuple(delivery.tags)  # the metrics' counted tags
         finished = dict(delivery.finished)
         last_event: str | None = None
         if delivery.first_attempt_ms is None and outcomes:
             add_event(
                 batch, team, message_id, "email.sent", now_ms,
-                broadcast_id=broadcast, domain_id=domain,
+                broadcast_id=broadcast, domain_id=domain, counted_tags=tags,
             )  # fmt: skip
             last_event = "sent"
             delivery = replace(delivery, first_attempt_ms=now_ms)
@@ -315,14 +322,14 @@ class DeliveryEngine:
                 finished[address] = "delivered"
                 add_event(
                     batch, team, message_id, "email.delivered", now_ms,
-                    broadcast_id=broadcast, domain_id=domain, to=address,
+                    broadcast_id=broadcast, domain_id=domain, counted_tags=tags, to=address,
                 )  # fmt: skip
                 last_event = "delivered"
             elif outcome.status == "permanent" or retry_at is None:
                 finished[address] = "bounced"
                 add_event(
                     batch, team, message_id, "email.bounced", now_ms,
-                    broadcast_id=broadcast, domain_id=domain, to=address,
+                    broadcast_id=broadcast, domain_id=domain, counted_tags=tags, to=address,
                     bounce=outcome.bounce(),
                 )  # fmt: skip
                 last_event = "bounced"
@@ -335,7 +342,7 @@ class DeliveryEngine:
             else:
                 add_event(
                     batch, team, message_id, "email.delivery_delayed", now_ms,
-                    broadcast_id=broadcast, domain_id=domain, to=address,
+                    broadcast_id=broadcast, domain_id=domain, counted_tags=tags, to=address,
                     diagnostic=outcome.diagnostic,
                 )  # fmt: skip
                 last_event = "delivery_delayed"
@@ -375,7 +382,10 @@ class DeliveryEngine:
         if suppressed:
             if delivery.broadcast_id is not None:  # suppressed after the walk enqueued it
                 add_count(batch, team, delivery.broadcast_id, "suppressed", len(suppressed))
-            add_metric_count(batch, team, delivery.domain_id, "suppressed", now_ms, len(suppressed))
+            add_metric_count(
+                batch, team, delivery.domain_id, "suppressed", now_ms, len(suppressed),
+                broadcast_id=delivery.broadcast_id, tags=tuple(delivery.tags),
+            )  # fmt: skip
             finished = attempt.delivery.finished | dict.fromkeys(suppressed, "suppressed")
             attempt.delivery = replace(attempt.delivery, finished=finished)
             if last_event in (None, "sent"):
@@ -394,6 +404,8 @@ class DeliveryEngine:
             DELIVERIES.delete(batch, message_id)
         else:
             DELIVERIES.put(batch, message_id, updated)
+        if final != (delivery.attempts == 0):  # it enters retry (first failure) or leaves it
+            batch.add_counter("counters", RETRY_BACKLOG_KEY, -1 if final else 1)
         self._end_lease(batch, message_id, retry_at=None if final else retry_at)
         return await self._commit_outcome(message_id, team, batch, last_event)
 
