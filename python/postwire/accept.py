@@ -39,6 +39,7 @@ from postwire.store.accounts import ApiKeyRecord, contract_timestamp
 from postwire.store.deliveries import DELIVERIES, DeliveryRecord
 from postwire.store.emails import EmailRecord, add_email
 from postwire.store.idempotency import IdempotencyKeys, IdempotencyScope
+from postwire.store.metric_counters import admit_tags
 from postwire.store.server_secrets import server_secret
 from postwire.store.spool import Spool
 from postwire.webhooks.tracking import EmailTracking, Tracking
@@ -540,5 +541,6 @@ class Acceptor:
                 tls=email.tls,
                 broadcast_id=email.record.broadcast_id,
                 domain_id=email.record.domain_id,
+                tags=list(admit_tags(batch, self.spool, email.record.team_id, email.record.tags)),
             )
             DELIVERIES.put(batch, email.record.id, delivery)

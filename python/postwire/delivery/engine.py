@@ -41,8 +41,7 @@ from postwire.delivery.retry_policy import next_attempt_at, stable_jitter
 from postwire.delivery.sandbox import held_outcomes
 from postwire.delivery.site_pool import Job, SitePool
 from postwire.errors import DestinationRefused, LeaseLostError, NoSuchMessageError, SpoolFullError
-from postwire.metrics.operator_exposition import RETRY_BACKLOG_KEY
-from postwire.metrics.operator_registry import OPERATOR_METRICS
+from postwire.metrics.operator_registry import OPERATOR_METRICS, RETRY_BACKLOG_KEY
 from postwire.smtp.client_connection import SmtpConnection, TlsPolicy, open_smtp_connection
 from postwire.store.broadcasts import add_count
 from postwire.store.deliveries import (

@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any, Final
 
 from postwire.metrics.operator_publication import ProcessMetricsRecord
-from postwire.metrics.operator_registry import SIGNING_BUCKETS, WEBHOOK_BUCKETS
+from postwire.metrics.operator_registry import (
+    RETRY_BACKLOG_KEY,
+    SIGNING_BUCKETS,
+    WEBHOOK_BUCKETS,
+)
 from postwire.store.spool import Spool
-
-# The key of the retry backlog in the `counters` table (kept by the delivery engine).
-RETRY_BACKLOG_KEY: Final = b"operator/retry_backlog"
 
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 

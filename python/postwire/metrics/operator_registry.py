@@ -34,6 +34,10 @@ WEBHOOK_BUCKETS: Final = (
     0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0,
 )  # fmt: skip
 
+# The `counters` table's count of messages waiting to retry: the delivery engine adds to it
+# in the commit that first reschedules a message and takes from it in the one that ends it.
+RETRY_BACKLOG_KEY: Final = b"operator/retry_backlog"
+
 # Destinations reported per process: the deepest ones; the rest are summed as "other".
 MAX_DESTINATIONS: Final = 20
 OTHER_DESTINATIONS: Final = "other"
