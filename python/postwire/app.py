@@ -231,10 +231,13 @@ async def _start_processing(stage: Stage, config: Config, deps: ServiceDeps) -> 
 
 
 async def _start_worker_processing(stage: Stage, config: Config, deps: ServiceDeps) -> ServiceDeps:
-    """A worker's processing stage: delivery alone (it leaves earlier runs' leases alone)."""
+    """A worker's processing stage: delivery (it leaves earlier runs' leases alone), and the
+    publication of its operator metrics for the first process's Prometheus listener."""
     from postwire.delivery.engine import serve_delivery
+    from postwire.metrics.operator_publication import serve_metrics_publication
 
     engine = await stage.start(serve_delivery, config, deps)
+    await stage.start(serve_metrics_publication, config, deps)
     return dataclasses.replace(deps, delivery=engine)
 
 

@@ -21,6 +21,7 @@ import trio
 
 from postwire._core import WriteBatch
 from postwire.config import Config
+from postwire.metrics.operator_registry import OPERATOR_METRICS
 from postwire.outbound_http import RefusedTarget, parse_http_url
 from postwire.store.deliveries import EVENTS, OUTBOX, event_key
 from postwire.store.emails import EMAILS, email_key
@@ -183,6 +184,9 @@ class WebhookDispatcher:
             # theirs (5 minutes either way).
             outcome = await self.post(hook, message, int(time.time()))
             duration_ms = int((time.monotonic() - clock) * 1000)
+            OPERATOR_METRICS.webhook_attempted(
+                outcome.succeeded, message.created_at_ms, self.now_ms()
+            )
             attempt = WebhookAttempt(started, duration_ms, outcome.status_code, outcome.error)
             recording.add(mkey)
             posting.discard(mkey)
