@@ -52,6 +52,7 @@ from postwire.store.deliveries import (
     suppression_key,
 )
 from postwire.store.emails import EMAILS, EmailRecord, email_key, record_last_event
+from postwire.store.metric_counters import counted_tags
 from postwire.store.server_secrets import server_secret
 from postwire.store.spool import Spool
 
@@ -175,6 +176,7 @@ def _report_changes(
     suppressed: list[str] = []
     last_event: str | None = None
     team, email_id = record.team_id, record.id
+    tags = counted_tags(spool, team, record.tags)  # the metrics' labels of its tags
     marked: set[str] = set()  # this batch's marks
 
     def first_time(address: str, status: str) -> bool:
@@ -202,8 +204,8 @@ def _report_changes(
                 outcome = dsn_outcome(status)
                 add_event(
                     batch, team, email_id, "email.bounced", now_ms,
-                    broadcast_id=record.broadcast_id, domain_id=record.domain_id, to=address,
-                    bounce=outcome.bounce(),
+                    broadcast_id=record.broadcast_id, domain_id=record.domain_id, counted_tags=tags,
+                    to=address, bounce=outcome.bounce(),
                 )  # fmt: skip
                 events.append("email.bounced")
                 last_event = "bounced"
@@ -213,8 +215,8 @@ def _report_changes(
                 outcome = dsn_outcome(status)
                 add_event(
                     batch, team, email_id, "email.delivery_delayed", now_ms,
-                    broadcast_id=record.broadcast_id, domain_id=record.domain_id, to=address,
-                    diagnostic=outcome.diagnostic,
+                    broadcast_id=record.broadcast_id, domain_id=record.domain_id, counted_tags=tags,
+                    to=address, diagnostic=outcome.diagnostic,
                 )  # fmt: skip
                 events.append("email.delivery_delayed")
                 last_event = last_event or "delivery_delayed"
@@ -224,8 +226,8 @@ def _report_changes(
                 continue
             add_event(
                 batch, team, email_id, "email.complained", now_ms,
-                broadcast_id=record.broadcast_id, domain_id=record.domain_id, to=address,
-                feedback_type=report.feedback_type,
+                broadcast_id=record.broadcast_id, domain_id=record.domain_id, counted_tags=tags,
+                to=address, feedback_type=report.feedback_type,
             )  # fmt: skip
             events.append("email.complained")
             last_event = "complained"
