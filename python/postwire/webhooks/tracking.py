@@ -39,7 +39,7 @@ from postwire._core import WriteBatch
 from postwire.store.broadcasts import count_engagement
 from postwire.store.deliveries import add_event
 from postwire.store.emails import EMAILS, email_key, record_last_event
-from postwire.store.metric_counters import count_first_engagement
+from postwire.store.metric_counters import count_first_engagement, counted_tags
 from postwire.store.server_secrets import SECRET_BYTES, server_secret
 from postwire.store.spool import Spool
 from postwire.webhooks.payloads import iso_from_ms
@@ -367,10 +367,17 @@ async def _record(
             return
         batch = WriteBatch()
         now_ms = _millis(now)
+        # The broadcast's own counts of engagement are `count_engagement`'s (recipients, not
+        # events); add_event counts the event in the metrics' per-broadcast counts only.
+        broadcast_id, tags = record.broadcast_id, counted_tags(spool, team_id, record.tags)
         add_event(
-            batch, team_id, email_id, f"email.{what}", now_ms, domain_id=record.domain_id, **data
-        )
-        count_first_engagement(batch, spool, team_id, record.domain_id, email_id, what, now_ms)
+            batch, team_id, email_id, f"email.{what}", now_ms,
+            broadcast_id=broadcast_id, domain_id=record.domain_id, counted_tags=tags, **data,
+        )  # fmt: skip
+        count_first_engagement(
+            batch, spool, team_id, record.domain_id, email_id, what, now_ms,
+            broadcast_id=broadcast_id, tags=tags,
+        )  # fmt: skip
         if record.broadcast_id is not None and record.to:
             count_engagement(
                 batch, spool, team_id, record.broadcast_id, email_id, record.to[0], what, link
