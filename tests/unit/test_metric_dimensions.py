@@ -18,6 +18,7 @@ from postwire.store.metric_counters import (
     add_count,
     admit_tags,
     count_first_engagement,
+    count_unsubscribed,
     counted_tags,
     list_counted_tags,
     read_counts,
@@ -143,3 +144,12 @@ async def test_counting_off_adds_nothing(spool: Spool) -> None:
     await spool.commit(batch)
     assert counts(spool, TEAM, Scope()) == {}
     assert read_recipient_domain_counts(spool, "x.test", HOUR, HOUR + 1) == {}
+
+
+async def test_an_unsubscribe_counts_for_the_team_and_the_broadcast(spool: Spool) -> None:
+    batch = _core.WriteBatch()
+    # The contact's email is no longer kept: its domain and tags are unknown.
+    count_unsubscribed(batch, spool, TEAM, BROADCAST, "contact-1", NOW_MS)
+    await spool.commit(batch)
+    assert counts(spool, TEAM, Scope()) == {"unsubscribed": 1}
+    assert counts(spool, TEAM, Scope("broadcast", BROADCAST)) == {"unsubscribed": 1}

@@ -31,6 +31,8 @@ from postwire.metrics.counters import (
     recipient_domain_prefix,
     tag_label,
 )
+from postwire.store.broadcasts import get_contact_outcome
+from postwire.store.emails import EMAILS, email_key
 from postwire.store.spool import Spool
 
 COUNTERS_TABLE: Final = "counters"
@@ -52,7 +54,7 @@ def count_event(
     """Add an event of type `kind` to the counts of this hour and day of the team and of the
     email's domain, broadcast and counted tags (`counted_tags`); a delivery outcome also to
     its recipient's domain's."""
-    if not _counting_on():
+    if not event_counting():
         return
     names = event_counter_names(kind, data)
     if not names:
@@ -78,7 +80,7 @@ def add_count(
     tags: tuple[str, ...] = (),
 ) -> None:
     """Add `delta` to counter `name` of the team and of the email's dimensions."""
-    if delta and _counting_on():
+    if delta and event_counting():
         for key in counter_keys(team_id, domain_id, now_ms, name, broadcast_id, tags):
             batch.add_counter(COUNTERS_TABLE, key, delta)
 
@@ -97,7 +99,7 @@ def count_first_engagement(
 ) -> None:
     """Count `unique_{name}` (name "opened" | "clicked") if this is the email's first. The
     caller holds the email's record lock, so one writer reads and sets the mark."""
-    if not _counting_on():
+    if not event_counting():
         return
     mark = first_engagement_key(team_id, email_id, name)
     if spool.counter(COUNTERS_TABLE, mark) == 0:
@@ -108,8 +110,23 @@ def count_first_engagement(
         )  # fmt: skip
 
 
-def _counting_on() -> bool:
-    return event_counting()
+def count_unsubscribed(
+    batch: WriteBatch, spool: Spool, team_id: str, broadcast_id: str, contact_id: str, now_ms: int
+) -> None:
+    """Count `unsubscribed` for a contact who left through a broadcast's link (once per
+    contact and broadcast: the caller checks), on the team, the broadcast and the domain and
+    tags of the email it received (when that email is still kept)."""
+    if not event_counting():
+        return
+    outcome = get_contact_outcome(spool, team_id, broadcast_id, contact_id)
+    email = None
+    if outcome is not None and outcome.email_id is not None:
+        email = EMAILS.get(spool, email_key(team_id, outcome.email_id))
+    domain_id = None if email is None else email.domain_id
+    tags = () if email is None else counted_tags(spool, team_id, email.tags)
+    add_count(
+        batch, team_id, domain_id, "unsubscribed", now_ms, broadcast_id=broadcast_id, tags=tags
+    )
 
 
 # --- tags ---------------------------------------------------------------------------------------
@@ -128,7 +145,7 @@ def admit_tags(
     counts already, each new one while the team counts fewer than MAX_COUNTED_TAGS (marked
     counted in `batch`, the email's commit), and OTHER_TAG for the rest. Two processes
     admitting new tags at once may each take the last places, so a team may end a few over."""
-    if not _counting_on():
+    if not event_counting():
         return ()
     labels: list[str] = []
     known = _known_tags.setdefault(spool, set())
@@ -151,7 +168,7 @@ def admit_tags(
 def counted_tags(spool: Spool, team_id: str, tags: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
     """The labels an email's events count under, for events recorded without its delivery
     record (opens, clicks, reports, unsubscribes): as `admit_tags` decided when it was sent."""
-    if not _counting_on():
+    if not event_counting():
         return ()
     known = _known_tags.setdefault(spool, set())
     labels: list[str] = []

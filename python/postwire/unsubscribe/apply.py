@@ -3,8 +3,8 @@ again, save the topic preferences.
 
 Each change is read, decided (`unsubscribe.changes`) and committed under the contact's record
 lock, in one batch with its `contact.updated` webhook and, for an unsubscribe, the broadcast's
-`unsubscribed` count and recipient row (once per contact and broadcast). A request that changes
-nothing writes nothing.
+`unsubscribed` count and recipient row and the metrics' `unsubscribed` count (once per contact
+and broadcast). A request that changes nothing writes nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from postwire.domains.store import scan_all_domains
 from postwire.store.accounts import contract_timestamp
 from postwire.store.broadcasts import BroadcastRecord, count_unsubscribe, get_broadcast
 from postwire.store.contacts import ContactRecord, contact_key, get_contact, put_contact
+from postwire.store.metric_counters import count_unsubscribed
 from postwire.store.spool import Spool
 from postwire.store.topics import TopicRecord, get_topic, subscription
 from postwire.store.unsubscribes import public_topics, unsubscribe_counted
@@ -136,6 +137,7 @@ async def _apply(
             and not unsubscribe_counted(spool, team, broadcast_id, contact.id)
         ):
             count_unsubscribe(batch, team, broadcast_id, contact.id, contact.email)
+            count_unsubscribed(batch, spool, team, broadcast_id, contact.id, now_ms)
         await spool.commit(batch)
     return Applied(_recipient(spool, target, written), changed=True)
 
