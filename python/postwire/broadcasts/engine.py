@@ -36,7 +36,7 @@ from postwire.broadcasts.rules import next_page_at, skip_reason, topic_subscript
 from postwire.compose.addresses import recipient_problem
 from postwire.compose.request import SendRequest
 from postwire.config import Config
-from postwire.domains.store import DomainRecord
+from postwire.domains.store import DomainRecord, find_verified_domain_for_sender
 from postwire.errors import ApiError, SpoolFullError
 from postwire.metrics.operator_registry import OPERATOR_METRICS
 from postwire.services import ServiceDeps, Wakeable
@@ -59,6 +59,7 @@ from postwire.store.broadcasts import (
 from postwire.store.contact_properties import team_properties
 from postwire.store.contacts import ContactRecord, get_contact
 from postwire.store.deliveries import is_suppressed
+from postwire.store.metric_counters import add_count as add_metric_count
 from postwire.store.segments import segment_members
 from postwire.store.spool import Spool
 from postwire.store.topics import get_topic
@@ -324,6 +325,27 @@ class BroadcastEngine:
                     results.append(refusal)
             return results
 
+    def _count_refused(
+        self,
+        batch: _core.WriteBatch,
+        record: BroadcastRecord,
+        counts: dict[str, int],
+        now: datetime,
+    ) -> None:
+        """Members not sent to because their address is suppressed, or whose message could
+        not be built, count as `suppressed` and `failed` in the metrics too (the team's, the
+        broadcast's and its sending domain's)."""
+        refused = {name: counts[name] for name in ("suppressed", "failed") if counts.get(name)}
+        if not refused:
+            return
+        domain = find_verified_domain_for_sender(self.spool, record.team_id, _sender_domain(record))
+        now_ms = int(now.timestamp() * 1000)
+        for name, count in refused.items():
+            add_metric_count(
+                batch, record.team_id, None if domain is None else domain.id, name, now_ms, count,
+                broadcast_id=record.id,
+            )  # fmt: skip
+
     async def _commit_page(self, record: BroadcastRecord, page: _Page) -> bool:
         """Commit the page with the broadcast's new cursor, under its record lock; False when
         the broadcast changed meanwhile (canceled: the page is dropped)."""
@@ -349,6 +371,7 @@ class BroadcastEngine:
                 counts[outcome.status] = counts.get(outcome.status, 0) + 1
             for name, count in counts.items():
                 add_count(batch, record.team_id, record.id, name, count)
+            self._count_refused(batch, record, counts, now)
             stamp = contract_timestamp(now)
             updated = replace(
                 current,
