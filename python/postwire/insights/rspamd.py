@@ -129,7 +129,7 @@ def scan_headers(
 def insights_from_answer(status: int, body: bytes) -> list[Insight]:
     """The insights of one `/checkv2` answer; `RspamdAnswerError` when it is not one."""
     if status != 200:
-        raise RspamdAnswerError(f"rspamd answered HTTP {status}: {_snippet(body)}")
+        raise RspamdAnswerError(f"rspamd answered HTTP {status}: {_error_text(body)}")
     return result_insights(parse_result(body))
 
 
@@ -234,6 +234,18 @@ def _describe_http_error(exc: httpx.HTTPError | httpx.InvalidURL) -> str:
     if isinstance(exc, httpx.ConnectError):
         return f"cannot connect ({exc or 'connection refused'})"
     return f"{type(exc).__name__}: {exc}"
+
+
+def _error_text(body: bytes) -> str:
+    """rspamd's own words for a refusal (`{"error": "invalid command", ...}`), else the start
+    of whatever answered."""
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return _snippet(body)
+    if isinstance(answer, dict) and isinstance(answer.get("error"), str):
+        return str(answer["error"])
+    return _snippet(body)
 
 
 def _snippet(body: bytes, limit: int = 80) -> str:

@@ -140,7 +140,8 @@ def test_every_explanation_is_one_plain_line() -> None:
 @pytest.mark.parametrize(
     ("status", "body", "reason"),
     [
-        (500, b"oops", "HTTP 500"),
+        (500, b"oops", "HTTP 500: 'oops'"),
+        (500, b'{"error": "invalid command"}', "HTTP 500: invalid command$"),
         (200, b"<html>", "not JSON"),
         (200, b"[1, 2]", "not a JSON object"),
         (200, b'{"is_skipped": true, "action": "no action"}', "skipped"),
