@@ -60,6 +60,9 @@ rate_limit = 0
 [dashboard]
 listen = "127.0.0.1:0"
 
+[metrics]
+listen = "127.0.0.1:0"
+
 [smtp]
 {smtp_section}"""
         )

@@ -105,6 +105,7 @@ def write_config(
     dashboard_public_url: str | None = None,
     auth_signup: str = "invite_only",
     auth_extra: str = "",
+    metrics_listen: str = "127.0.0.1:0",
 ) -> None:
     """`routes` (domain pattern -> "host:port") becomes the `[delivery.routes]` table;
     `starttls_listen` and `tls_listen` ("host:port" each) the SMTP listeners, none by default;
@@ -115,7 +116,8 @@ def write_config(
     on loopback (the test-only setting: a receiver there). `dashboard_listen` and
     `dashboard_public_url` place the dashboard (any free port by default, so servers of
     parallel tests never collide; the public URL then defaults from the listener);
-    `auth_signup` is `auth.signup` and `auth_extra` raw TOML lines appended to `[auth]`."""
+    `auth_signup` is `auth.signup` and `auth_extra` raw TOML lines appended to `[auth]`;
+    `metrics_listen` the Prometheus listener (any free port by default, like the dashboard)."""
     servers = ", ".join(f'"{server}"' for server in nameservers)
     listeners = ", ".join(f'"{listener}"' for listener in starttls_listen)
     tls_listeners = ", ".join(f'"{listener}"' for listener in tls_listen)
@@ -148,6 +150,9 @@ allow_private_targets = {"true" if allow_private_webhooks else "false"}
 [dashboard]
 listen = "{dashboard_listen}"
 {dashboard_url}
+[metrics]
+listen = "{metrics_listen}"
+
 [auth]
 signup = "{auth_signup}"
 {auth_extra}

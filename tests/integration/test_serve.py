@@ -25,6 +25,7 @@ STOP_TIMEOUT = 10.0
 EPHEMERAL_LISTENERS = {
     "POSTWIRE_API_LISTEN": "127.0.0.1:0",
     "POSTWIRE_DASHBOARD_LISTEN": "127.0.0.1:0",
+    "POSTWIRE_METRICS_LISTEN": "127.0.0.1:0",
     "POSTWIRE_SMTP_STARTTLS_LISTEN": "127.0.0.1:0",
     "POSTWIRE_SMTP_TLS_LISTEN": "127.0.0.1:0",
 }
@@ -109,6 +110,9 @@ def write_config(tmp_path: Path, extra: str = "") -> Path:
         listen = "127.0.0.1:0"
 
         [dashboard]
+        listen = "127.0.0.1:0"
+
+        [metrics]
         listen = "127.0.0.1:0"
 
         [smtp]
