@@ -1,0 +1,645 @@
+// The broadcast editor page: wires the model (editor-model.js), the canvas (editor-blocks.js),
+// rich text (editor-text.js) and the inspector (editor-styles.js) to the page, and autosaves
+// the document as the broadcast's draft (POST /broadcasts/<id>/document, JSON, CSRF header).
+"use strict";
+
+document.addEventListener("DOMContentLoaded", () => {
+  const E = window.PostwireEditor;
+  const dataNode = document.getElementById("editor-data");
+  if (!dataNode) return;
+  const data = JSON.parse(dataNode.textContent);
+  const canvas = document.getElementById("canvas");
+  const status = document.getElementById("save-status");
+  const announcer = document.getElementById("editor-announce");
+  const envelope = document.getElementById("envelope");
+  const frame = document.getElementById("preview-frame");
+  const contactInput = document.getElementById("preview-contact");
+  const model = new E.DocumentModel(data.document, data.defaults, data.column_blocks);
+  const context = {
+    brand: data.brand,
+    networks: data.networks,
+    columnBlocks: data.column_blocks,
+    blockStyles: data.block_styles,
+    documentStyles: data.document_styles,
+    fonts: data.fonts,
+    shapes: data.shapes,
+    alignments: data.alignments,
+    defaultPadding: data.default_padding,
+    selectedId: null,
+  };
+  const SAVE_DELAY_MS = 700;
+  const TYPING_STEP_MS = 800;
+
+  function announce(message) {
+    announcer.textContent = "";
+    window.setTimeout(() => { announcer.textContent = message; }, 30);
+  }
+
+  // --- drawing ------------------------------------------------------------------------------
+
+  function blockOf(node) {
+    const item = node && node.closest ? node.closest("[data-block-id]") : null;
+    return item ? item.dataset.blockId : null;
+  }
+
+  function redraw(focusId = null) {
+    const active = document.activeElement;
+    const keep = focusId || (active && canvas.contains(active) ? active.id : null);
+    E.blocks.drawCanvas(canvas, model.doc, context);
+    drawInspector();
+    updateHistoryButtons();
+    if (keep) {
+      const target = document.getElementById(keep);
+      if (target) target.focus();
+    }
+  }
+
+  function drawInspector() {
+    const block = context.selectedId ? model.find(context.selectedId) : null;
+    if (!block) context.selectedId = null;
+    E.styles.drawInspector(document.getElementById("block-style"), document.getElementById("document-style"), model.doc, block, context);
+  }
+
+  function select(id) {
+    if (context.selectedId === id) return;
+    context.selectedId = id;
+    for (const item of canvas.querySelectorAll(".block.selected")) item.classList.remove("selected");
+    const item = id ? document.getElementById(E.blocks.controlId({ id }, "block")) : null;
+    if (item) item.classList.add("selected");
+    drawInspector();
+  }
+
+  function updateHistoryButtons() {
+    document.querySelector("[data-command=undo]").setAttribute("aria-disabled", String(!model.canUndo()));
+    document.querySelector("[data-command=redo]").setAttribute("aria-disabled", String(!model.canRedo()));
+  }
+
+  // --- typing: the model follows the page; one history step per pause --------------------------
+
+  let typingTimer = null;
+  function typed() {
+    window.clearTimeout(typingTimer);
+    typingTimer = window.setTimeout(finishTyping, TYPING_STEP_MS);
+    scheduleSave();
+  }
+  function finishTyping() {
+    window.clearTimeout(typingTimer);
+    typingTimer = null;
+    if (model.record()) updateHistoryButtons();
+  }
+
+  function readRich(editable) {
+    const block = model.find(blockOf(editable));
+    if (!block) return;
+    if (editable.dataset.items) {
+      const items = [...editable.querySelectorAll(":scope > li")].map((item) => E.text.readRuns(item));
+      block.items = items.length ? items : [[]];
+    } else {
+      block[editable.dataset.runs] = E.text.readRuns(editable);
+    }
+  }
+
+  function setField(input) {
+    const block = model.find(blockOf(input));
+    if (!block) return false;
+    const key = input.dataset.field;
+    if (input.type === "checkbox") block[key] = input.checked;
+    else if (input.type === "number" || key === "level") {
+      if (input.value === "") return false;
+      block[key] = Number(input.value);
+    } else block[key] = input.value;
+    return true;
+  }
+
+  canvas.addEventListener("input", (event) => {
+    const target = event.target;
+    if (target.isContentEditable || target.dataset.runs || target.dataset.items) {
+      const editable = target.closest("[data-runs], [data-items]");
+      if (editable) readRich(editable);
+      typed();
+      return;
+    }
+    if (target.dataset.field && target.tagName === "INPUT" && target.type !== "checkbox") {
+      if (setField(target)) typed();
+      if (target.dataset.field === "src") {
+        const source = document.getElementById(E.blocks.controlId({ id: blockOf(target) }, "source"));
+        if (source) source.textContent = target.value ? `Image: ${target.value}` : "No image yet";
+      }
+      return;
+    }
+    if (target.dataset.linkField) {
+      const block = model.find(blockOf(target));
+      block.links[Number(target.dataset.link)][target.dataset.linkField] = target.value;
+      typed();
+    }
+  });
+
+  canvas.addEventListener("change", (event) => {
+    const target = event.target;
+    if (target.dataset.upload) {
+      upload(target);
+      return;
+    }
+    const block = model.find(blockOf(target));
+    if (!block) return;
+    if (target.dataset.field === "count") {
+      setColumnCount(block, Number(target.value));
+    } else if (target.dataset.field && (target.tagName === "SELECT" || target.type === "checkbox")) {
+      setField(target);
+    } else if (target.dataset.linkField === "network") {
+      block.links[Number(target.dataset.link)].network = target.value;
+    } else {
+      finishTyping(); // a text field left: its typing is one step of the history
+      return;
+    }
+    model.changed("structure");
+    redraw(target.id);
+  });
+
+  // An image chosen from the computer: uploaded to Postwire, which serves it to mail clients.
+  async function upload(input) {
+    const block = model.find(blockOf(input));
+    const file = input.files && input.files[0];
+    if (!block || !file) return;
+    const note = (text) => {
+      const node = document.getElementById(E.blocks.controlId(block, "upload-status"));
+      if (node) node.textContent = text;
+    };
+    note("Uploading…");
+    const form = new FormData();
+    form.append("file", file);
+    try {
+      const answer = await fetch("/broadcasts/images", {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "X-CSRF-Token": csrf },
+        body: form,
+      });
+      const reply = await answer.json().catch(() => ({}));
+      if (!answer.ok || !reply.url) {
+        note(`Not uploaded: ${reply.error || `the server answered ${answer.status}`}`);
+        return;
+      }
+      block.src = reply.url;
+      if (reply.width) block.width = Math.max(16, Math.min(600, Number(reply.width)));
+      model.changed("structure");
+      redraw(E.blocks.controlId(block, "alt"));
+      note(`Uploaded ${file.name}. Now describe it in the alt text.`);
+    } catch (error) {
+      note("Not uploaded: Postwire could not be reached.");
+    }
+  }
+
+  function setColumnCount(block, count) {
+    const columns = block.columns;
+    while (columns.length < count) columns.push([]);
+    while (columns.length > count) {
+      const last = columns.pop();
+      columns[columns.length - 1].push(...last);
+    }
+  }
+
+  // Pasted text comes in as plain text: no markup from elsewhere gets into a document.
+  canvas.addEventListener("paste", (event) => {
+    if (!event.target.closest || !event.target.closest("[contenteditable=true]")) return;
+    event.preventDefault();
+    const text = (event.clipboardData && event.clipboardData.getData("text/plain")) || "";
+    document.execCommand("insertText", false, text);
+  });
+
+  // Enter in a heading would split it: the next line is a new paragraph instead.
+  canvas.addEventListener("keydown", (event) => {
+    const editable = event.target.closest && event.target.closest("[data-runs]");
+    if (!editable || event.key !== "Enter" || event.shiftKey) return;
+    if (editable.getAttribute("aria-multiline") === "false") {
+      event.preventDefault();
+      finishTyping();
+      const block = model.add("paragraph", { afterId: blockOf(editable), empty: true });
+      redraw(E.blocks.controlId(block, "content"));
+    }
+  });
+
+  // --- block actions ------------------------------------------------------------------------
+
+  function act(action, id) {
+    finishTyping();
+    const block = model.find(id);
+    if (!block) return;
+    const name = E.blocks.NAMES[block.type];
+    const keep = document.activeElement ? document.activeElement.id : null;
+    if (action === "select") {
+      select(id);
+      const first = document.querySelector("#block-style select, #block-style input");
+      if (first) first.focus();
+      return;
+    }
+    if (action === "up" || action === "down") {
+      if (model.move(id, action === "up" ? -1 : 1)) announce(`${name} moved ${action}.`);
+      else announce(`${name} is already at the ${action === "up" ? "top" : "bottom"}.`);
+      redraw(keep);
+      return;
+    }
+    if (action === "duplicate") {
+      const copy = model.duplicate(id);
+      if (copy) announce(`${name} duplicated.`);
+      redraw(copy ? E.blocks.controlId(copy, "action-duplicate") : keep);
+      return;
+    }
+    if (action === "delete") {
+      const next = model.remove(id);
+      announce(`${name} deleted. Undo brings it back.`);
+      if (context.selectedId === id) context.selectedId = null;
+      redraw(next ? E.blocks.controlId({ id: next }, "block") : null);
+    }
+  }
+
+  canvas.addEventListener("click", (event) => {
+    const target = event.target.closest("button");
+    if (!target || !canvas.contains(target)) return;
+    const id = blockOf(target);
+    if (target.dataset.action) {
+      act(target.dataset.action, id);
+      return;
+    }
+    const block = model.find(id);
+    if (target.dataset.addLink) {
+      block.links.push({ network: "website", url: "https://" });
+      model.changed("structure");
+      redraw(E.blocks.controlId(block, `url-${block.links.length - 1}`));
+    } else if (target.dataset.removeLink !== undefined) {
+      block.links.splice(Number(target.dataset.removeLink), 1);
+      model.changed("structure");
+      redraw(E.blocks.controlId(block, "add-link"));
+    } else if (target.dataset.columnAddButton !== undefined) {
+      const index = Number(target.dataset.columnAddButton);
+      const kind = document.getElementById(E.blocks.controlId(block, `add-${index}`)).value;
+      const added = model.add(kind, { list: block.columns[index] });
+      announce(`${E.blocks.NAMES[kind]} added to column ${index + 1}.`);
+      redraw(E.blocks.controlId(added, "block"));
+    }
+  });
+
+  canvas.addEventListener("focusin", (event) => {
+    const id = blockOf(event.target);
+    if (id) select(id);
+  });
+
+  // --- the palette: add after the selected block, or drag into place ------------------------------
+
+  function addBlock(kind, beforeId = null) {
+    finishTyping();
+    const selected = context.selectedId ? model.locate(context.selectedId) : null;
+    let block;
+    if (beforeId !== null) {
+      block = model.add(kind, { beforeId });
+    } else if (selected && selected.parent && !context.columnBlocks.includes(kind)) {
+      block = model.add(kind, { afterId: selected.parent.id });
+    } else {
+      block = model.add(kind, { afterId: selected ? context.selectedId : null });
+    }
+    announce(`${E.blocks.NAMES[kind]} added.`);
+    context.selectedId = block.id;
+    const first = ["heading", "paragraph", "footer"].includes(kind) ? "content" : kind === "list" ? "items" : "block";
+    redraw(E.blocks.controlId(block, first));
+    return block;
+  }
+
+  for (const button of document.querySelectorAll("[data-add]")) {
+    button.addEventListener("click", () => addBlock(button.dataset.add));
+    button.addEventListener("dragstart", (event) => {
+      event.dataTransfer.setData("text/plain", `new:${button.dataset.add}`);
+      event.dataTransfer.effectAllowed = "copy";
+    });
+  }
+
+  // --- drag and drop of blocks ------------------------------------------------------------------
+
+  let dragged = null;
+  canvas.addEventListener("dragstart", (event) => {
+    const handle = event.target.closest && event.target.closest(".drag-handle");
+    if (!handle) return;
+    dragged = blockOf(handle);
+    event.dataTransfer.setData("text/plain", `move:${dragged}`);
+    event.dataTransfer.effectAllowed = "move";
+    const item = handle.closest(".block");
+    event.dataTransfer.setDragImage(item, 16, 16);
+    item.classList.add("dragging");
+  });
+
+  function clearDropMarks() {
+    for (const item of canvas.querySelectorAll(".drop-before, .drop-after")) item.classList.remove("drop-before", "drop-after");
+  }
+
+  // Where a drop at this point lands: before which block (null: at the end of the document).
+  function dropPlace(event) {
+    const item = event.target.closest && event.target.closest(".block");
+    if (!item || !canvas.contains(item)) return { beforeId: null, item: null, after: false };
+    const box = item.getBoundingClientRect();
+    const after = event.clientY > box.top + box.height / 2;
+    const id = item.dataset.blockId;
+    if (!after) return { beforeId: id, item, after };
+    const located = model.locate(id);
+    const next = located.list[located.index + 1];
+    return { beforeId: next ? next.id : null, item, after, list: located.list };
+  }
+
+  canvas.addEventListener("dragover", (event) => {
+    event.preventDefault();
+    clearDropMarks();
+    const place = dropPlace(event);
+    if (place.item) place.item.classList.add(place.after ? "drop-after" : "drop-before");
+  });
+  canvas.addEventListener("dragleave", (event) => {
+    if (!canvas.contains(event.relatedTarget)) clearDropMarks();
+  });
+  canvas.addEventListener("dragend", () => {
+    clearDropMarks();
+    for (const item of canvas.querySelectorAll(".dragging")) item.classList.remove("dragging");
+    dragged = null;
+  });
+  canvas.addEventListener("drop", (event) => {
+    event.preventDefault();
+    clearDropMarks();
+    const payload = event.dataTransfer.getData("text/plain") || (dragged ? `move:${dragged}` : "");
+    const place = dropPlace(event);
+    const footer = model.doc.blocks[model.doc.blocks.length - 1];
+    const beforeId = place.beforeId || (place.list && place.list !== model.doc.blocks ? null : footer.id);
+    if (payload.startsWith("new:")) {
+      addBlock(payload.slice(4), beforeId);
+    } else if (payload.startsWith("move:")) {
+      const id = payload.slice(5);
+      finishTyping();
+      if (model.moveTo(id, beforeId, place.list || null)) announce(`${E.blocks.NAMES[model.find(id).type]} moved.`);
+      redraw(E.blocks.controlId({ id }, "block"));
+    }
+    dragged = null;
+  });
+
+  // --- formatting, fields and history ---------------------------------------------------------------
+
+  // The caret's last place in a rich text, kept while the toolbar has focus.
+  let savedRange = null;
+  document.addEventListener("selectionchange", () => {
+    const selection = document.getSelection();
+    if (!selection.rangeCount) return;
+    const range = selection.getRangeAt(0);
+    const node = range.startContainer.nodeType === Node.ELEMENT_NODE ? range.startContainer : range.startContainer.parentElement;
+    if (node && node.closest && node.closest("#canvas [contenteditable=true]")) savedRange = range.cloneRange();
+  });
+
+  function restoreSelection() {
+    if (!savedRange) return null;
+    const editable = (savedRange.startContainer.nodeType === Node.ELEMENT_NODE ? savedRange.startContainer : savedRange.startContainer.parentElement).closest("[contenteditable=true]");
+    if (!editable || !document.contains(editable)) return null;
+    editable.focus();
+    const selection = document.getSelection();
+    selection.removeAllRanges();
+    selection.addRange(savedRange);
+    return editable;
+  }
+
+  function afterFormatting(editable) {
+    const rich = editable.closest("[data-runs], [data-items]");
+    if (rich) readRich(rich);
+    finishTyping();
+    scheduleSave();
+  }
+
+  function format(kind) {
+    const editable = document.activeElement && document.activeElement.isContentEditable ? document.activeElement : restoreSelection();
+    if (!editable) {
+      announce("Select some text in a block first.");
+      return;
+    }
+    document.execCommand("styleWithCSS", false, false);
+    if (kind === "link") {
+      const url = window.prompt("Link address (https://… or mailto:…)", "https://");
+      if (!url) return;
+      restoreSelection();
+      document.execCommand("createLink", false, url.trim());
+    } else {
+      document.execCommand(kind);
+    }
+    afterFormatting(editable);
+  }
+
+  for (const button of document.querySelectorAll("[data-format]")) {
+    button.addEventListener("mousedown", (event) => event.preventDefault()); // keep the selection
+    button.addEventListener("click", () => format(button.dataset.format));
+  }
+
+  const fieldMenu = document.getElementById("insert-field-name");
+  for (const name of data.fields) {
+    fieldMenu.appendChild(E.blocks.element("option", { value: name, text: name.replace(/^contact\./, "") }));
+  }
+
+  function insertField() {
+    const editable = restoreSelection();
+    if (!editable) {
+      announce("Put the cursor in a text first.");
+      return;
+    }
+    const fallback = document.getElementById("insert-field-fallback").value.replace(/[{}\r\n]/g, "").trim();
+    const chip = E.text.makeChip(fieldMenu.value, fallback);
+    const selection = document.getSelection();
+    const range = selection.getRangeAt(0);
+    range.deleteContents();
+    range.insertNode(chip);
+    range.setStartAfter(chip);
+    range.collapse(true);
+    selection.removeAllRanges();
+    selection.addRange(range);
+    afterFormatting(editable);
+    announce(`Field ${fieldMenu.value} inserted.`);
+  }
+
+  function undo() {
+    finishTyping();
+    if (model.undo()) announce("Undone.");
+    scheduleSave();
+    redraw();
+  }
+
+  function redo() {
+    finishTyping();
+    if (model.redo()) announce("Redone.");
+    scheduleSave();
+    redraw();
+  }
+
+  document.querySelector("[data-command=undo]").addEventListener("click", undo);
+  document.querySelector("[data-command=redo]").addEventListener("click", redo);
+  document.querySelector("[data-command=insert-field]").addEventListener("click", insertField);
+
+  document.getElementById("editor").addEventListener("keydown", (event) => {
+    const mod = event.ctrlKey || event.metaKey;
+    const key = event.key.toLowerCase();
+    if (mod && !event.altKey && key === "z") {
+      event.preventDefault();
+      if (event.shiftKey) redo();
+      else undo();
+    } else if (mod && !event.altKey && key === "y") {
+      event.preventDefault();
+      redo();
+    } else if (mod && !event.altKey && ["b", "i", "k"].includes(key) && event.target.isContentEditable) {
+      event.preventDefault();
+      format({ b: "bold", i: "italic", k: "link" }[key]);
+    } else if (event.altKey && !mod && (event.key === "ArrowUp" || event.key === "ArrowDown")) {
+      const id = blockOf(event.target);
+      if (!id || !canvas.contains(event.target)) return;
+      event.preventDefault();
+      act(event.key === "ArrowUp" ? "up" : "down", id);
+    }
+  });
+
+  // --- the inspector ---------------------------------------------------------------------------
+
+  const inspector = document.getElementById("inspector");
+  function styleTarget(scope) {
+    if (scope === "document") {
+      model.doc.style = model.doc.style || {};
+      return model.doc.style;
+    }
+    const block = model.find(context.selectedId);
+    if (!block) return null;
+    block.style = block.style || {};
+    return block.style;
+  }
+
+  inspector.addEventListener("change", (event) => {
+    const input = event.target;
+    const key = input.dataset.styleKey;
+    const style = key ? styleTarget(input.dataset.styleScope) : null;
+    if (!style) return;
+    if (input.value === "") delete style[key];
+    else style[key] = key === "padding" ? Math.max(0, Math.min(64, Number(input.value))) : input.value;
+    model.changed("style");
+    redraw(input.id);
+  });
+
+  inspector.addEventListener("click", (event) => {
+    const button = event.target.closest("[data-style-reset]");
+    if (!button) return;
+    const style = styleTarget(button.dataset.styleScope);
+    if (!style) return;
+    delete style[button.dataset.styleReset];
+    model.changed("style");
+    redraw(button.id);
+  });
+
+  // --- the envelope: name, subject, preview text, from, reply-to ---------------------------------------
+
+  function envelopeValues() {
+    const values = {};
+    for (const input of envelope.querySelectorAll("[data-envelope]")) values[input.dataset.envelope] = input.value;
+    return values;
+  }
+
+  function lengthHint(input) {
+    const hint = document.getElementById(input.getAttribute("aria-describedby"));
+    const base = hint.dataset.base || hint.textContent;
+    hint.dataset.base = base;
+    const length = input.value.length;
+    const low = Number(input.dataset.hintMin);
+    const high = Number(input.dataset.hintMax);
+    const verdict = length === 0 ? "" : length < low ? " (short)" : length > high ? " (may be cut off)" : " (good length)";
+    hint.textContent = `${length} characters${verdict}. ${base}`;
+    hint.classList.toggle("hint-warn", length > high);
+  }
+
+  for (const input of envelope.querySelectorAll("[data-envelope]")) {
+    input.addEventListener("input", () => {
+      if (input.dataset.hintMin) lengthHint(input);
+      scheduleSave();
+    });
+    if (input.dataset.hintMin) lengthHint(input);
+  }
+
+  // --- autosave -------------------------------------------------------------------------------------
+
+  const saver = { timer: null, inFlight: false, again: false, dirty: false, revision: data.revision, stopped: false };
+  const csrf = envelope.dataset.csrf;
+  const saveUrl = `/broadcasts/${data.broadcast_id}/document`;
+
+  function showStatus(text, kind) {
+    status.textContent = text;
+    status.dataset.state = kind;
+  }
+
+  function scheduleSave() {
+    if (saver.stopped) return;
+    saver.dirty = true;
+    showStatus("Unsaved changes", "pending");
+    window.clearTimeout(saver.timer);
+    saver.timer = window.setTimeout(save, SAVE_DELAY_MS);
+  }
+
+  function body() {
+    return JSON.stringify({ document: model.doc, revision: saver.revision, ...envelopeValues() });
+  }
+
+  async function save() {
+    window.clearTimeout(saver.timer);
+    if (saver.stopped) return;
+    if (saver.inFlight) {
+      saver.again = true;
+      return;
+    }
+    saver.inFlight = true;
+    saver.dirty = false;
+    showStatus("Saving…", "saving");
+    try {
+      const answer = await fetch(saveUrl, {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+        body: body(),
+      });
+      const reply = await answer.json().catch(() => ({}));
+      if (answer.ok) {
+        saver.revision = reply.revision;
+        showStatus(saver.dirty ? "Unsaved changes" : `Saved at ${new Date().toLocaleTimeString()}`, saver.dirty ? "pending" : "saved");
+        refreshPreview();
+      } else {
+        saver.dirty = true;
+        showStatus(`Not saved: ${reply.error || `the server answered ${answer.status}`}`, "error");
+        if (answer.status === 409 || answer.status === 403) saver.stopped = true;
+      }
+    } catch (error) {
+      saver.dirty = true;
+      showStatus("Not saved: Postwire could not be reached. Retrying…", "error");
+      saver.timer = window.setTimeout(save, 5000);
+    } finally {
+      saver.inFlight = false;
+      if (saver.again) {
+        saver.again = false;
+        save();
+      }
+    }
+  }
+
+  function refreshPreview() {
+    const contact = contactInput.value.trim();
+    frame.src = `/broadcasts/${data.broadcast_id}/preview${contact ? `?contact=${encodeURIComponent(contact)}` : ""}`;
+  }
+
+  model.onChange(() => scheduleSave());
+
+  window.addEventListener("beforeunload", (event) => {
+    if (typingTimer) finishTyping();
+    if (saver.dirty || saver.inFlight) event.preventDefault();
+  });
+  // Leaving with a change not yet sent: send it anyway (the browser finishes the request).
+  window.addEventListener("pagehide", () => {
+    if (!saver.dirty || saver.stopped || saver.inFlight) return;
+    fetch(saveUrl, {
+      method: "POST",
+      credentials: "same-origin",
+      keepalive: true,
+      headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+      body: body(),
+    });
+  });
+
+  redraw();
+});
