@@ -52,6 +52,7 @@ class SandboxServer:
         env = user_env(
             POSTWIRE_API_LISTEN="127.0.0.1:0",
             POSTWIRE_DASHBOARD_LISTEN="127.0.0.1:0",
+            POSTWIRE_METRICS_LISTEN="127.0.0.1:0",
             POSTWIRE_SMTP_STARTTLS_LISTEN="127.0.0.1:0",
             POSTWIRE_SMTP_TLS_LISTEN="127.0.0.1:0",
             POSTWIRE_DNS_NAMESERVERS=traps.nameserver,
