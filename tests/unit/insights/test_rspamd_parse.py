@@ -270,3 +270,12 @@ async def test_a_slow_rspamd_is_given_up_on(tmp_path: Path) -> None:
         )
     assert [i.code for i in insights] == ["rspamd_unavailable"]
     assert "no answer within 0.2 s" in insights[0].message
+
+
+def test_docs_list_every_code_and_explained_symbol() -> None:
+    docs = (Path(__file__).parents[3] / "docs" / "insights.md").read_text()
+    section = docs[docs.index("## Content scoring with rspamd") :]
+    for code in RSPAMD_CODES:
+        assert f"| `{code}` |" in section, code
+    for name in SYMBOL_EXPLANATIONS:
+        assert f"`{name}`" in section, name
