@@ -1,0 +1,265 @@
+"""The insights of one email, from its record, its message while the spool still keeps it, its
+sending identity's DNS and its recipients' history.
+
+What is read where:
+- authentication: the identity's `AuthCheck`, looked up in DNS again when older than
+  `AUTH_FRESH_MS` (every email of one identity shares it: no DNS query per email);
+- content: the HTML and text the record keeps (REST emails), else the message's own parts
+  (SMTP emails, while queued or held by the sandbox); a broadcast's emails are judged by the
+  broadcast's content and their `List-Unsubscribe` fields, which the broadcast engine writes;
+  an SMTP email already delivered has nothing left to read (`content_not_checked`);
+- rspamd scans the message as sent, so only while the spool still keeps it.
+The HTML checks are cached by content: a batch of one newsletter parses its HTML once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from email import message_from_bytes
+from email.message import EmailMessage
+from email.policy import default as default_policy
+from email.utils import parseaddr
+from typing import Final
+
+import trio
+
+from postwire._core import WriteBatch
+from postwire.compose.addresses import ascii_domain
+from postwire.compose.html_text import html_to_text
+from postwire.config import Config
+from postwire.domains.records import spf_value
+from postwire.domains.store import DomainRecord, load_domain
+from postwire.domains.verification import DnsResolver
+from postwire.insights.authentication import authentication_findings
+from postwire.insights.catalogue import Finding, finding
+from postwire.insights.content import ContentFacts, body_findings, unsubscribe_findings
+from postwire.insights.dns_facts import Identity, gather_auth_facts
+from postwire.insights.model import Insight
+from postwire.insights.reading import stored_finding
+from postwire.insights.recipients import DomainCounts, domain_counts_reader, recipient_findings
+from postwire.store.broadcasts import get_broadcast
+from postwire.store.email_details import raw_source
+from postwire.store.email_insights import (
+    AuthCheck,
+    StoredInsights,
+    auth_key,
+    get_auth_check,
+    put_auth_check,
+)
+from postwire.store.emails import EmailRecord
+from postwire.store.spool import Spool
+from postwire.unsubscribe.links import list_unsubscribe_headers, unsubscribe_url
+
+log = logging.getLogger("postwire.insights")
+
+# An identity's DNS facts are reused for new emails this long before DNS is asked again.
+AUTH_FRESH_MS: Final = 10 * 60 * 1000
+# Content checks remembered, by content.
+CONTENT_CACHE_SIZE: Final = 512
+
+Scanner = Callable[..., Awaitable[list[Insight]]]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageParts:
+    headers: list[tuple[str, str]]
+    html: str | None
+    text: str | None
+
+
+def message_parts(raw: bytes) -> MessageParts:
+    """The header fields and first HTML and text bodies of a message (lenient: a part that
+    cannot be decoded is skipped)."""
+    message = message_from_bytes(raw, policy=default_policy)
+    assert isinstance(message, EmailMessage)
+    bodies: dict[str, str] = {}
+    for part in message.walk():
+        kind = part.get_content_type()
+        if kind in bodies or kind not in ("text/html", "text/plain") or part.is_attachment():
+            continue
+        try:
+            bodies[kind] = part.get_content()
+        except (LookupError, ValueError):
+            continue
+    headers = [(name, str(value)) for name, value in message.items()]
+    return MessageParts(headers, bodies.get("text/html"), bodies.get("text/plain"))
+
+
+def rspamd_scanner() -> Scanner | None:
+    """`postwire.insights.rspamd.scan_message`, where this version has it."""
+    try:
+        module = importlib.import_module("postwire.insights.rspamd")
+    except ModuleNotFoundError:
+        return None
+    scanner: Scanner | None = getattr(module, "scan_message", None)
+    return scanner
+
+
+def from_domain_of(record: EmailRecord) -> str:
+    address = parseaddr(record.sender)[1]
+    return ascii_domain(address).rpartition("@")[2].lower()
+
+
+class EmailChecker:
+    """Computes emails' insights; one per insights service, keeping its caches."""
+
+    def __init__(
+        self,
+        config: Config,
+        spool: Spool,
+        resolver: DnsResolver,
+        clock_ms: Callable[[], int],
+        *,
+        domain_counts: DomainCounts | None = None,
+        scanner: Scanner | None = None,
+    ) -> None:
+        self.config = config
+        self.spool = spool
+        self.resolver = resolver
+        self.clock_ms = clock_ms
+        self.domain_counts = domain_counts or domain_counts_reader()
+        self.scanner = scanner or (rspamd_scanner() if config.insights.rspamd_url else None)
+        self._content: OrderedDict[bytes, list[Finding]] = OrderedDict()
+        self._auth: dict[str, AuthCheck] = {}
+        # One DNS check of an identity at a time: a batch of its emails waits for the first.
+        self._checking: dict[str, trio.Lock] = {}
+
+    # --- authentication ------------------------------------------------------------------------
+
+    def identity(self, domain: DomainRecord, from_domain: str) -> Identity:
+        return Identity(
+            from_domain=from_domain,
+            signing_domain=domain.name,
+            selector=domain.dkim_selector,
+            dkim_txt=domain.dkim_dns_txt,
+            return_path_host=domain.return_path_host,
+            spf_expected=spf_value(self.config),
+        )
+
+    async def check_identity(
+        self, batch: WriteBatch, domain: DomainRecord, from_domain: str
+    ) -> AuthCheck:
+        """Ask DNS about the identity now; the check goes into `batch`."""
+        facts = await gather_auth_facts(self.resolver, self.identity(domain, from_domain))
+        check = AuthCheck(
+            team_id=domain.team_id,
+            domain_id=domain.id,
+            from_domain=from_domain,
+            checked_at_ms=self.clock_ms(),
+            findings=[stored_finding(f) for f in authentication_findings(facts)],
+        )
+        put_auth_check(batch, check)
+        self._auth[auth_key(domain.team_id, domain.id, from_domain)] = check
+        return check
+
+    async def current_auth(
+        self, batch: WriteBatch, domain: DomainRecord, from_domain: str
+    ) -> AuthCheck:
+        key = auth_key(domain.team_id, domain.id, from_domain)
+        async with self._checking.setdefault(key, trio.Lock()):
+            check = self._auth.get(key) or get_auth_check(self.spool, key)
+            if check is None or self.clock_ms() - check.checked_at_ms > AUTH_FRESH_MS:
+                return await self.check_identity(batch, domain, from_domain)
+            self._auth[key] = check
+            return check
+
+    # --- one email -----------------------------------------------------------------------------
+
+    def _cached_content(self, facts: ContentFacts) -> list[Finding]:
+        digest = hashlib.blake2b(digest_size=16)
+        for value in (facts.html, facts.text, facts.from_domain, facts.public_url):
+            digest.update(b"\0" if value is None else value.encode() + b"\1")
+        digest.update(repr((facts.tracked, facts.bulk)).encode())
+        key = digest.digest()
+        found = self._content.get(key)
+        if found is None:
+            found = body_findings(facts)
+            self._content[key] = found
+            if len(self._content) > CONTENT_CACHE_SIZE:
+                self._content.popitem(last=False)
+        else:
+            self._content.move_to_end(key)
+        return found + unsubscribe_findings(facts)
+
+    def _content_facts(
+        self, record: EmailRecord, domain: DomainRecord | None, parts: MessageParts | None
+    ) -> ContentFacts | None:
+        public_url = self.config.api.public_url
+        html, text = record.html, record.text
+        headers = None if parts is None else _unsubscribe_headers(parts.headers)
+        if record.broadcast_id is not None:
+            broadcast = get_broadcast(self.spool, record.team_id, record.broadcast_id)
+            if broadcast is not None:
+                html = broadcast.html
+                text = broadcast.text or (html_to_text(html) if html else None)
+            if headers is None:  # as the broadcast engine writes them for every member
+                headers = list_unsubscribe_headers(unsubscribe_url(public_url, "token"), None)
+        elif html is None and text is None and parts is not None:
+            html, text = parts.html, parts.text
+        if html is None and text is None:
+            return None
+        tracks = domain is not None and (domain.open_tracking or domain.click_tracking)
+        return ContentFacts(
+            html=html,
+            text=text,
+            from_domain=from_domain_of(record),
+            public_url=public_url,
+            tracked=record.broadcast_id is not None or (tracks and html is not None),
+            bulk=record.broadcast_id is not None,
+            headers=headers,
+        )
+
+    async def insights_of(self, batch: WriteBatch, record: EmailRecord) -> StoredInsights:
+        """The email's insights (and any identity check made for them, in `batch`)."""
+        now_ms = self.clock_ms()
+        domain = load_domain(self.spool, record.team_id, record.domain_id)
+        source = raw_source(self.spool, record)
+        parts = None if source is None else message_parts(source.content)
+        findings: list[Finding | Insight] = []
+        check: AuthCheck | None = None
+        if domain is None:
+            findings.append(finding("domain_removed"))
+        else:
+            check = await self.current_auth(batch, domain, from_domain_of(record))
+        facts = self._content_facts(record, domain, parts)
+        findings += (
+            [finding("content_not_checked")] if facts is None else self._cached_content(facts)
+        )
+        findings += recipient_findings(
+            self.spool, record.team_id, record.recipients, now_ms, self.domain_counts
+        )
+        if self.scanner is not None:
+            findings += await self._scan(record, None if source is None else source.content)
+        return StoredInsights(
+            computed_at_ms=now_ms,
+            findings=[stored_finding(f) for f in findings],
+            auth_key=None
+            if check is None
+            else auth_key(check.team_id, check.domain_id, check.from_domain),
+            authentication=[] if check is None else check.findings,
+            auth_checked_at_ms=None if check is None else check.checked_at_ms,
+        )
+
+    async def _scan(
+        self, record: EmailRecord, message: bytes | None
+    ) -> Sequence[Finding | Insight]:
+        if message is None or self.scanner is None:
+            return [finding("rspamd_skipped")]
+        try:
+            return await self.scanner(
+                self.config, message, sender=record.envelope_from, recipients=record.recipients
+            )
+        except Exception:  # the scanner reports its own failures; this is a bug in it
+            log.exception("rspamd scan of email %s failed", record.id)
+            return []
+
+
+def _unsubscribe_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The fields the unsubscribe checks read (the rest would only spoil the cache)."""
+    wanted = ("list-unsubscribe", "list-unsubscribe-post", "precedence", "list-id")
+    return [(name, value) for name, value in headers if name.lower() in wanted]

@@ -1,0 +1,103 @@
+"""Recipient findings: the team's history with each address (its suppressions, made by
+earlier hard bounces and complaints), role addresses, and how the recipient's domain has been
+answering Postwire's deliveries lately (from the per-recipient-domain counters)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from typing import Final
+
+from postwire.insights.catalogue import Finding, finding
+from postwire.store.deliveries import SUPPRESSIONS, suppression_key
+from postwire.store.spool import Spool
+
+# Local parts that name a function rather than a person (RFC 2142 and common practice).
+ROLE_LOCAL_PARTS: Final = frozenset(
+    {
+        "abuse", "admin", "administrator", "billing", "contact", "help", "hostmaster", "info",
+        "marketing", "no-reply", "noc", "noreply", "do-not-reply", "donotreply", "office",
+        "postmaster", "root", "sales", "security", "support", "team", "webmaster", "hr",
+        "jobs", "careers", "enquiries", "inquiries", "mail", "newsletter", "list", "all",
+    }
+)  # fmt: skip
+# The recipient domain's recent window, and the least deliveries that make a rate worth showing.
+DOMAIN_WINDOW_HOURS: Final = 24
+MIN_DOMAIN_DELIVERIES: Final = 20
+BOUNCE_RATE_PERCENT: Final = 5.0  # above: the domain's addresses on the list are poor
+DEFERRAL_RATE_PERCENT: Final = 20.0  # above: the domain is throttling
+# Recipients of one email checked at most (a message to a thousand Bcc addresses).
+MAX_RECIPIENTS: Final = 50
+
+DomainCounts = Callable[[Spool, str, int, int], dict[str, int]]
+
+
+def domain_counts_reader() -> DomainCounts | None:
+    """`metric_counters.read_recipient_domain_counts(spool, domain, first_hour, end_hour)`
+    (every team's deliveries to that domain), where the store keeps such counts."""
+    module = importlib.import_module("postwire.store.metric_counters")
+    reader: DomainCounts | None = getattr(module, "read_recipient_domain_counts", None)
+    return reader
+
+
+def role_of(address: str) -> str | None:
+    local = address.rpartition("@")[0].lower().split("+", 1)[0]
+    return local if local in ROLE_LOCAL_PARTS else None
+
+
+def _history(spool: Spool, team_id: str, address: str) -> Finding | None:
+    suppression = SUPPRESSIONS.get(spool, suppression_key(team_id, address))
+    if suppression is None:
+        return None
+    code = {
+        "bounce": "recipient_bounced_before",
+        "complaint": "recipient_complained_before",
+    }.get(suppression.origin, "recipient_suppressed")
+    return finding(code, address=address)
+
+
+def _domain_rates(counts: dict[str, int], domain: str) -> list[Finding]:
+    delivered = counts.get("delivered", 0)
+    bounced = counts.get("bounced", 0)
+    delayed = counts.get("delivery_delayed", 0)
+    total = delivered + bounced
+    if total < MIN_DOMAIN_DELIVERIES:
+        return []
+    found = []
+    # (code, how many, of how many, the threshold in percent) of each rate.
+    rates = (
+        ("recipient_domain_bounces", "bounced", bounced, total, BOUNCE_RATE_PERCENT),
+        ("recipient_domain_deferrals", "delayed", delayed, total + delayed, DEFERRAL_RATE_PERCENT),
+    )
+    for code, name, part, whole, threshold in rates:
+        percent = 100 * part / whole
+        if percent > threshold:
+            values = {name: part, "total": whole, "percent": round(percent, 1)}
+            found.append(finding(code, domain=domain, hours=DOMAIN_WINDOW_HOURS, **values))
+    return found
+
+
+def recipient_findings(
+    spool: Spool,
+    team_id: str,
+    recipients: Sequence[str],
+    now_ms: int,
+    domain_counts: DomainCounts | None,
+) -> list[Finding]:
+    """Findings about each recipient of one email (each recipient domain's rates once)."""
+    found: list[Finding] = []
+    addresses = list(dict.fromkeys(address.lower() for address in recipients))[:MAX_RECIPIENTS]
+    for address in addresses:
+        history = _history(spool, team_id, address)
+        if history is not None:
+            found.append(history)
+        role = role_of(address)
+        if role is not None:
+            found.append(finding("role_address", address=address, role=role))
+    if domain_counts is not None:
+        end_hour = now_ms // 3_600_000 + 1
+        first_hour = end_hour - DOMAIN_WINDOW_HOURS
+        for domain in dict.fromkeys(address.rpartition("@")[2] for address in addresses):
+            counts = domain_counts(spool, domain, first_hour, end_hour)
+            found += _domain_rates(counts, domain)
+    return found

@@ -1,0 +1,102 @@
+"""Deliverability insights as stored: tables "email_insights" and "insights_due".
+
+    email_insights  <team_id>/<email_id>                      StoredInsights: one email's
+    insights_due    cursor/<team_id>                          TailCursor: emails up to it done
+    insights_due    auth/<team_id>/<domain_id>/<from_domain>  AuthCheck: a sending identity's
+                                                              authentication, last checked when
+
+Findings are kept as a catalogue code and the values of its message (`postwire.insights
+.catalogue`), so the wording lives in one place and a million emails do not each store it;
+rspamd's own findings, whose text rspamd chooses, are kept whole. An email's authentication
+is its identity's: every email sent as `news@example.com` through the same domain shares one
+`AuthCheck`, rechecked against live DNS on a schedule, and the email keeps the findings of its
+own time as well.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from postwire._core import WriteBatch
+from postwire.store.spool import Spool
+from postwire.store.tables import Table
+
+CURSOR_PREFIX: Final = "cursor/"
+AUTH_PREFIX: Final = "auth/"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredInsights:
+    computed_at_ms: int
+    # Content, recipient and scoring findings: {"code", "values"} or, for rspamd's,
+    # {"code", "severity", "message", "fix"}.
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    # The identity's `AuthCheck` key, and its findings when this email's were computed.
+    auth_key: str | None = None
+    authentication: list[dict[str, Any]] = field(default_factory=list)
+    auth_checked_at_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AuthCheck:
+    team_id: str
+    domain_id: str
+    from_domain: str
+    checked_at_ms: int
+    findings: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class TailCursor:
+    """Every email of the team with a key up to `after` (an email id or an id floor) has
+    been looked at."""
+
+    after: str
+
+
+EMAIL_INSIGHTS: Final = Table("email_insights", StoredInsights)
+AUTH_CHECKS: Final = Table("insights_due", AuthCheck)
+TAIL_CURSORS: Final = Table("insights_due", TailCursor)
+
+
+def insights_key(team_id: str, email_id: str) -> str:
+    return f"{team_id}/{email_id}"
+
+
+def auth_key(team_id: str, domain_id: str, from_domain: str) -> str:
+    return f"{AUTH_PREFIX}{team_id}/{domain_id}/{from_domain}"
+
+
+def get_stored_insights(spool: Spool, team_id: str, email_id: str) -> StoredInsights | None:
+    return EMAIL_INSIGHTS.get(spool, insights_key(team_id, email_id))
+
+
+def has_insights(spool: Spool, team_id: str, email_id: str) -> bool:
+    return spool.get(EMAIL_INSIGHTS.name, insights_key(team_id, email_id).encode()) is not None
+
+
+def put_insights(batch: WriteBatch, team_id: str, email_id: str, stored: StoredInsights) -> None:
+    EMAIL_INSIGHTS.put(batch, insights_key(team_id, email_id), stored)
+
+
+def get_auth_check(spool: Spool, key: str) -> AuthCheck | None:
+    return AUTH_CHECKS.get(spool, key)
+
+
+def put_auth_check(batch: WriteBatch, check: AuthCheck) -> None:
+    AUTH_CHECKS.put(batch, auth_key(check.team_id, check.domain_id, check.from_domain), check)
+
+
+def scan_auth_checks(spool: Spool, cursor: str | None, limit: int) -> list[tuple[str, AuthCheck]]:
+    """Every team's identities' checks in key order, after `cursor` (a key)."""
+    return AUTH_CHECKS.scan(spool, prefix=AUTH_PREFIX, cursor=cursor, limit=limit)
+
+
+def get_tail_cursor(spool: Spool, team_id: str) -> str | None:
+    cursor = TAIL_CURSORS.get(spool, CURSOR_PREFIX + team_id)
+    return None if cursor is None else cursor.after
+
+
+def put_tail_cursor(batch: WriteBatch, team_id: str, after: str) -> None:
+    TAIL_CURSORS.put(batch, CURSOR_PREFIX + team_id, TailCursor(after))
