@@ -14,10 +14,12 @@ from pathlib import Path
 import pytest
 import trio
 
+from postwire import _core
 from postwire.config import Config, InsightsConfig
 from postwire.insights.model import Insight
 from postwire.insights.rspamd import scan_message
 from postwire.insights.rspamd_symbols import SYMBOL_EXPLANATIONS
+from tests.dns_server import AuthoritativeDnsServer
 from tests.peers import require_peer
 from tests.rspamd_server import RspamdServer, rspamd_binary, running_rspamd
 
@@ -169,3 +171,40 @@ async def test_a_wrong_url_is_unavailable(rspamd: RspamdServer, tmp_path: Path) 
     insights = await scan(config_for(f"{rspamd.url}/nothing-here", tmp_path), clean_message())
     assert [i.code for i in insights] == ["rspamd_unavailable"]
     assert insights[0].message.endswith("rspamd answered HTTP 500: invalid command")
+
+
+def signed(message: bytes, signer: _core.DkimSigner) -> bytes:
+    crlf = message.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+    return signer.sign(crlf) + crlf
+
+
+async def test_rspamd_checks_postwires_signature_against_dns(
+    dns_server: AuthoritativeDnsServer, tmp_path: Path
+) -> None:
+    """With DNS (Knot) to ask, rspamd verifies a signature of Postwire's signer against the
+    published key, as a receiver would: a good one lowers the score and shows as ok, a message
+    changed after signing is named as a DKIM failure with what to do."""
+    require_peer(rspamd_binary(), "rspamd", "rspamd")
+    key = _core.generate_dkim_key("rsa")
+    signer = _core.DkimSigner(key.private_key_pem, "acme.test", "pw1")
+    dns_server.publish("pw1._domainkey.acme.test", "TXT", key.dns_txt)
+    dns_server.publish("_dmarc.acme.test", "TXT", "v=DMARC1; p=reject")
+    good = signed(clean_message().replace(b"acme.example", b"acme.test"), signer)
+    tampered = good.replace(b"your invoice for November", b"your invoice for December")
+
+    with running_rspamd(nameserver=dns_server.nameserver) as rspamd:
+        config = config_for(rspamd.url, tmp_path)
+        verified = await scan_message(
+            config, good, sender="billing@acme.test", recipients=[RECIPIENT]
+        )
+        broken = await scan_message(
+            config, tampered, sender="billing@acme.test", recipients=[RECIPIENT]
+        )
+
+    allow = next(i for i in verified if i.message.startswith("R_DKIM_ALLOW"))
+    assert (allow.severity, allow.fix) == ("ok", "")
+    assert "R_DKIM_REJECT" not in symbol_names(verified)
+    reject = next(i for i in broken if i.message.startswith("R_DKIM_REJECT"))
+    assert reject.severity == "warning"
+    assert reject.fix == SYMBOL_EXPLANATIONS["R_DKIM_REJECT"].fix
+    assert summary_score(broken) > summary_score(verified)

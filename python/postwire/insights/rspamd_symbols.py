@@ -210,6 +210,15 @@ SYMBOL_EXPLANATIONS: dict[str, SymbolExplanation] = {
         "The From domain has no DMARC record.",
         "Publish a DMARC record (_dmarc.your-domain), e.g. v=DMARC1; p=none.",
     ),
+    # Good signs (they lower the score; shown as passed checks)
+    "R_DKIM_ALLOW": _E(
+        "The DKIM signature verifies against the domain's published key.",
+        "Nothing to do.",
+    ),
+    "R_SPF_ALLOW": _E("SPF allows the sending server for this domain.", "Nothing to do."),
+    "DMARC_POLICY_ALLOW": _E("The email passes the domain's DMARC policy.", "Nothing to do."),
+    "ARC_ALLOW": _E("The email's ARC chain verifies.", "Nothing to do."),
+    "MIME_GOOD": _E("The email's parts have well-known content types.", "Nothing to do."),
     # The sending server
     "HFILTER_HOSTNAME_UNKNOWN": _E(
         "The sending server's IP has no matching reverse DNS name.",
