@@ -59,7 +59,7 @@ SERIES: Final = (
            "Time to DKIM-sign one message, from asking to having the signature"),
     Series("postwire_spool_used_bytes", "gauge", (), "Bytes of the spool's map in use"),
     Series("postwire_spool_map_size_bytes", "gauge", (), "The spool's map size (spool.map_size)"),
-    Series("postwire_spool_file_bytes", "gauge", (), "Size of the spool's data file on disk"),
+    Series("postwire_spool_file_bytes", "gauge", (), "Disk space the spool's data file takes"),
     Series("postwire_processes", "gauge", (), "Service processes configured (processes)"),
     Series("postwire_processes_alive", "gauge", (),
            "Service processes whose numbers are current (the first one and live workers)"),
@@ -83,7 +83,8 @@ class SpoolFacts:
 def spool_facts(spool: Spool, data_file: Path) -> SpoolFacts:
     used, map_size = spool.core.usage()
     try:
-        file_bytes = os.stat(data_file).st_size
+        # The file is sparse, created at the map's size: what it takes is its blocks.
+        file_bytes = os.stat(data_file).st_blocks * 512
     except OSError:
         file_bytes = 0
     return SpoolFacts(
@@ -165,7 +166,8 @@ def _histogram(
     cumulative = 0
     for bound, count in zip((*bounds, math.inf), counts, strict=True):
         cumulative += count
-        labels = {"process": process, "le": _number(bound)}
+        # Bounds as floats ("1.0"), as Prometheus's own clients write them.
+        labels = {"process": process, "le": "+Inf" if bound == math.inf else repr(bound)}
         yield _sample(f"{name}_bucket", labels, cumulative)
     yield _sample(f"{name}_sum", {"process": process}, total)
     yield _sample(f"{name}_count", {"process": process}, cumulative)
