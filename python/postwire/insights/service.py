@@ -1,12 +1,184 @@
 """The insights service: computes each new email's insights off the send path and rechecks
-authentication against live DNS on a schedule."""
+authentication against live DNS on a schedule.
+
+It follows the `emails` table, team by team: email ids are UUIDv7, so a team's new emails come
+after the last key it looked at. A commit can land a moment after a later-made id's (two
+requests racing), so each team's durable cursor trails the newest email by `SETTLE_MS`, and
+every `SWEEP_SECONDS` the service reads again from that cursor: an email found without
+insights is computed then. Insights and the cursor are written in the same commit; an email
+computed twice (after a kill -9) is simply computed again, with the same result.
+
+Nothing here runs when `insights.enabled` is false: the send path never knows about insights.
+Cancelled at shutdown between two batches or mid-batch (a batch in flight may still commit).
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
 import trio
 
+from postwire._core import WriteBatch
 from postwire.config import Config
+from postwire.domains.store import load_domain
+from postwire.domains.verification import build_resolver
+from postwire.errors import SpoolError
+from postwire.insights.email_checks import EmailChecker
 from postwire.services import ServiceDeps
+from postwire.store.accounts import list_teams
+from postwire.store.email_insights import (
+    get_tail_cursor,
+    has_insights,
+    put_insights,
+    put_tail_cursor,
+    scan_auth_checks,
+)
+from postwire.store.email_search import id_floor
+from postwire.store.emails import EMAILS, EmailRecord
+from postwire.store.spool import Spool
+
+log = logging.getLogger("postwire.insights")
+
+POLL_SECONDS: Final = 0.25  # idle: look for new emails this often (bodies leave on delivery)
+BATCH: Final = 200  # emails read and committed at once
+SETTLE_MS: Final = 10_000  # an id is committed within this of being made
+SWEEP_SECONDS: Final = 15.0
+RECHECK_SCAN_SECONDS: Final = 60.0
+TEAMS_REFRESH_SECONDS: Final = 5.0
+# Emails older than this when the service first sees their team get no insights (turning
+# insights on does not start a computation over years of mail).
+BACKLOG_MS: Final = 24 * 3600 * 1000
+# rspamd scans and DNS look-ups of one batch running at once.
+CONCURRENT_EMAILS: Final = 8
+
+
+@dataclass(slots=True)
+class _TeamTail:
+    durable: str  # emails with keys up to this are done (an email id or an id floor)
+    position: str  # where the next read starts
+    sweep_started_ms: int | None = None  # reading again from `durable` since then
+
+
+class InsightsTail:
+    """Follows every team's new emails and computes their insights."""
+
+    def __init__(self, config: Config, spool: Spool, checker: EmailChecker) -> None:
+        self.config = config
+        self.spool = spool
+        self.checker = checker
+        self.clock_ms: Callable[[], int] = checker.clock_ms
+        self._tails: dict[str, _TeamTail] = {}
+
+    def _tail(self, team_id: str) -> _TeamTail:
+        tail = self._tails.get(team_id)
+        if tail is None:
+            oldest = id_floor(self.clock_ms() - BACKLOG_MS)
+            durable = max(get_tail_cursor(self.spool, team_id) or "", oldest)
+            tail = self._tails[team_id] = _TeamTail(durable, durable)
+        return tail
+
+    def start_sweep(self) -> None:
+        """Read every team again from its durable cursor (see the module's docstring)."""
+        now_ms = self.clock_ms()
+        for tail in self._tails.values():
+            if tail.sweep_started_ms is None:
+                tail.sweep_started_ms = now_ms
+                tail.position = tail.durable
+
+    async def follow_team(self, team_id: str) -> int:
+        """Compute insights for the team's next emails; return how many were read."""
+        tail = self._tail(team_id)
+        prefix = f"{team_id}/"
+        rows = EMAILS.scan(self.spool, prefix=prefix, cursor=prefix + tail.position, limit=BATCH)
+        batch = WriteBatch()
+        todo = [record for _, record in rows if not has_insights(self.spool, team_id, record.id)]
+        await self._compute(batch, todo)
+        if rows:
+            tail.position = rows[-1][0][len(prefix) :]
+        if len(rows) < BATCH and tail.sweep_started_ms is not None:
+            settled = id_floor(tail.sweep_started_ms - SETTLE_MS)
+            if settled > tail.durable:
+                put_tail_cursor(batch, team_id, settled)
+                tail.durable = settled
+            tail.sweep_started_ms = None
+        if len(batch):
+            await self.spool.commit(batch)
+        return len(rows)
+
+    async def _compute(self, batch: WriteBatch, records: list[EmailRecord]) -> None:
+        limiter = trio.CapacityLimiter(CONCURRENT_EMAILS)
+
+        async def compute(record: EmailRecord) -> None:
+            async with limiter:
+                try:
+                    stored = await self.checker.insights_of(batch, record)
+                except Exception:  # one email's bug must not stop every other's insights
+                    log.exception("insights of email %s could not be computed", record.id)
+                    return
+                put_insights(batch, record.team_id, record.id, stored)
+
+        async with trio.open_nursery() as nursery:
+            for record in records:
+                nursery.start_soon(compute, record)
+
+    async def follow_all(self, team_ids: list[str]) -> int:
+        read = 0
+        for team_id in team_ids:
+            read += await self.follow_team(team_id)
+        return read
+
+
+async def recheck_due(config: Config, spool: Spool, checker: EmailChecker) -> int:
+    """Ask DNS again about every identity last checked `insights.recheck_hours` ago or more;
+    return how many were checked."""
+    due_before = checker.clock_ms() - config.insights.recheck_hours * 3_600_000
+    checked = 0
+    cursor: str | None = None
+    while True:
+        rows = scan_auth_checks(spool, cursor, BATCH)
+        batch = WriteBatch()
+        for _, check in rows:
+            if check.checked_at_ms > due_before:
+                continue
+            domain = load_domain(spool, check.team_id, check.domain_id)
+            if domain is None:  # removed: its emails say so when next read
+                continue
+            await checker.check_identity(batch, domain, check.from_domain)
+            checked += 1
+        if len(batch):
+            await spool.commit(batch)
+        if len(rows) < BATCH:
+            return checked
+        cursor = rows[-1][0]
+
+
+async def _run(config: Config, spool: Spool, checker: EmailChecker) -> None:
+    tail = InsightsTail(config, spool, checker)
+    teams: list[str] = []
+    next_teams = next_sweep = next_recheck = trio.current_time()
+    while True:
+        now = trio.current_time()
+        if now >= next_teams:
+            teams = [team.id for team in list_teams(spool)]
+            next_teams = now + TEAMS_REFRESH_SECONDS
+        if now >= next_sweep:
+            tail.start_sweep()
+            next_sweep = now + SWEEP_SECONDS
+        if now >= next_recheck:
+            try:
+                await recheck_due(config, spool, checker)
+            except SpoolError:
+                log.exception("authentication rechecks were not stored")
+            next_recheck = now + RECHECK_SCAN_SECONDS
+        try:
+            read = await tail.follow_all(teams)
+        except SpoolError:
+            log.exception("insights were not stored; trying again")
+            read = 0
+        await trio.sleep(0 if read else POLL_SECONDS)
 
 
 async def serve_insights(
@@ -15,5 +187,15 @@ async def serve_insights(
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    task_status.started()
-    await deps.stopping.wait()
+    """Own the insights computation of the first process; return once `deps.stopping` is set.
+    With `insights.enabled` false it only waits: no email is looked at."""
+    if not config.insights.enabled:
+        task_status.started()
+        await deps.stopping.wait()
+        return
+    checker = EmailChecker(config, deps.spool, build_resolver(config), deps.spool.clock_ms)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_run, config, deps.spool, checker)
+        task_status.started()
+        await deps.stopping.wait()
+        nursery.cancel_scope.cancel()

@@ -1,0 +1,267 @@
+"""Insights of crafted emails, computed by the insights service's tail against a real spool and
+a real authoritative DNS server (Knot): emails accepted through the one accept path (REST's
+requests and an SMTP-submitted message), the sending domain's records published and withdrawn
+in Knot, and a scheduled recheck catching a DMARC record removed after the email was sent."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import dns.asyncbackend
+import pytest
+import trio
+
+from postwire import _core
+from postwire.accept import Acceptor, PreparedEmail, SubmittedMessage
+from postwire.api.send_request import parse_send_request
+from postwire.config import ApiConfig, Config, DeliveryConfig, DnsConfig
+from postwire.domains import store as domain_store
+from postwire.domains.verification import build_resolver
+from postwire.insights.email_checks import EmailChecker
+from postwire.insights.reading import read_email_insights
+from postwire.insights.service import InsightsTail, recheck_due
+from postwire.store.deliveries import SUPPRESSIONS, new_suppression, suppression_key
+from postwire.store.spool import TABLES, Spool
+from tests.dns_server import AuthoritativeDnsServer
+
+TEAM = "0190aaaa-0000-7000-8000-0000000000aa"
+HELO = "mx.postwire.test"
+
+
+@pytest.fixture(autouse=True)
+def trio_dns_backend() -> None:
+    dns.asyncbackend.set_default_backend("trio")  # as app.run does
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.ms = time.time_ns() // 1_000_000
+
+    def __call__(self) -> int:
+        return self.ms
+
+
+@dataclass
+class World:
+    spool: Spool
+    config: Config
+    dns: AuthoritativeDnsServer
+    clock: Clock
+    acceptor: Acceptor
+    tail: InsightsTail
+    checker: EmailChecker
+
+    async def domain(self, name: str, *, dmarc: str | None) -> domain_store.DomainRecord:
+        """A verified domain whose required records are published, and `dmarc` at _dmarc."""
+        domain = await domain_store.create_domain(self.spool, self.config, TEAM, name)
+        domain = dataclasses.replace(domain, status="verified")
+        batch = _core.WriteBatch()
+        domain_store.DOMAINS.put(batch, f"domain/{TEAM}/{domain.id}", domain)
+        await self.spool.commit(batch)
+        for record in domain_store.domain_dns_records(domain, self.config):
+            if record.required:
+                value = (
+                    f"{record.priority} {record.value}." if record.type == "MX" else record.value
+                )
+                self.dns.publish(record.fqdn, record.type, value)
+        if dmarc is not None:
+            self.dns.publish(f"_dmarc.{name}", "TXT", dmarc)
+        return domain
+
+    async def send(self, **body: Any) -> str:
+        now = datetime.now(UTC)
+        request = parse_send_request({"subject": "Autumn news", **body}, now=now)
+        return await self.commit(await self.acceptor.prepare(TEAM, None, request, now), now)
+
+    async def submit(self, recipients: list[str], message: bytes) -> str:
+        now = datetime.now(UTC)
+        parsed = SubmittedMessage.parse(message.replace(b"\n", b"\r\n"))
+        prepared = await self.acceptor.prepare_submitted(TEAM, None, recipients, parsed, now)
+        return await self.commit(prepared, now)
+
+    async def commit(self, prepared: PreparedEmail, now: datetime) -> str:
+        batch = _core.WriteBatch()
+        self.acceptor.add_to_batch(batch, [prepared], now)
+        await self.spool.commit(batch)
+        return prepared.record.id
+
+    async def insights(self, email_id: str) -> dict[str, Any]:
+        """Follow the team once; the email's insights by code."""
+        await self.tail.follow_team(TEAM)
+        found = read_email_insights(self.spool, TEAM, email_id)
+        assert found is not None, "no insights computed"
+        return {insight.code: insight for insight in found.insights}
+
+
+@pytest.fixture
+async def world(tmp_path: Path, dns_server: AuthoritativeDnsServer) -> AsyncIterator[World]:
+    clock = Clock()
+    config = Config(
+        data_dir=tmp_path,
+        api=ApiConfig(public_url="https://postwire.example.com"),
+        dns=DnsConfig(nameservers=(dns_server.nameserver,)),
+        delivery=DeliveryConfig(helo_name=HELO),
+    )
+    spool = Spool(_core.Spool(tmp_path / "spool", tables=list(TABLES)), clock_ms=clock)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(spool.dispatch_completions)
+        checker = EmailChecker(config, spool, build_resolver(config), clock)
+        tail = InsightsTail(config, spool, checker)
+        yield World(spool, config, dns_server, clock, Acceptor(spool), tail, checker)
+        nursery.cancel_scope.cancel()
+    await spool.close()
+
+
+CRAFTED_HTML = (
+    "<h1>Autumn news</h1><p>New opening hours and a workshop about pruning fruit trees, every "
+    "Saturday in November; bring your own gloves and we bring the coffee.</p>"
+    '<p><a href="https://bit.ly/3autumn">See the hours</a> · '
+    '<a href="http://www.shop.test/workshop">Book the workshop</a> · '
+    '<a href="https://deals.elsewhere.test/">Partner deals</a></p>'
+    '<img src="https://www.shop.test/hero.jpg">'
+)
+
+
+async def test_crafted_email_without_a_dmarc_record(world: World) -> None:
+    await world.domain("shop.test", dmarc=None)
+    email_id = await world.send(
+        **{"from": "News <news@shop.test>", "to": ["postmaster@example.org"]},
+        html=CRAFTED_HTML,
+        text="",  # no text part
+    )
+    found = await world.insights(email_id)
+    assert {
+        "dkim_aligned",
+        "spf_aligned",
+        "dmarc_missing",
+        "text_part_missing",
+        "shortener_link",
+        "http_link",
+        "link_domain_unaligned",
+        "image_missing_alt",
+        "role_address",
+    } <= set(found)
+    assert found["dmarc_missing"].severity == "error"
+    assert "_dmarc.shop.test" in found["dmarc_missing"].message
+    assert "bit.ly" in found["shortener_link"].message
+    assert "elsewhere.test" in found["link_domain_unaligned"].message
+    assert "postmaster@example.org" in found["role_address"].message
+    assert "dmarc_pass" not in found and "dmarc_fail" not in found  # no DMARC, no verdict
+
+
+async def test_a_clean_email_passes_dmarc(world: World) -> None:
+    await world.domain("clean.test", dmarc="v=DMARC1; p=quarantine; rua=mailto:d@clean.test")
+    email_id = await world.send(
+        **{"from": "hello@clean.test", "to": ["ada@example.org"]},
+        html='<p>Your order shipped today. <a href="https://www.clean.test/o/1">Track it</a></p>',
+    )
+    found = await world.insights(email_id)
+    assert set(found) == {
+        "dkim_aligned",
+        "spf_aligned",
+        "dmarc_policy_enforced",
+        "dmarc_pass",
+        "text_part_matches",
+    }
+    assert all(insight.severity == "ok" for insight in found.values())
+
+
+async def test_a_recheck_catches_a_dmarc_record_removed_later(world: World) -> None:
+    await world.domain("later.test", dmarc="v=DMARC1; p=reject")
+    email_id = await world.send(
+        **{"from": "team@later.test", "to": ["ada@example.org"]}, text="Hello"
+    )
+    found = await world.insights(email_id)
+    assert {"dmarc_policy_enforced", "dmarc_pass"} <= set(found)
+    sent = read_email_insights(world.spool, TEAM, email_id)
+    assert sent is not None and sent.auth_checked_at_ms == world.clock.ms
+
+    world.dns.withdraw("_dmarc.later.test", "TXT")
+    # Not due yet: the record's removal is not seen before the schedule says.
+    world.clock.ms += 3_600_000
+    assert await recheck_due(world.config, world.spool, world.checker) == 0
+    world.clock.ms += world.config.insights.recheck_hours * 3_600_000
+    assert await recheck_due(world.config, world.spool, world.checker) == 1
+
+    rechecked = read_email_insights(world.spool, TEAM, email_id)
+    assert rechecked is not None and rechecked.auth_checked_at_ms == world.clock.ms
+    codes = {insight.code for insight in rechecked.insights}
+    assert "dmarc_missing" in codes and "dmarc_pass" not in codes
+    # The email's content insights were computed once, when it was sent.
+    assert rechecked.computed_at_ms == sent.computed_at_ms
+
+
+async def test_big_html_and_history_of_the_recipient(world: World) -> None:
+    await world.domain("big.test", dmarc="v=DMARC1; p=none")
+    batch = _core.WriteBatch()
+    address = "gone@example.org"
+    SUPPRESSIONS.put(batch, suppression_key(TEAM, address), new_suppression(address, "bounce", 1))
+    await world.spool.commit(batch)
+    paragraph = "<p>" + "Every plant in the catalogue, described at length. " * 40 + "</p>"
+    email_id = await world.send(
+        **{"from": "catalogue@big.test", "to": [address]}, html=paragraph * 60
+    )
+    found = await world.insights(email_id)
+    assert {"html_clipped", "recipient_bounced_before", "dmarc_policy_none"} <= set(found)
+    assert "Gmail clips" in found["html_clipped"].message
+
+
+BULK_SUBMISSION = b"""From: Offers <offers@bulk.test>
+To: ann@example.org
+Subject: This week's offers
+Precedence: bulk
+MIME-Version: 1.0
+Content-Type: text/html; charset=utf-8
+
+<p>Our offers of the week, on every plant in the catalogue.</p>
+"""
+
+
+async def test_bulk_mail_submitted_over_smtp_without_list_unsubscribe(world: World) -> None:
+    await world.domain("bulk.test", dmarc="v=DMARC1; p=reject")
+    email_id = await world.submit(["ann@example.org"], BULK_SUBMISSION)
+    found = await world.insights(email_id)
+    # Read from the queued message itself: the record of an SMTP email keeps no body.
+    assert {"list_unsubscribe_missing", "text_part_missing", "dmarc_pass"} <= set(found)
+    assert "RFC 8058" in found["list_unsubscribe_missing"].message
+
+
+async def test_a_delivered_smtp_email_is_judged_without_its_content(world: World) -> None:
+    await world.domain("gone.test", dmarc="v=DMARC1; p=reject")
+    email_id = await world.submit(
+        ["ann@example.org"], BULK_SUBMISSION.replace(b"bulk.test", b"gone.test")
+    )
+    batch = _core.WriteBatch()
+    batch.remove(email_id, world.clock.ms)  # delivered: the queue keeps no copy
+    await world.spool.commit(batch)
+    found = await world.insights(email_id)
+    assert {"content_not_checked", "dmarc_pass"} <= set(found)
+    assert "list_unsubscribe_missing" not in found
+
+
+async def test_each_email_is_computed_once_and_late_commits_are_swept(world: World) -> None:
+    await world.domain("once.test", dmarc="v=DMARC1; p=reject")
+    first = await world.send(**{"from": "a@once.test", "to": ["b@example.org"]}, text="One")
+    await world.insights(first)
+    computed = read_email_insights(world.spool, TEAM, first)
+    # An email made before the tail's position but committed after it (a slow commit).
+    now = datetime.now(UTC)
+    request = parse_send_request(
+        {"from": "a@once.test", "to": ["c@example.org"], "subject": "S", "text": "Two"}, now=now
+    )
+    late = await world.acceptor.prepare(TEAM, None, request, now)
+    await world.send(**{"from": "a@once.test", "to": ["d@example.org"]}, text="Three")
+    await world.tail.follow_team(TEAM)
+    late_id = await world.commit(late, now)
+    await world.tail.follow_team(TEAM)
+    assert read_email_insights(world.spool, TEAM, late_id) is None
+    world.tail.start_sweep()
+    await world.tail.follow_team(TEAM)
+    assert read_email_insights(world.spool, TEAM, late_id) is not None
+    assert read_email_insights(world.spool, TEAM, first) == computed  # not computed again
