@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
@@ -40,17 +40,21 @@ def stat(page: Page, name: str) -> str:
 def send_and_track(
     server: DashboardServer, dns: AuthoritativeDnsServer, receiver: ScriptedSmtpReceiver
 ) -> str:
-    """Three emails delivered, one bounced, one opened; the domain's id."""
+    """Three emails delivered, one bounced, one opened; two tagged kind:receipt, two
+    kind:news; the domain's id."""
     resend.api_url, resend.api_key = server.base_url, server.create_key("metrics")
     domain = verified_domain(dns, DOMAIN)
     resend.Domains.update({"id": domain["id"], "open_tracking": True})
     receiver.script.refuse_recipients[REFUSED] = "550 5.1.1 no such user"
     ids = [
         resend.Emails.send(
-            {"from": f"Shop <shop@{DOMAIN}>", "to": to, "subject": "Hi", "html": "<p>Hi</p>"}
+            {
+                "from": f"Shop <shop@{DOMAIN}>", "to": to, "subject": "Hi", "html": "<p>Hi</p>",
+                "tags": [{"name": "kind", "value": "receipt" if n < 2 else "news"}],
+            }
         )["id"]
-        for to in ("a@example.org", "b@example.org", "c@example.org", REFUSED)
-    ]
+        for n, to in enumerate(("a@example.org", "b@example.org", "c@example.org", REFUSED))
+    ]  # fmt: skip
     wait_until(
         lambda: all(resend.Emails.get(i)["last_event"] in ("delivered", "bounced") for i in ids),
         "every email ended",
@@ -83,7 +87,7 @@ def test_the_metrics_page_shows_the_events_counts(
     assert page.locator("svg.chart").count() == 4
     assert page.locator("svg.chart rect.series-delivered").count() == 1  # today's bar
     total = page.locator(".metrics-table tfoot").inner_text()
-    assert re.search(r"Total\s+4\s+3\s+0\s+1\s+0\s+1\s+0\s+0\s+25.0%", total), total
+    assert re.search(r"Total\s+4\s+3\s+0\s+1\s+0\s+1\s+0\s+0\s+0\s+25.0%", total), total
     # Pointing at a bar shows its value at once (metrics.js; <title> without JavaScript).
     page.locator("svg.chart rect.series-delivered").hover()
     assert re.fullmatch(r"\d\d \w+ \d{4}: Delivered 3", page.locator(".chart-tip").inner_text())
@@ -105,6 +109,19 @@ def test_the_metrics_page_shows_the_events_counts(
     assert stat(page, "sent") == "4" and DOMAIN in page.inner_text("h1")
     screenshot(page, "metrics-one-domain")
 
+    # One tag (a domain chosen before is cleared: counts are kept per one or the other).
+    page.select_option("#metrics-tag", "kind:receipt")
+    page.wait_for_url(re.compile(r"tag=kind%3Areceipt"))
+    assert "domain" not in parse_qs(urlsplit(page.url).query)  # left blank
+    assert stat(page, "sent") == "2" and "kind:receipt" in page.inner_text("h1")
+    page.select_option("#metrics-tag", "kind:news")
+    page.wait_for_url(re.compile(r"tag=kind%3Anews"))
+    assert (stat(page, "sent"), stat(page, "bounced")) == ("2", "1")
+    screenshot(page, "metrics-one-tag")
+    page.goto(dashboard_server.url(f"/metrics?domain={domain_id}&tag=kind:news"))
+    assert "Choose one of" in page.locator(".flash-error").inner_text()
+    assert stat(page, "sent") == "4"  # the domain, chosen first
+
     # A custom range without the day of the events shows zeros; wrong dates are explained.
     page.goto(dashboard_server.url("/metrics?range=custom&from=2020-01-01&to=2020-01-31"))
     assert stat(page, "sent") == "0" and page.locator(".empty").count() == 1
@@ -118,6 +135,10 @@ def test_the_metrics_page_shows_the_events_counts(
     # A domain id that is not the team's is a 404, not an empty page.
     response = page.goto(
         dashboard_server.url("/metrics?domain=0190a000-0000-7000-8000-0000000000d9")
+    )
+    assert response is not None and response.status == 404
+    response = page.goto(
+        dashboard_server.url("/metrics?broadcast=0190a000-0000-7000-8000-0000000000b9")
     )
     assert response is not None and response.status == 404
 

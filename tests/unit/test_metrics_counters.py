@@ -181,7 +181,15 @@ def test_ranges() -> None:
 
 def test_rates() -> None:
     assert rates({}) == dict.fromkeys(
-        ("delivery_rate", "bounce_rate", "complaint_rate", "open_rate", "click_rate"), 0.0
+        (
+            "delivery_rate",
+            "bounce_rate",
+            "complaint_rate",
+            "open_rate",
+            "click_rate",
+            "unsubscribe_rate",
+        ),
+        0.0,
     )
     totals = {
         "delivered": 3,
@@ -189,6 +197,7 @@ def test_rates() -> None:
         "complained": 1,
         "unique_opened": 2,
         "unique_clicked": 1,
+        "unsubscribed": 1,
     }
     assert rates(totals) == {
         "delivery_rate": 75.0,
@@ -196,6 +205,7 @@ def test_rates() -> None:
         "complaint_rate": 33.33,
         "open_rate": 66.67,
         "click_rate": 33.33,
+        "unsubscribe_rate": 33.33,
     }
 
 

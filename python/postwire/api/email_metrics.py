@@ -1,15 +1,17 @@
 """`GET /emails/metrics`: the team's email metrics over a date range, read from the counters
-kept as events happen (`postwire.metrics`), as totals and optionally by period and by domain.
+kept as events happen (`postwire.metrics`), as totals and optionally by period and by one of
+domain, broadcast and tag.
 
-Postwire keeps counts per sending domain and per UTC hour; it breaks metrics down by `period`
-and `domain`. Breakdowns and filters by email or broadcast are refused (422), as are metric
-names it does not know. `received`, `failed` and `unsubscribed` are accepted and are 0: no
-count is kept for them yet.
+The counters are kept per sending domain, per broadcast and per tag (not per combination of
+them), so a request breaks down or filters by one of those at most; `email_id` counts the
+email's own events. `received` is accepted and is 0: Postwire receives no mail for teams.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Final, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -22,16 +24,33 @@ from postwire.api.context import ApiContext
 from postwire.api.metrics_models import MetricsBody
 from postwire.domains.store import list_domains
 from postwire.errors import validation_error
-from postwire.metrics.counters import COUNTS, domain_scope
-from postwire.metrics.views import RATES, Period, period_counts, period_start, rates
+from postwire.metrics.counters import COUNTS, OTHER_TAG, TEAM, Scope, tag_label
+from postwire.metrics.views import (
+    RATES,
+    Period,
+    event_period_counts,
+    period_counts,
+    period_start,
+    rates,
+)
+from postwire.store.broadcasts import BROADCASTS, broadcasts_prefix, get_broadcast
+from postwire.store.email_details import email_events
+from postwire.store.emails import EMAILS, email_key
+from postwire.store.metric_counters import list_counted_tags
+from postwire.store.spool import Spool
 
-UNCOUNTED: Final = ("received", "failed")
+UNCOUNTED: Final = ("received",)
 METRICS: Final = (*COUNTS, *UNCOUNTED, *RATES)
-DIMENSIONS: Final = ("period", "domain")
+# Breakdowns besides `period`: each is a dimension the counters are kept by.
+BREAKDOWNS: Final = ("domain", "broadcast", "tag")
+DIMENSIONS: Final = ("period", *BREAKDOWNS)
 PERIODS: Final = ("hourly", "daily", "weekly", "monthly")
 MAX_PERIODS: Final = 10_000
-MAX_DOMAINS: Final = 100
+MAX_FILTER_VALUES: Final = 100
+# Broadcasts a `broadcast` breakdown looks at: the team's latest ones.
+MAX_BROADCAST_ROWS: Final = 1_000
 _UTC_NAMES: Final = frozenset({"UTC", "Etc/UTC", "GMT", "Etc/GMT", "Z", "Zulu", "Universal"})
+_TAG: Final = re.compile(r"([A-Za-z0-9_-]{1,256}):([A-Za-z0-9_-]{0,256})")
 
 
 def listed(args: MultiDict[str, str], name: str) -> list[str]:
@@ -98,77 +117,181 @@ def metric_values(counts: dict[str, int], names: list[str]) -> dict[str, int | f
     return {name: computed[name] if name in RATES else counts.get(name, 0) for name in names}
 
 
+@dataclass(frozen=True, slots=True)
+class Query:
+    """What a request asks for, checked."""
+
+    names: list[str]
+    dimensions: list[str]
+    period: Period
+    zone: tzinfo
+    start: datetime
+    stop: datetime
+
+
+# A row's scope (the team as a whole, or one domain's, broadcast's or tag's counts) with the
+# fields that name it in a `data` row.
+Row = tuple[Scope, dict[str, str]]
+
+
 def routes(ctx: ApiContext) -> Blueprint:
     blueprint = Blueprint("email_metrics", __name__)
 
     @blueprint.get("/emails/metrics")
     async def email_metrics() -> MetricsBody:
         team_id = current_caller().team_id
-        args = request.args
-        zone = parse_zone(args.get("timezone"))
-        granularity = args.get("granularity") or "daily"
-        if granularity not in PERIODS:
-            raise validation_error("`granularity` must be one of hourly, daily, weekly, monthly.")
-        period = cast(Period, granularity)
-        names = listed(args, "metrics") or list(METRICS)
-        unknown = [name for name in names if name not in METRICS]
-        if unknown:
-            raise validation_error(
-                f"Unknown metric {unknown[0]!r}: the metrics are {', '.join(METRICS)}."
-            )
-        dimensions = listed(args, "dimensions")
-        if any(d not in DIMENSIONS for d in dimensions):
-            raise validation_error("`dimensions` may be period and domain (Postwire keeps no "
-                                   "per-email or per-broadcast breakdown).")  # fmt: skip
-        if listed(args, "email_id") or listed(args, "broadcast_id"):
-            raise validation_error("Postwire filters metrics by domain_id only.")
-        now = ctx.now()
-        stop = min(parse_moment(args["end_date"], "end_date", zone), now) if args.get(
-            "end_date") else now  # fmt: skip
-        if args.get("start_date"):
-            start = parse_moment(args["start_date"], "start_date", zone)
+        query = read_query(request.args, ctx.now())
+        starts = period_starts(query)
+        email_ids = listed(request.args, "email_id")
+        rows: dict[Scope, dict[str, str]] = {TEAM: {}}
+        if email_ids:
+            counted = {TEAM: _email_counts(ctx.spool, team_id, email_ids, query)}
         else:
-            first_day = stop.astimezone(zone).date() - timedelta(days=6)
-            start = datetime(first_day.year, first_day.month, first_day.day, tzinfo=zone)
-        if start > stop:
-            raise validation_error("`start_date` must be on or before `end_date`.")
-        domains, _ = list_domains(ctx.spool, team_id)
-        names_by_id = {domain.id: domain.name for domain in domains}
-        wanted = listed(args, "domain_id")
-        if len(wanted) > MAX_DOMAINS:
-            raise validation_error(f"At most {MAX_DOMAINS} `domain_id` values.")
-        if any(domain_id not in names_by_id for domain_id in wanted):
-            raise validation_error("A `domain_id` is not one of this team's domains.")
-        starts = []
-        if "period" in dimensions:
-            for moment in periods(start, stop, period, zone):
-                starts.append(moment)
-                if len(starts) > MAX_PERIODS:
-                    raise validation_error(
-                        f"The range holds more than {MAX_PERIODS:,} {granularity} periods."
-                    )
-
-        # Scope -> period -> counts; the team as a whole (None) unless domains are asked for.
-        scopes: list[str | None] = list(wanted) or (
-            list(names_by_id) if "domain" in dimensions else [None]
-        )
-        counted = {
-            scope: period_counts(ctx.spool, team_id, domain_scope(scope), start, stop, zone, period)
-            for scope in scopes
-        }
-        if "domain" not in dimensions:  # the domains asked for, as one
-            counted = {None: _merged(counted.values())}
+            selected = selected_rows(ctx.spool, team_id, request.args, query.dimensions)
+            rows = dict(selected)
+            counted = {
+                scope: period_counts(
+                    ctx.spool, team_id, scope, query.start, query.stop, query.zone, query.period
+                )
+                for scope, _ in selected
+            }
+            if not set(BREAKDOWNS) & set(query.dimensions):  # the rows asked for, as one
+                counted, rows = {TEAM: _merged(counted.values())}, {TEAM: {}}
         totals = _summed(row for by_period in counted.values() for row in by_period.values())
         body: MetricsBody = {
-            "object": "metrics", "start_date": iso(start), "end_date": iso(stop),
-            "metrics": names, "dimensions": dimensions, "granularity": period,
-            "totals": metric_values(totals, names),
+            "object": "metrics", "start_date": iso(query.start), "end_date": iso(query.stop),
+            "metrics": query.names, "dimensions": query.dimensions, "granularity": query.period,
+            "totals": metric_values(totals, query.names),
         }  # fmt: skip
-        if dimensions:
-            body["data"] = _rows(counted, dimensions, starts, names, names_by_id, period)
+        if query.dimensions:
+            body["data"] = _rows(counted, rows, query, starts)
         return body
 
     return blueprint
+
+
+def read_query(args: MultiDict[str, str], now: datetime) -> Query:
+    zone = parse_zone(args.get("timezone"))
+    granularity = args.get("granularity") or "daily"
+    if granularity not in PERIODS:
+        raise validation_error("`granularity` must be one of hourly, daily, weekly, monthly.")
+    names = listed(args, "metrics") or list(METRICS)
+    unknown = [name for name in names if name not in METRICS]
+    if unknown:
+        raise validation_error(
+            f"Unknown metric {unknown[0]!r}: the metrics are {', '.join(METRICS)}."
+        )
+    dimensions = listed(args, "dimensions")
+    if any(d not in DIMENSIONS for d in dimensions):
+        raise validation_error(
+            "`dimensions` may be period and one of domain, broadcast and tag (Postwire keeps "
+            "no per-email breakdown)."
+        )
+    breakdowns = [d for d in dimensions if d in BREAKDOWNS]
+    filters = [name for name in ("domain_id", "broadcast_id", "tag", "email_id") if args.get(name)]
+    if len(set(breakdowns)) > 1 or len(filters) > 1:
+        raise validation_error(
+            "Postwire counts per domain, broadcast or tag, not per combination: break down by "
+            "one of them and filter by at most one of domain_id, broadcast_id, tag and email_id."
+        )
+    if breakdowns and filters and filters[0] != _FILTER_OF[breakdowns[0]]:
+        raise validation_error(
+            f"A `{breakdowns[0]}` breakdown may be filtered by `{_FILTER_OF[breakdowns[0]]}` only."
+        )
+    stop = now
+    if args.get("end_date"):
+        stop = min(parse_moment(args["end_date"], "end_date", zone), now)
+    if args.get("start_date"):
+        start = parse_moment(args["start_date"], "start_date", zone)
+    else:
+        first_day = stop.astimezone(zone).date() - timedelta(days=6)
+        start = datetime(first_day.year, first_day.month, first_day.day, tzinfo=zone)
+    if start > stop:
+        raise validation_error("`start_date` must be on or before `end_date`.")
+    return Query(names, dimensions, cast(Period, granularity), zone, start, stop)
+
+
+_FILTER_OF: Final = {"domain": "domain_id", "broadcast": "broadcast_id", "tag": "tag"}
+
+
+def period_starts(query: Query) -> list[datetime]:
+    if "period" not in query.dimensions:
+        return []
+    starts = []
+    for moment in periods(query.start, query.stop, query.period, query.zone):
+        starts.append(moment)
+        if len(starts) > MAX_PERIODS:
+            raise validation_error(
+                f"The range holds more than {MAX_PERIODS:,} {query.period} periods."
+            )
+    return starts
+
+
+def selected_rows(
+    spool: Spool, team_id: str, args: MultiDict[str, str], dimensions: list[str]
+) -> list[Row]:
+    """The scopes whose counts the request reads: the filter's values, or every value of the
+    breakdown, or the team as a whole."""
+    breakdown = next((d for d in dimensions if d in BREAKDOWNS), None)
+    for kind, name in _FILTER_OF.items():
+        wanted = listed(args, name)
+        if len(wanted) > MAX_FILTER_VALUES:
+            raise validation_error(f"At most {MAX_FILTER_VALUES} `{name}` values.")
+        if wanted or breakdown == kind:
+            return _scopes(spool, team_id, kind, wanted or None)
+    return [(TEAM, {})]
+
+
+def _scopes(spool: Spool, team_id: str, kind: str, wanted: list[str] | None) -> list[Row]:
+    """The rows of one dimension: those `wanted`, each checked, or (None) all the team's."""
+    if kind == "domain":
+        domains, _ = list_domains(spool, team_id)
+        names = {domain.id: domain.name for domain in domains}
+        if wanted is not None and any(domain_id not in names for domain_id in wanted):
+            raise validation_error("A `domain_id` is not one of this team's domains.")
+        ids = wanted if wanted is not None else sorted(names, key=names.__getitem__)
+        return [(Scope("domain", i), {"domain_id": i, "domain_name": names[i]}) for i in ids]
+    if kind == "broadcast":
+        if wanted is None:
+            rows = BROADCASTS.scan(
+                spool, prefix=broadcasts_prefix(team_id), reverse=True, limit=MAX_BROADCAST_ROWS
+            )
+            found = [record for _, record in rows]
+        else:
+            found = [b for b in (get_broadcast(spool, team_id, i) for i in wanted) if b]
+            if len(found) < len(wanted):
+                raise validation_error("A `broadcast_id` is not one of this team's broadcasts.")
+        return [
+            (Scope("broadcast", b.id), {"broadcast_id": b.id, "broadcast_name": b.name})
+            for b in found
+        ]
+    labels = [*list_counted_tags(spool, team_id), OTHER_TAG] if wanted is None else []
+    for text in wanted or ():
+        match = _TAG.fullmatch(text)
+        if match is None and text != OTHER_TAG:
+            raise validation_error(
+                f"`tag` is name:value (letters, digits, _ and -) or {OTHER_TAG}, got {text!r}."
+            )
+        labels.append(OTHER_TAG if match is None else tag_label(match[1], match[2]))
+    return [(Scope("tag", label), {"tag": label}) for label in labels]
+
+
+def _email_counts(
+    spool: Spool, team_id: str, email_ids: list[str], query: Query
+) -> dict[datetime, dict[str, int]]:
+    """The counts of the team's emails `email_ids`, from their own events."""
+    if len(email_ids) > MAX_FILTER_VALUES:
+        raise validation_error(f"At most {MAX_FILTER_VALUES} `email_id` values.")
+    counted = []
+    for email_id in email_ids:
+        record = EMAILS.get(spool, email_key(team_id, email_id))
+        if record is None:
+            raise validation_error("An `email_id` is not one of this team's emails.")
+        events = email_events(spool, record).events
+        counted.append(
+            event_period_counts(events, query.start, query.stop, query.zone, query.period)
+        )
+    return _merged(counted)
 
 
 def _summed(rows: Iterable[dict[str, int]]) -> dict[str, int]:
@@ -188,31 +311,25 @@ def _merged(scopes: Iterable[dict[datetime, dict[str, int]]]) -> dict[datetime, 
 
 
 def _rows(
-    counted: dict[str | None, dict[datetime, dict[str, int]]],
-    dimensions: list[str],
+    counted: dict[Scope, dict[datetime, dict[str, int]]],
+    fields: dict[Scope, dict[str, str]],
+    query: Query,
     starts: list[datetime],
-    names: list[str],
-    names_by_id: dict[str, str],
-    period: Period,
 ) -> list[dict[str, str | int | float]]:
-    """The `data` rows: every period of the range (with `period`), for each domain that has
-    counts (with `domain`), in period then domain-name order."""
-    by_domain = "domain" in dimensions
-    scopes = sorted(
-        (scope for scope, found in counted.items() if found or not by_domain),
-        key=lambda scope: names_by_id.get(scope or "", ""),
-    )
+    """The `data` rows: every period of the range (with `period`), for each domain, broadcast
+    or tag that has counts (with that breakdown), in period then scope order."""
+    broken_down = bool(set(BREAKDOWNS) & set(query.dimensions))
+    scopes = [scope for scope, found in counted.items() if found or not broken_down]
     rows: list[dict[str, str | int | float]] = []
-    for moment in starts if "period" in dimensions else [None]:
+    for moment in starts if "period" in query.dimensions else [None]:
         for scope in scopes:
             row: dict[str, str | int | float] = {}
             if moment is not None:
-                row["period"] = period_label(moment, period)
+                row["period"] = period_label(moment, query.period)
                 counts = counted[scope].get(moment, {})
             else:
                 counts = _summed(counted[scope].values())
-            if by_domain and scope is not None:
-                row |= {"domain_id": scope, "domain_name": names_by_id[scope]}
-            row.update(metric_values(counts, names))
+            row |= fields[scope]
+            row.update(metric_values(counts, query.names))
             rows.append(row)
     return rows

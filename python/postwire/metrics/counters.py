@@ -49,6 +49,7 @@ COUNTS: Final = (
     "unique_clicked",
     "unsubscribed",
     "suppressed",
+    "failed",
 )
 
 # Event type -> the counter it adds to.

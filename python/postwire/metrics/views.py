@@ -3,15 +3,31 @@ rates, and one row of counts per bucket, read from the counters kept with events
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Final, Literal
 
-from postwire.metrics.counters import COUNTS, DAY_MS, HOUR_MS, Granularity, Scope
+from postwire.metrics.counters import (
+    COUNTS,
+    DAY_MS,
+    HOUR_MS,
+    Granularity,
+    Scope,
+    event_counter_names,
+)
+from postwire.store.deliveries import EventRecord
 from postwire.store.metric_counters import read_counts
 from postwire.store.spool import Spool
 
-RATES: Final = ("delivery_rate", "bounce_rate", "complaint_rate", "open_rate", "click_rate")
+RATES: Final = (
+    "delivery_rate",
+    "bounce_rate",
+    "complaint_rate",
+    "open_rate",
+    "click_rate",
+    "unsubscribe_rate",
+)
 # The range presets of the page: (name, label, length, default granularity).
 PRESETS: Final[dict[str, tuple[str, timedelta, Granularity]]] = {
     "24h": ("Last 24 hours", timedelta(hours=24), "hour"),
@@ -92,8 +108,8 @@ def dates_range(first: date, last: date, granularity: Granularity) -> MetricsRan
 def rates(totals: dict[str, int]) -> dict[str, float]:
     """Percentages rounded to two decimals; a zero denominator gives 0. Delivery and bounce
     rates are shares of the recipients whose delivery ended (delivered or bounced), so an
-    email to several people counts each; complaints, opens and clicks are shares of the
-    delivered ones (opens and clicks counted once per email)."""
+    email to several people counts each; complaints, opens, clicks and unsubscribes are shares
+    of the delivered ones (opens and clicks counted once per email)."""
     delivered, bounced = totals.get("delivered", 0), totals.get("bounced", 0)
     ended = delivered + bounced
     return {
@@ -102,6 +118,7 @@ def rates(totals: dict[str, int]) -> dict[str, float]:
         "complaint_rate": _percent(totals.get("complained", 0), delivered),
         "open_rate": _percent(totals.get("unique_opened", 0), delivered),
         "click_rate": _percent(totals.get("unique_clicked", 0), delivered),
+        "unsubscribe_rate": _percent(totals.get("unsubscribed", 0), delivered),
     }
 
 
@@ -156,6 +173,30 @@ def period_counts(
         total = grouped.setdefault(period_start(local, period), {})
         for name, value in row.items():
             total[name] = total.get(name, 0) + value
+    return grouped
+
+
+def event_period_counts(
+    events: Iterable[EventRecord], start: datetime, stop: datetime, zone: tzinfo, period: Period
+) -> dict[datetime, dict[str, int]]:
+    """Like `period_counts`, from one email's own events (oldest first) rather than the
+    counters: the hours that begin in [start, stop), the first open and click of the email
+    its unique ones. Counters kept without an event (suppressed, unsubscribed, failed) are
+    not among them."""
+    first_hour, end_hour = -(-_ms(start) // HOUR_MS), -(-_ms(stop) // HOUR_MS)
+    grouped: dict[datetime, dict[str, int]] = {}
+    engaged: set[str] = set()
+    for event in events:
+        names = list(event_counter_names(event.type, event.data))
+        if names and names[0] in ("opened", "clicked") and names[0] not in engaged:
+            engaged.add(names[0])
+            names.append(f"unique_{names[0]}")
+        if not names or not first_hour <= event.created_at_ms // HOUR_MS < end_hour:
+            continue
+        hour_start = _moment(event.created_at_ms // HOUR_MS * HOUR_MS).astimezone(zone)
+        total = grouped.setdefault(period_start(hour_start, period), {})
+        for name in names:
+            total[name] = total.get(name, 0) + 1
     return grouped
 
 

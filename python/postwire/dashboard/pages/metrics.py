@@ -1,8 +1,9 @@
-"""The Metrics page: sent, delivered, bounced, complained, opened and clicked over a range of
-UTC hours or days, for the team or one of its sending domains; totals and rates, charts drawn
-on the server as SVG, and a table. Read from the counters kept as events happen, never by
-scanning emails. A GET form (range, granularity, domain), so it works without JavaScript and
-its address can be bookmarked or shared."""
+"""The Metrics page: sent, delivered, bounced, complained, opened, clicked, unsubscribed and
+suppressed over a range of UTC hours or days, for the team or one of its sending domains,
+broadcasts or tags; totals and rates, charts drawn on the server as SVG, and a table. Read
+from the counters kept as events happen, never by scanning emails. A GET form (range,
+granularity, domain, broadcast, tag), so it works without JavaScript and its address can be
+bookmarked or shared."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from werkzeug.exceptions import NotFound
 from postwire.dashboard.charts import Series, bar_chart, line_chart
 from postwire.dashboard.context import DashboardContext
 from postwire.domains.store import list_domains, load_domain
-from postwire.metrics.counters import Granularity, domain_scope
+from postwire.metrics.counters import OTHER_TAG, TEAM, Granularity, Scope
 from postwire.metrics.views import (
     PRESETS,
     MetricsRange,
@@ -28,8 +29,12 @@ from postwire.metrics.views import (
     preset_range,
     rates,
 )
+from postwire.store.broadcasts import BROADCASTS, broadcasts_prefix, get_broadcast
+from postwire.store.metric_counters import list_counted_tags
 
 DEFAULT_PRESET: Final = "7d"
+# Broadcasts and tags the filters list at most (the latest broadcasts; tags in name order).
+MAX_LISTED: Final = 200
 # The colours of the charts (SVG presentation attributes; metrics.css uses the same).
 COLOURS: Final = {
     "sent": "#1f5fbf",
@@ -56,6 +61,19 @@ class MetricsQuery:
     domain_id: str | None
     span: MetricsRange
     error: str | None = None  # what was wrong with the request, in plain words
+    broadcast_id: str | None = None
+    tag: str | None = None  # a counted tag's label, `name:value`, or OTHER_TAG
+
+    @property
+    def scope(self) -> Scope:
+        """The counts shown: of one domain, broadcast or tag (the first chosen), or all."""
+        if self.domain_id is not None:
+            return Scope("domain", self.domain_id)
+        if self.broadcast_id is not None:
+            return Scope("broadcast", self.broadcast_id)
+        if self.tag is not None:
+            return Scope("tag", self.tag)
+        return TEAM
 
 
 def read_query(args: MultiDict[str, str], now: datetime) -> MetricsQuery:
@@ -65,14 +83,21 @@ def read_query(args: MultiDict[str, str], now: datetime) -> MetricsQuery:
     asked = args.get("granularity", "")
     granularity: Granularity | None = asked if asked in ("hour", "day") else None  # type: ignore[assignment]
     domain_id = args.get("domain") or None
+    broadcast_id = args.get("broadcast") or None
+    tag = args.get("tag") or None
     today = now.date()
     error = None
+    if sum(chosen is not None for chosen in (domain_id, broadcast_id, tag)) > 1:
+        # Counts are kept per domain, per broadcast and per tag, not per combination.
+        error = "Choose one of a domain, a broadcast or a tag: the first chosen is shown."
+        broadcast_id = None if domain_id is not None else broadcast_id
+        tag = None if domain_id is not None or broadcast_id is not None else tag
     try:
         first_day = date.fromisoformat(args.get("from", "") or today.isoformat())
         last_day = date.fromisoformat(args.get("to", "") or today.isoformat())
     except ValueError:
         first_day = last_day = today
-        error = "Dates are written as YYYY-MM-DD."
+        error = error or "Dates are written as YYYY-MM-DD."
     span: MetricsRange | None = None
     if preset == "custom" and error is None:
         if last_day < first_day:
@@ -90,7 +115,9 @@ def read_query(args: MultiDict[str, str], now: datetime) -> MetricsQuery:
         span = preset_range(preset, now, granularity)
     if preset != "custom":
         first_day, last_day = span.start.date(), span.bucket_start(span.end - 1).date()
-    return MetricsQuery(preset, span.granularity, first_day, last_day, domain_id, span, error)
+    return MetricsQuery(
+        preset, span.granularity, first_day, last_day, domain_id, span, error, broadcast_id, tag
+    )
 
 
 def bucket_label(moment: datetime, granularity: Granularity) -> str:
@@ -145,13 +172,20 @@ def routes(ctx: DashboardContext) -> Blueprint:
     async def metrics_page() -> str:
         team_id = g.viewer.team.id
         query = read_query(request.args, ctx.now())
-        domain = None
+        domain = broadcast = None
         if query.domain_id is not None:
             domain = load_domain(ctx.spool, team_id, query.domain_id)
             if domain is None:  # another team's, or gone: nothing to show here
                 raise NotFound
-        report = metrics_report(ctx.spool, team_id, domain_scope(query.domain_id), query.span)
+        if query.broadcast_id is not None:
+            broadcast = get_broadcast(ctx.spool, team_id, query.broadcast_id)
+            if broadcast is None:
+                raise NotFound
+        report = metrics_report(ctx.spool, team_id, query.scope, query.span)
         domains, _ = list_domains(ctx.spool, team_id)
+        broadcasts = BROADCASTS.scan(
+            ctx.spool, prefix=broadcasts_prefix(team_id), reverse=True, limit=MAX_LISTED
+        )
         labels = {
             moment: moment.strftime("%Y-%m-%d %H:00" if query.granularity == "hour" else "%Y-%m-%d")
             for moment, _ in report.series
@@ -167,7 +201,10 @@ def routes(ctx: DashboardContext) -> Blueprint:
             presets=PRESETS,
             report=report,
             domain=domain,
+            broadcast=broadcast,
             domains=sorted(domains, key=lambda d: d.name),
+            broadcasts=[record for _, record in broadcasts],
+            tags=[*list_counted_tags(ctx.spool, team_id, MAX_LISTED), OTHER_TAG],
             charts=charts(report),
             rows=active,
         )

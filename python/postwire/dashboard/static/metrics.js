@@ -1,6 +1,7 @@
 // The Metrics page without a reload where it helps: the custom dates show only for a custom
-// range, changing a filter applies it, and a chart's bar or point shows its value at once
-// (the SVG's own <title> tooltips are what shows without JavaScript).
+// range, changing a filter applies it (one of domain, broadcast and tag at a time), and a
+// chart's bar or point shows its value at once (the SVG's own <title> tooltips are what shows
+// without JavaScript).
 (function () {
   "use strict";
   document.addEventListener("DOMContentLoaded", function () {
@@ -13,8 +14,16 @@
       dates.forEach(function (row) { row.classList.toggle("off", range.value !== "custom"); });
     }
     showDates();
+    // Counts are kept per domain, per broadcast and per tag, not per combination: choosing
+    // one of them clears the other two.
+    var scopes = ["#metrics-domain", "#metrics-broadcast", "#metrics-tag"].map(function (id) {
+      return form.querySelector(id);
+    }).filter(Boolean);
     form.querySelectorAll("select").forEach(function (select) {
       select.addEventListener("change", function () {
+        if (scopes.indexOf(select) >= 0 && select.value) {
+          scopes.forEach(function (other) { if (other !== select) other.value = ""; });
+        }
         showDates();
         if (select !== range || range.value !== "custom") form.submit();
       });
