@@ -64,8 +64,9 @@ SYMBOL_EXPLANATIONS: dict[str, SymbolExplanation] = {
         "Remove the X-Priority header; bulk mail should not claim to be urgent.",
     ),
     "FORGED_SENDER": _E(
-        "The From address differs from the envelope sender.",
-        "Send from an address on the domain whose return path Postwire signs.",
+        "The From address differs from the envelope sender (the return path).",
+        "Usual when bounces go to a return-path subdomain, and it weighs little; keep that "
+        "subdomain under the From domain so that SPF aligns.",
     ),
     "FORGED_RECIPIENTS": _E(
         "The To and Cc headers do not match the envelope recipients.",
