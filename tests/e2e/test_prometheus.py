@@ -11,8 +11,10 @@ import smtplib
 import ssl
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from email.message import EmailMessage
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -51,6 +53,26 @@ def hooks() -> Iterator[WebhookReceiver]:
     receiver.start()
     yield receiver
     receiver.stop()
+
+
+@contextmanager
+def relaying(
+    tmp_path: Path,
+    dns_server: AuthoritativeDnsServer,
+    receiver: ScriptedSmtpReceiver,
+    **config: Any,
+) -> Iterator[LiveServer]:
+    """A live server (`serving`, with `config`) with an SMTP listener and a verified domain,
+    delivering example.org's mail to `receiver`."""
+    with serving(
+        tmp_path,
+        dns_server,
+        routes={"example.org": f"{receiver.host}:{receiver.port}"},
+        tls_listen=(free_address(),),
+        **config,
+    ) as live:
+        verified_domain(dns_server)
+        yield live
 
 
 def metrics_url(live: LiveServer) -> str:
@@ -134,14 +156,7 @@ def test_every_documented_series_with_the_numbers_of_what_happened(
     receiver: ScriptedSmtpReceiver,
     hooks: WebhookReceiver,
 ) -> None:
-    with serving(
-        tmp_path,
-        dns_server,
-        routes={"example.org": f"{receiver.host}:{receiver.port}"},
-        tls_listen=(free_address(),),
-        allow_private_webhooks=True,
-    ) as live:
-        verified_domain(dns_server)
+    with relaying(tmp_path, dns_server, receiver, allow_private_webhooks=True) as live:
         resend.Webhooks.create({"endpoint": hooks.url, "events": ["email.delivered"]})
         # REST: three single sends (one refused for good, one deferred) and a batch of two.
         for n, to in enumerate(["ann@example.org", REFUSED, DEFERRED]):
@@ -220,14 +235,7 @@ def test_every_documented_series_with_the_numbers_of_what_happened(
 def test_with_two_processes_both_are_counted(
     tmp_path: Path, dns_server: AuthoritativeDnsServer, receiver: ScriptedSmtpReceiver
 ) -> None:
-    with serving(
-        tmp_path,
-        dns_server,
-        routes={"example.org": f"{receiver.host}:{receiver.port}"},
-        tls_listen=(free_address(),),
-        processes=2,
-    ) as live:
-        verified_domain(dns_server)
+    with relaying(tmp_path, dns_server, receiver, processes=2) as live:
         address = listener(live, "tls_listen")
         wait_for_smtp(address)
         token = live.create_key("relay", permission="sending_access")
