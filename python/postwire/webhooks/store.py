@@ -26,6 +26,8 @@ EVENT_KINDS: Final = (
     "contact.created",
     "contact.updated",
     "contact.deleted",
+    # A sending domain's complaint or bounce rate crossed a threshold (`metrics.domain_health`).
+    "domain.health_warning",
 )
 
 
