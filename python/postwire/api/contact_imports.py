@@ -12,11 +12,8 @@ it stored. `audiences.imports` runs the job.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-import trio
 from quart import Blueprint, request
 from quart_trio.wrappers.request import TrioRequest
 from werkzeug.exceptions import RequestEntityTooLarge
@@ -34,35 +31,22 @@ from postwire.api.auth import current_caller
 from postwire.api.context import ApiContext
 from postwire.api.models import ListBody
 from postwire.api.pagination import list_response, parse_page_request
-from postwire.audiences.contact_rules import segment_ids, topic_choices
-from postwire.audiences.csv_rows import (
-    MAX_RECORD_BYTES,
-    column_indexes,
-    parse_column_map,
-    read_header,
-    resolve_columns,
+from postwire.audiences.csv_rows import parse_column_map
+from postwire.audiences.import_uploads import (
+    MAX_FILE_BYTES,
+    TOO_LARGE,
+    ImportUpload,
+    import_job,
 )
 from postwire.errors import ApiError, validation_error
 from postwire.store import contact_imports as store
-from postwire.store.accounts import contract_timestamp
-from postwire.store.contact_properties import team_properties
-from postwire.store.segments import get_segment
-from postwire.store.spool import Spool
-from postwire.store.topics import get_topic
 
 UPLOAD_PATH = "/contacts/imports"
-MAX_FILE_BYTES = 50 * 1024 * 1024
 # The other fields are small JSON; a form has a handful of parts.
 MAX_FIELD_BYTES = 64 * 1024
 MAX_PARTS = 16
 # The whole request: the file, its fields and the multipart framing.
 MAX_REQUEST_BYTES = MAX_FILE_BYTES + 1024 * 1024
-ON_CONFLICT = ("upsert", "skip")
-DEFAULT_ON_CONFLICT = "skip"  # the SDKs' documented default
-
-TOO_LARGE = ApiError(
-    413, "validation_error", f"The CSV file must be at most 50 MB ({MAX_FILE_BYTES} bytes)."
-)
 
 
 class UploadCappedRequest(TrioRequest):
@@ -86,51 +70,7 @@ class UploadCappedRequest(TrioRequest):
         )
 
 
-@dataclass(slots=True)
-class _Upload:
-    """The file of one import as it streams into the spool."""
-
-    spool: Spool
-    team_id: str
-    import_id: str
-    now_ms: Callable[[], int]
-    size: int = 0
-    chunks: int = 0  # committed
-    pending: bytearray = field(default_factory=bytearray)
-    head: bytearray = field(default_factory=bytearray)  # the first bytes: the header
-
-    async def write(self, data: bytes) -> None:
-        self.size += len(data)
-        if self.size > MAX_FILE_BYTES:
-            raise TOO_LARGE
-        if len(self.head) < MAX_RECORD_BYTES:
-            self.head += data[: MAX_RECORD_BYTES - len(self.head)]
-        self.pending += data
-        while len(self.pending) >= store.FILE_CHUNK_BYTES:
-            batch = WriteBatch()
-            chunk = bytes(self.pending[: store.FILE_CHUNK_BYTES])
-            store.add_file_chunk(batch, self.team_id, self.import_id, self.chunks, chunk,
-                                 self.now_ms())  # fmt: skip
-            await self.spool.commit(batch)
-            self.chunks += 1
-            del self.pending[: store.FILE_CHUNK_BYTES]
-
-    def finish(self, batch: WriteBatch) -> None:
-        """Add the last chunk to `batch`, the one that queues the job."""
-        if self.pending:
-            store.add_file_chunk(batch, self.team_id, self.import_id, self.chunks,
-                                 bytes(self.pending), self.now_ms())  # fmt: skip
-
-    async def discard(self) -> None:
-        with trio.CancelScope(shield=True):
-            if store.get_import(self.spool, self.team_id, self.import_id) is not None:
-                return  # the queuing commit went through though its caller was cancelled
-            batch = WriteBatch()
-            store.discard_upload(batch, self.import_id, self.chunks + 1)
-            await self.spool.commit(batch)
-
-
-async def _receive_form(upload: _Upload) -> tuple[bool, dict[str, str]]:
+async def _receive_form(upload: ImportUpload) -> tuple[bool, dict[str, str]]:
     """Stream the multipart body: the `file` part into `upload`, the other fields into the
     returned map. Also whether a `file` part came."""
     mimetype, options = parse_options_header(request.headers.get("Content-Type"))
@@ -220,7 +160,7 @@ def routes(ctx: ApiContext) -> Blueprint:
     @blueprint.post(UPLOAD_PATH)
     async def create_import() -> tuple[ContactImportCreated, int]:
         team = current_caller().team_id
-        upload = _Upload(ctx.spool, team, _core.new_id(), ctx.now_ms)
+        upload = ImportUpload(ctx.spool, team, _core.new_id(), ctx.now_ms)
         try:
             got_file, fields = await _receive_form(upload)
             record = _new_import(ctx, upload, got_file, fields)
@@ -266,45 +206,23 @@ def routes(ctx: ApiContext) -> Blueprint:
 
 
 def _new_import(
-    ctx: ApiContext, upload: _Upload, got_file: bool, fields: dict[str, str]
+    ctx: ApiContext, upload: ImportUpload, got_file: bool, fields: dict[str, str]
 ) -> store.ImportRecord:
     """The queued job the form describes, every field checked against the team's segments,
     topics and contact properties and the file's header."""
     if not got_file:
         raise ApiError(422, "missing_required_field", "Missing `file` field.")
-    if upload.size == 0:
-        raise validation_error("The CSV file is empty.")
-    on_conflict = fields.get("on_conflict") or DEFAULT_ON_CONFLICT
-    if on_conflict not in ON_CONFLICT:
-        raise validation_error("The `on_conflict` field must be `upsert` or `skip`.")
+    header = upload.header()
     column_map = _json_field(fields, "column_map")
-    targets = {} if column_map is None else parse_column_map(column_map)
-    header = read_header(bytes(upload.head), at_eof=upload.size == len(upload.head))
-    if header is None:
-        raise validation_error("The CSV header (its first row) must end within its first MiB.")
-    if header.problem is not None:
-        raise validation_error(f"The CSV header cannot be read: {header.problem}.")
-    team = upload.team_id
-    kinds = {key: prop.type for key, prop in team_properties(ctx.spool, team).items()}
-    columns = resolve_columns(header.cells, targets, kinds)
-    segments = list(dict.fromkeys(segment_ids(_json_field(fields, "segments"))))
-    for segment_id in segments:
-        if get_segment(ctx.spool, team, segment_id) is None:
-            raise ApiError(404, "not_found", f"Segment {segment_id} not found")
-    topics = topic_choices(_json_field(fields, "topics"))
-    for topic_id in topics:
-        if get_topic(ctx.spool, team, topic_id) is None:
-            raise ApiError(404, "not_found", f"Topic {topic_id} not found")
-    return store.ImportRecord(
-        id=upload.import_id,
-        team_id=team,
-        status="queued",
-        created_at=contract_timestamp(ctx.now()),
-        on_conflict=on_conflict,
-        columns=column_indexes(header.cells, columns),
-        segment_ids=segments,
-        topics=topics,
-        file_size=upload.size,
-        offset=header.end,
-        row=2,
+    return import_job(
+        ctx.spool,
+        upload.team_id,
+        upload.import_id,
+        header,
+        upload.size,
+        targets={} if column_map is None else parse_column_map(column_map),
+        on_conflict=fields.get("on_conflict"),
+        segments=_json_field(fields, "segments"),
+        topics=_json_field(fields, "topics"),
+        now=ctx.now(),
     )

@@ -20,22 +20,16 @@ from postwire.api.context import ApiContext
 from postwire.api.models import ListBody, Reference
 from postwire.api.pagination import PageRequest, list_response, parse_page_request
 from postwire.api.request_body import json_object
-from postwire.api.resource_ids import is_resource_id
 from postwire.api.store_pages import store_page
-from postwire.audiences.contact_rules import (
-    contact_changes,
-    contact_email,
-    missing_field,
-    segment_ids,
-    topic_choices,
-)
+from postwire.audiences.contact_rules import contact_changes
 from postwire.audiences.contacts import (
     change_contact,
+    contact_to_add,
     create_contact,
     duplicate_contact,
-    new_contact,
     remove_contact,
 )
+from postwire.audiences.records import require_segment
 from postwire.errors import ApiError, validation_error
 from postwire.store.contact_properties import ContactPropertyRecord, team_properties, value_fits
 from postwire.store.contacts import (
@@ -45,10 +39,9 @@ from postwire.store.contacts import (
     find_contact,
     get_contact,
 )
-from postwire.store.segments import SEGMENT_MEMBERS, SegmentRecord, get_segment, members_prefix
+from postwire.store.segments import SEGMENT_MEMBERS, members_prefix
 from postwire.store.spool import Spool
 from postwire.store.team_records import team_prefix
-from postwire.store.topics import get_topic
 
 
 def contact_summary(contact: ContactRecord) -> ContactSummary:
@@ -82,19 +75,6 @@ def property_text(value: PropertyValue) -> str:
     return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
-def segment_not_found(noun: str = "Segment") -> ApiError:
-    return ApiError(404, "not_found", f"{noun} not found")
-
-
-def require_segment(
-    spool: Spool, team_id: str, segment_id: str, noun: str = "Segment"
-) -> SegmentRecord:
-    segment = get_segment(spool, team_id, segment_id) if is_resource_id(segment_id) else None
-    if segment is None:
-        raise segment_not_found(noun)
-    return segment
-
-
 def segment_contacts(spool: Spool, team_id: str, segment_id: str, page: PageRequest) -> ListBody:
     """A page of the segment's members, newest contact first, read from its member rows."""
     rows, has_more = store_page(SEGMENT_MEMBERS, spool, members_prefix(team_id, segment_id), page)
@@ -114,28 +94,17 @@ def routes(ctx: ApiContext) -> Blueprint:
         return require_segment(spool, team(), audience_id, "Audience").id
 
     async def create(body: dict[str, Any], audience_id: str | None) -> Reference:
-        if body.get("email") is None:
-            raise missing_field("email")
         team_id, now = team(), ctx.now()
-        email = contact_email(body["email"])
-        wanted = segment_ids(body.get("segments"))
         legacy = audience_id or body.get("audience_id")
-        if legacy is not None:
-            if not isinstance(legacy, str):
-                raise validation_error("The `audience_id` field must be a segment id.")
-            wanted.insert(0, legacy)
-        for segment_id in wanted:
-            require_segment(spool, team_id, segment_id)
-        topics = topic_choices(body.get("topics"))
-        for topic_id in topics:
-            if not is_resource_id(topic_id) or get_topic(spool, team_id, topic_id) is None:
-                raise ApiError(404, "not_found", "Topic not found")
-        existing = find_contact(spool, team_id, email)
+        if legacy is not None and not isinstance(legacy, str):
+            raise validation_error("The `audience_id` field must be a segment id.")
+        record = contact_to_add(spool, team_id, body, now, first_segment=legacy)
+        existing = find_contact(spool, team_id, record.email)
         if existing is not None and audience_id is not None:
             # Contacts once lived in one audience each: adding an address the team has to
             # another audience now adds that contact to it.
             if audience_id in existing.segment_ids:
-                raise duplicate_contact(email)
+                raise duplicate_contact(record.email)
             joined = await change_contact(
                 spool,
                 team_id,
@@ -144,10 +113,6 @@ def routes(ctx: ApiContext) -> Blueprint:
                 now,
             )
             return {"object": "contact", "id": joined.id}
-        record = contact_changes(
-            new_contact(team_id, email, now), body, team_properties(spool, team_id)
-        )
-        record = replace(record, segment_ids=wanted, topics=topics)
         written = await create_contact(spool, record, now)
         return {"object": "contact", "id": written.id}
 

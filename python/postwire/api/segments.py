@@ -15,8 +15,6 @@ from urllib.parse import unquote
 
 from quart import Blueprint, current_app, request
 
-from postwire import _core
-from postwire._core import WriteBatch
 from postwire.api.audience_models import (
     ContactSegmentAdded,
     ContactSegmentRemoved,
@@ -25,30 +23,22 @@ from postwire.api.audience_models import (
     SegmentSummary,
 )
 from postwire.api.auth import current_caller
-from postwire.api.contacts import require_segment, segment_contacts
+from postwire.api.contacts import segment_contacts
 from postwire.api.context import ApiContext
 from postwire.api.models import DeletedReference, ListBody, Reference
 from postwire.api.pagination import list_response, page_of, parse_page_request
 from postwire.api.request_body import json_object
 from postwire.api.store_pages import store_page
-from postwire.audiences.contact_rules import MAX_SEGMENT_NAME, required_text
+from postwire.audiences import segments as segment_writes
 from postwire.audiences.contacts import (
     change_contact,
     contact_not_found,
-    delete_segment,
     empty_deleted_segment,
     empty_deleted_segments,
 )
-from postwire.errors import validation_error
-from postwire.store.accounts import contract_timestamp
+from postwire.audiences.records import require_segment
 from postwire.store.contacts import find_contact
-from postwire.store.segments import (
-    SEGMENTS,
-    SegmentRecord,
-    get_segment,
-    put_segment,
-    segment_lock_key,
-)
+from postwire.store.segments import SEGMENTS, SegmentRecord, get_segment
 from postwire.store.team_records import team_prefix
 
 SegmentKind = Literal["segment", "audience"]
@@ -69,16 +59,7 @@ def routes(ctx: ApiContext) -> Blueprint:
         return "Audience" if kind == "audience" else "Segment"
 
     async def create(kind: SegmentKind) -> tuple[CreatedSegment, int]:
-        body = await json_object()
-        name = required_text(body, "name", MAX_SEGMENT_NAME)
-        if body.get("filter"):
-            raise validation_error(
-                "Segment filters are not supported: add contacts to the segment instead."
-            )
-        segment = SegmentRecord(_core.new_id(), team(), name, contract_timestamp(ctx.now()))
-        batch = WriteBatch()
-        put_segment(batch, segment)
-        await spool.commit(batch)
+        segment = await segment_writes.create_segment(spool, team(), await json_object(), ctx.now())
         return {"object": kind, "id": segment.id, "name": segment.name}, 201
 
     def list_all() -> ListBody:
@@ -96,10 +77,7 @@ def routes(ctx: ApiContext) -> Blueprint:
         }
 
     async def delete(kind: SegmentKind, segment_id: str) -> DeletedReference:
-        team_id = team()
-        async with spool.record_lock(segment_lock_key(team_id, segment_id)):
-            segment = require_segment(spool, team_id, segment_id, noun(kind))
-            await delete_segment(spool, segment)
+        segment = await segment_writes.remove_segment(spool, team(), segment_id, noun(kind))
         # Its members leave it after the answer: a segment may hold a million contacts.
         current_app.add_background_task(empty_deleted_segment, spool, segment, ctx.now())
         return {"object": kind, "id": segment.id, "deleted": True}
@@ -135,14 +113,9 @@ def routes(ctx: ApiContext) -> Blueprint:
 
     @blueprint.patch("/segments/<id:segment_id>")
     async def rename(segment_id: str) -> Reference:
-        body = await json_object()
-        name = required_text(body, "name", MAX_SEGMENT_NAME)
-        team_id = team()
-        async with spool.record_lock(segment_lock_key(team_id, segment_id)):
-            segment = require_segment(spool, team_id, segment_id)
-            batch = WriteBatch()
-            put_segment(batch, replace(segment, name=name))
-            await spool.commit(batch)
+        segment = await segment_writes.rename_segment(
+            spool, team(), segment_id, await json_object()
+        )
         return {"object": "segment", "id": segment.id}
 
     @blueprint.delete("/segments/<id:segment_id>")

@@ -14,8 +14,6 @@ from urllib.parse import unquote
 
 from quart import Blueprint, request
 
-from postwire import _core
-from postwire._core import WriteBatch
 from postwire.api.audience_models import (
     ContactTopicItem,
     ContactTopicsUpdated,
@@ -28,31 +26,20 @@ from postwire.api.context import ApiContext
 from postwire.api.models import DeletedReference, ListBody, Reference
 from postwire.api.pagination import list_response, parse_page_request
 from postwire.api.request_body import json_body, json_object, require_a_change
-from postwire.api.resource_ids import is_resource_id
 from postwire.api.store_pages import store_page
 from postwire.audiences.contact_rules import (
-    MAX_TOPIC_DESCRIPTION,
-    MAX_TOPIC_NAME,
-    choice,
     missing_field,
-    optional_text,
-    required_text,
     topic_choices,
-    topic_visibility,
 )
 from postwire.audiences.contacts import change_contact, contact_not_found
-from postwire.errors import ApiError, validation_error
-from postwire.store.accounts import contract_timestamp
+from postwire.audiences.records import require_topic
+from postwire.audiences.topics import create_topic, remove_topic, update_topic
+from postwire.errors import validation_error
 from postwire.store.contacts import ContactRecord, find_contact
-from postwire.store.spool import Spool
 from postwire.store.team_records import team_prefix
 from postwire.store.topics import (
-    SUBSCRIPTIONS,
     TOPICS,
     TopicRecord,
-    delete_topic,
-    get_topic,
-    put_topic,
     subscription,
 )
 
@@ -74,17 +61,6 @@ def topic_summary(topic: TopicRecord) -> TopicSummary:
     )
 
 
-def require_topic(spool: Spool, team_id: str, topic_id: str) -> TopicRecord:
-    topic = get_topic(spool, team_id, topic_id) if is_resource_id(topic_id) else None
-    if topic is None:
-        raise ApiError(404, "not_found", "Topic not found")
-    return topic
-
-
-def topic_lock_key(team_id: str, topic_id: str) -> str:
-    return f"topics/{team_id}/{topic_id}"
-
-
 def routes(ctx: ApiContext) -> Blueprint:
     blueprint = Blueprint("topics", __name__)
     spool = ctx.spool
@@ -94,23 +70,7 @@ def routes(ctx: ApiContext) -> Blueprint:
 
     @blueprint.post("/topics")
     async def create() -> tuple[Reference, int]:
-        body = await json_object()
-        name = required_text(body, "name", MAX_TOPIC_NAME)
-        default = choice(body, "default_subscription", SUBSCRIPTIONS)
-        if default is None:
-            raise missing_field("default_subscription")
-        topic = TopicRecord(
-            id=_core.new_id(),
-            team_id=team(),
-            name=name,
-            description=optional_text(body, "description", MAX_TOPIC_DESCRIPTION),
-            default_subscription=default,
-            visibility=topic_visibility(body) or "private",
-            created_at=contract_timestamp(ctx.now()),
-        )
-        batch = WriteBatch()
-        put_topic(batch, topic)
-        await spool.commit(batch)
+        topic = await create_topic(spool, team(), await json_object(), ctx.now())
         return {"object": "topic", "id": topic.id}, 201
 
     @blueprint.get("/topics")
@@ -130,28 +90,12 @@ def routes(ctx: ApiContext) -> Blueprint:
         if body.get("default_subscription") is not None:
             raise validation_error("A topic's `default_subscription` cannot be changed.")
         require_a_change(body, UpdateTopicBody)
-        team_id = team()
-        async with spool.record_lock(topic_lock_key(team_id, topic_id)):
-            topic = require_topic(spool, team_id, topic_id)
-            if body.get("name") is not None:
-                topic = replace(topic, name=required_text(body, "name", MAX_TOPIC_NAME))
-            if "description" in body:
-                description = optional_text(body, "description", MAX_TOPIC_DESCRIPTION)
-                topic = replace(topic, description=description)
-            topic = replace(topic, visibility=topic_visibility(body) or topic.visibility)
-            batch = WriteBatch()
-            put_topic(batch, topic)
-            await spool.commit(batch)
+        topic = await update_topic(spool, team(), topic_id, body)
         return {"object": "topic", "id": topic.id}
 
     @blueprint.delete("/topics/<id:topic_id>")
     async def delete(topic_id: str) -> DeletedReference:
-        team_id = team()
-        async with spool.record_lock(topic_lock_key(team_id, topic_id)):
-            topic = require_topic(spool, team_id, topic_id)
-            batch = WriteBatch()
-            delete_topic(batch, topic)
-            await spool.commit(batch)
+        topic = await remove_topic(spool, team(), topic_id)
         return {"object": "topic", "id": topic.id, "deleted": True}
 
     contact_topics = "/contacts/<id_or_address:contact_id_or_email>/topics"

@@ -4,16 +4,26 @@ and the end of a deleted segment's memberships."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 from postwire import _core
 from postwire._core import WriteBatch
+from postwire.audiences.contact_rules import (
+    contact_changes,
+    contact_email,
+    missing_field,
+    segment_ids,
+    topic_choices,
+)
+from postwire.audiences.records import require_segment, require_topic
 from postwire.errors import ApiError, KeyExistsError, validation_error
 from postwire.store import segments
 from postwire.store.accounts import contract_timestamp
+from postwire.store.contact_properties import team_properties
 from postwire.store.contacts import (
     ContactRecord,
     contact_key,
@@ -44,6 +54,41 @@ def _ms(now: datetime) -> int:
 def new_contact(team_id: str, email: str, now: datetime) -> ContactRecord:
     stamp = contract_timestamp(now)
     return ContactRecord(_core.new_id(), team_id, email, None, None, False, stamp, stamp)
+
+
+def contact_to_add(
+    spool: Spool,
+    team_id: str,
+    body: Mapping[str, Any],
+    now: datetime,
+    *,
+    first_segment: str | None = None,
+) -> ContactRecord:
+    """The new contact a create body describes (`email`, names, `unsubscribed`, `properties`,
+    `segments`, `topics`), each segment and topic one of the team's; with `first_segment` (an
+    audience-scoped create), in that segment first. Nothing is written."""
+    if body.get("email") is None:
+        raise missing_field("email")
+    email = contact_email(body["email"])
+    wanted = segment_ids(body.get("segments"))
+    if first_segment is not None:
+        wanted.insert(0, first_segment)
+    for segment_id in wanted:
+        require_segment(spool, team_id, segment_id)
+    topics = topic_choices(body.get("topics"))
+    for topic_id in topics:
+        require_topic(spool, team_id, topic_id)
+    record = contact_changes(
+        new_contact(team_id, email, now), body, team_properties(spool, team_id)
+    )
+    return replace(record, segment_ids=wanted, topics=topics)
+
+
+async def add_contact(
+    spool: Spool, team_id: str, body: Mapping[str, Any], now: datetime
+) -> ContactRecord:
+    """Create the contact a create body describes (`contact_to_add`)."""
+    return await create_contact(spool, contact_to_add(spool, team_id, body, now), now)
 
 
 async def create_contact(spool: Spool, contact: ContactRecord, now: datetime) -> ContactRecord:

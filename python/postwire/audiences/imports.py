@@ -97,7 +97,7 @@ async def serve_contact_imports(
 async def _sweep_uploads(spool: Spool, before_ms: int) -> None:
     for import_id, upload in store.stale_uploads(spool, before_ms):
         batch = WriteBatch()
-        store.discard_upload(batch, import_id, upload.chunks)
+        store.discard_upload(batch, import_id, upload.chunks, team_id=upload.team_id)
         await spool.commit(batch)
         log.info("removed the upload of contact import %s, cut short", import_id)
 

@@ -7,6 +7,8 @@ Table `contact_imports` holds several key spaces:
 - `upload/{import_id}`: a file being received; removed in the commit that queues the job, so
   one left behind belongs to an upload that was cut short (the service sweeps them).
 - `bad/{import_id}/{row:010d}`: why a row was refused, the first `MAX_BAD_ROWS` of them.
+- `draft/{team}/{import_id}`: a file uploaded through the dashboard whose columns are not
+  mapped yet (`ImportDraft`); its upload entry stays until the draft is started or dropped.
 
 Table `contact_import_files` holds the file itself under `{import_id}/{chunk:06d}`, never in a
 loose file: it commits with the spool and goes with it.
@@ -68,6 +70,21 @@ class UploadEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class ImportDraft:
+    """An uploaded file waiting for its column map: what the mapping step shows."""
+
+    id: str
+    team_id: str
+    created_at: str  # contract_timestamp
+    created_at_ms: int
+    file_name: str
+    file_size: int
+    header: list[str]  # the header's cells, trimmed
+    header_end: int  # the file offset of row 2
+    sample: list[list[str]]  # the first rows' cells
+
+
+@dataclass(frozen=True, slots=True)
 class BadRow:
     row: int
     reason: str
@@ -78,6 +95,9 @@ IMPORTS: Table[ImportRecord] = Table("contact_imports", ImportRecord)
 QUEUE: Table[QueueEntry] = Table("contact_imports", QueueEntry)
 UPLOADS: Table[UploadEntry] = Table("contact_imports", UploadEntry)
 BAD_ROWS: Table[BadRow] = Table("contact_imports", BadRow)
+DRAFTS: Table[ImportDraft] = Table("contact_imports", ImportDraft)
+# A draft left this long unmapped is dropped by the next start's sweep, with its file.
+DRAFT_TTL_MS = 24 * 3600 * 1000
 FILE_TABLE = "contact_import_files"
 
 
@@ -109,21 +129,55 @@ def queue_import(batch: WriteBatch, record: ImportRecord) -> None:
     UPLOADS.delete(batch, f"upload/{record.id}")
 
 
-def discard_upload(batch: WriteBatch, import_id: str, chunks: int) -> None:
+def discard_upload(
+    batch: WriteBatch, import_id: str, chunks: int, *, team_id: str | None = None
+) -> None:
     """Remove an upload that was refused or cut short, with the `chunks` it stored (deleting
-    one more than it knows of is harmless, and covers a commit cut short by cancellation)."""
+    one more than it knows of is harmless, and covers a commit cut short by cancellation),
+    and its draft when `team_id` is given."""
     for chunk in range(chunks):
         batch.delete(FILE_TABLE, _chunk_key(import_id, chunk))
     UPLOADS.delete(batch, f"upload/{import_id}")
+    if team_id is not None:
+        DRAFTS.delete(batch, draft_key(team_id, import_id))
 
 
 def stale_uploads(spool: Spool, older_than_ms: int) -> list[tuple[str, UploadEntry]]:
-    """Uploads last written before `older_than_ms`: their request is long gone."""
-    return [
-        (key.removeprefix("upload/"), entry)
-        for key, entry in UPLOADS.scan(spool, prefix="upload/", limit=10_000)
-        if entry.written_at_ms < older_than_ms
-    ]
+    """Uploads last written before `older_than_ms`: their request is long gone. The file of a
+    draft is kept for `DRAFT_TTL_MS` after it was uploaded."""
+    stale = []
+    for key, entry in UPLOADS.scan(spool, prefix="upload/", limit=10_000):
+        import_id = key.removeprefix("upload/")
+        draft = get_draft(spool, entry.team_id, import_id)
+        kept_until = entry.written_at_ms if draft is None else draft.created_at_ms + DRAFT_TTL_MS
+        if kept_until < older_than_ms:
+            stale.append((import_id, entry))
+    return stale
+
+
+def draft_key(team_id: str, import_id: str) -> str:
+    return f"draft/{team_id}/{import_id}"
+
+
+def get_draft(spool: Spool, team_id: str, import_id: str) -> ImportDraft | None:
+    return DRAFTS.get(spool, draft_key(team_id, import_id))
+
+
+def put_draft(batch: WriteBatch, draft: ImportDraft) -> None:
+    """Keep the uploaded file as a draft (in the batch of its last chunk)."""
+    DRAFTS.put(batch, draft_key(draft.team_id, draft.id), draft)
+
+
+def start_draft(batch: WriteBatch, draft: ImportDraft, record: ImportRecord) -> None:
+    """The draft's columns are mapped: its job is queued, the draft forgotten."""
+    queue_import(batch, record)
+    DRAFTS.delete(batch, draft_key(draft.team_id, draft.id))
+
+
+def team_drafts(spool: Spool, team_id: str, limit: int) -> list[ImportDraft]:
+    """The team's drafts, newest first."""
+    rows = DRAFTS.scan(spool, prefix=f"draft/{team_id}/", reverse=True, limit=limit)
+    return [draft for _, draft in rows]
 
 
 def get_import(spool: Spool, team_id: str, import_id: str) -> ImportRecord | None:
