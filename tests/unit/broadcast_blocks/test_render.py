@@ -1,0 +1,133 @@
+"""Rendering documents: golden HTML and text per block type and for a full document, the same
+bytes every time, email-client safety of every block, and personalization by the engine."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from postwire.broadcasts.blocks.brand import BrandKit
+from postwire.broadcasts.blocks.document import BLOCK_TYPES, parse_document
+from postwire.broadcasts.blocks.mjml import document_to_mjml
+from postwire.broadcasts.blocks.render import RenderedEmail, render_document
+from postwire.broadcasts.messages import compile_broadcast
+from postwire.store.broadcasts import BroadcastRecord
+from postwire.templates.placeholders import contact_values
+from tests.unit.broadcast_blocks.email_safety import email_safety_faults
+from tests.unit.broadcast_blocks.sample_documents import (
+    BRAND,
+    document_of,
+    full_document,
+    single_block,
+)
+
+GOLDEN = Path(__file__).parent / "golden"
+CASES = {f"block-{kind}": single_block(kind) for kind in BLOCK_TYPES} | {"full": full_document()}
+
+
+def rendered(raw: dict[str, object], brand: BrandKit = BRAND) -> RenderedEmail:
+    return render_document(parse_document(raw), brand)
+
+
+def matches_golden(name: str, email: RenderedEmail) -> None:
+    for suffix, content in ((".html", email.html), (".txt", email.text)):
+        path = GOLDEN / f"{name}{suffix}"
+        if os.environ.get("POSTWIRE_UPDATE_GOLDEN"):
+            path.write_text(content)
+        assert content == path.read_text(), f"{path.name} changed"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_golden_html_and_text(name: str) -> None:
+    matches_golden(name, rendered(CASES[name]))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_block_is_safe_for_mail_clients(name: str) -> None:
+    html = rendered(CASES[name]).html
+    assert email_safety_faults(html) == []
+    assert (
+        html.count("<img")
+        == CASES[name].__repr__().count("https://mail.example.com/images/0f1e") + 1
+    )
+    assert "{{{RESEND_UNSUBSCRIBE_URL}}}" in html
+
+
+def test_the_same_document_gives_the_same_bytes() -> None:
+    first = rendered(full_document())
+    for _ in range(3):
+        assert rendered(full_document()) == first
+    assert document_to_mjml(parse_document(full_document()), BRAND) == document_to_mjml(
+        parse_document(full_document()), BRAND
+    )
+
+
+def test_a_600_px_body_that_reflows_with_declared_colours() -> None:
+    html = rendered(full_document()).html
+    assert "max-width:600px" in html.replace(" ", "")
+    assert "@media only screen and (min-width:480px)" in html  # columns stack below it
+    assert '<meta name="color-scheme" content="light"' in html
+    assert "color-scheme: light" in html
+
+
+def test_values_are_escaped_and_unsafe_links_dropped() -> None:
+    raw = document_of(
+        {
+            "id": "p",
+            "type": "paragraph",
+            "content": [
+                {"text": '<script>alert("x")</script> & "quotes"'},
+                {"text": "click", "link": "javascript:alert(1)"},
+                {"text": "ok", "link": 'https://a.example/?q="><script>'},
+            ],
+        },
+        {"id": "b", "type": "button", "label": "<b>Go</b>", "url": "javascript:alert(1)"},
+        {
+            "id": "i",
+            "type": "image",
+            "src": "https://a.example/x.png",
+            "alt": '"><script>',
+            "link": "data:x",
+        },
+    )
+    html = rendered(raw).html
+    assert "<script" not in html
+    assert '&lt;script&gt;alert("x")&lt;/script&gt; &amp; "quotes"' in html
+    assert "javascript:" not in html and "data:x" not in html
+    assert "&lt;b&gt;Go&lt;/b&gt;" in html
+    assert email_safety_faults(html) == []
+
+
+def test_an_image_without_a_picture_is_left_out() -> None:
+    html = rendered(document_of({"id": "i", "type": "image", "alt": "x"}), BrandKit.default()).html
+    assert "<img" not in html
+
+
+def test_the_engine_personalizes_a_rendered_document() -> None:
+    email = rendered(full_document())
+    record = BroadcastRecord(
+        id="b1",
+        team_id="t1",
+        segment_id="s1",
+        sender="Acme <news@acme.example>",
+        subject="News for {{{contact.first_name|you}}}",
+        created_at="2026-11-25T08:00:00Z",
+        html=email.html,
+        text=email.text,
+    )
+    content = compile_broadcast(record)
+    unsubscribe = "https://mail.acme.example/u/TOKEN?a=1&b=2"
+    values = contact_values("ann@example.org", "Ann & Co", None, {}, {}, unsubscribe)
+    request = content.request_for("ann@example.org", values, [])
+    assert request.html is not None and request.text is not None
+    assert "Hi Ann &amp; Co, this is" in request.html
+    assert 'href="https://mail.acme.example/u/TOKEN?a=1&amp;b=2"' in request.html
+    assert "{{{" not in request.html and "{{{" not in request.text
+    assert request.text.startswith("November news & <offers>\n\nHi Ann & Co, this is bold")
+    assert request.text.endswith("Unsubscribe: https://mail.acme.example/u/TOKEN?a=1&b=2\n")
+    anonymous = content.request_for(
+        "x@example.org", contact_values("x@example.org", None, None, {}, {}, unsubscribe), []
+    )
+    assert anonymous.html is not None and "Hi there, this is" in anonymous.html
