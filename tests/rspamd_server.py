@@ -12,8 +12,8 @@ DMARC and ARC as a receiver would: a test then sees rspamd verify Postwire's sig
 the records it published.
 
 rspamd compiles its regular expressions with Hyperscan on first start (about 20 s of CPU);
-the compiled cache is kept in one directory under tmp shared by every run, so later starts
-take about a second.
+the compiled cache is kept in one directory under tmp (one per user) shared by every run, so
+later starts take about a second.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ RSPAMD_SEARCH_PATH = "/usr/bin:/usr/sbin:/bin"
 RSPAMD_CONFDIR = Path("/etc/rspamd")
 # The first start compiles the Hyperscan cache: generous, on a machine others share.
 START_TIMEOUT = 240.0
-HYPERSCAN_CACHE = Path(tempfile.gettempdir()) / "postwire-tests-rspamd-hyperscan"
+HYPERSCAN_CACHE = Path(tempfile.gettempdir()) / f"postwire-tests-rspamd-hyperscan-{os.getuid()}"
 
 # Checks of the sender's DNS: on only when the server is given a nameserver of the tests.
 AUTHENTICATION_MODULES = ("arc", "dkim", "dmarc", "spf")
