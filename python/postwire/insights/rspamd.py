@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ import trio
 from postwire.config import Config
 from postwire.insights.model import Insight, Severity
 from postwire.insights.rspamd_symbols import explain_symbol
+
+log = logging.getLogger("postwire.insights")
 
 RSPAMD_CODES = ("rspamd_score", "rspamd_symbol", "rspamd_unavailable")
 """Every insight code a scan can produce (docs/insights.md explains each)."""
@@ -96,12 +99,15 @@ async def scan_message(
                     response = await own.post(url, content=message, headers=headers)
             else:
                 response = await client.post(url, content=message, headers=headers)
-            return insights_from_answer(response.status_code, response.content)
+            insights = insights_from_answer(response.status_code, response.content)
+            _log_available(config.insights.rspamd_url)
+            return insights
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             reason = _describe_http_error(exc)
         except RspamdAnswerError as exc:
             reason = str(exc)
-    return [unavailable_insight(config.insights.rspamd_url, reason)]
+    _log_unavailable(config.insights.rspamd_url, reason)
+    return [unavailable_insight(reason)]
 
 
 @functools.cache
@@ -211,13 +217,32 @@ def symbol_insight(symbol: RspamdSymbol) -> Insight:
     )
 
 
-def unavailable_insight(rspamd_url: str, reason: str) -> Insight:
+def unavailable_insight(reason: str) -> Insight:
+    # The team reading it sees why, not where: rspamd's address is the operator's business.
     return Insight(
         code="rspamd_unavailable",
         severity="info",
-        message=f"rspamd at {rspamd_url} did not score this email: {reason}",
-        fix="Check that rspamd runs and insights.rspamd_url points at its normal worker.",
+        message=f"rspamd did not score this email: {reason}",
+        fix="Ask the operator to check that rspamd runs and insights.rspamd_url points at its "
+        "normal worker.",
     )
+
+
+# The operator hears of an outage once, when it starts or its reason changes, and once when it
+# ends, rather than once for every email scanned meanwhile.
+_outage: list[str] = []
+
+
+def _log_unavailable(rspamd_url: str, reason: str) -> None:
+    if _outage != [reason]:
+        _outage[:] = [reason]
+        log.warning("rspamd at %s gives no verdicts: %s", rspamd_url, reason)
+
+
+def _log_available(rspamd_url: str) -> None:
+    if _outage:
+        _outage.clear()
+        log.info("rspamd at %s gives verdicts again", rspamd_url)
 
 
 def _number(answer: Mapping[str, object], key: str) -> float:

@@ -5,6 +5,7 @@ heaviest symbols are explained in plain words, and any answer that is not a verd
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import httpx
@@ -279,3 +280,33 @@ def test_docs_list_every_code_and_explained_symbol() -> None:
         assert f"| `{code}` |" in section, code
     for name in SYMBOL_EXPLANATIONS:
         assert f"`{name}`" in section, name
+
+
+async def test_an_outage_is_logged_once_for_the_operator(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The team sees why rspamd gave no verdict but not its address; the operator's log
+    names it once when the outage starts and once when it ends."""
+    up = [False]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if not up[0]:
+            raise httpx.ConnectError("refused")
+        return httpx.Response(200, content=answer())
+
+    config = config_for("http://rspamd.internal:11333", tmp_path)
+    caplog.set_level(logging.INFO, logger="postwire.insights")
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        up[0] = True  # whatever an earlier test left behind ends here
+        await scan_message(config, b"x", sender="a@example.test", recipients=[], client=client)
+        caplog.clear()
+        for state in (False, False, False, True, True):
+            up[0] = state
+            insights = await scan_message(
+                config, b"x", sender="a@example.test", recipients=[], client=client
+            )
+            assert "rspamd.internal" not in insights[0].message
+    assert [r.getMessage() for r in caplog.records] == [
+        "rspamd at http://rspamd.internal:11333 gives no verdicts: cannot connect (refused)",
+        "rspamd at http://rspamd.internal:11333 gives verdicts again",
+    ]
