@@ -24,6 +24,7 @@ from postwire.api.send_request import (
 )
 from postwire.compose.request import SendRequest
 from postwire.errors import ApiError, validation_error
+from postwire.insights.reading import insights_json, read_email_insights
 from postwire.store import emails as email_store
 from postwire.store.accounts import contract_timestamp
 from postwire.store.deliveries import email_attempts
@@ -145,6 +146,9 @@ def routes(ctx: ApiContext) -> Blueprint:
         record = email_store.get_email(ctx.spool, current_caller().team_id, email_id)
         body = email_store.email_json(record, full=True)
         body["attempts"] = email_attempts(ctx.spool, record.team_id, record.id, ctx.now_ms())
+        found = read_email_insights(ctx.spool, record.team_id, record.id)
+        if found is not None:
+            body["insights"] = insights_json(found.insights)
         return body
 
     @blueprint.patch("/emails/<id:email_id>")

@@ -145,6 +145,17 @@ class DeliveryAttempt(TypedDict):
     recipients: list[AttemptRecipient]
 
 
+class InsightObject(TypedDict):
+    """One deliverability finding about the email (a Postwire extension of the Email object;
+    SDKs ignore it): a stable `code` listed in docs/insights.md, how much it matters, what was
+    found, and what to do ("" when nothing)."""
+
+    code: str
+    severity: Literal["error", "warning", "info", "ok"]
+    message: str
+    fix: str
+
+
 EmailObject = TypedDict(
     "EmailObject",
     {
@@ -164,6 +175,8 @@ EmailObject = TypedDict(
         "text": NotRequired[str | None],
         "tags": NotRequired[list[dict[str, str]]],
         "attempts": NotRequired[list[DeliveryAttempt]],
+        # Absent until the insights service has computed them (or with insights off).
+        "insights": NotRequired[list[InsightObject]],
     },
 )
 

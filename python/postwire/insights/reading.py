@@ -6,12 +6,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from postwire.insights.catalogue import AREAS, CATALOGUE, SEVERITY_ORDER, Finding, area_of
-from postwire.insights.model import Insight
+from postwire.insights.model import Insight, Severity
 from postwire.store.email_insights import get_auth_check, get_stored_insights
 from postwire.store.spool import Spool
+
+
+class InsightJson(TypedDict):
+    """An insight as the API shows it (`api.models.InsightObject`)."""
+
+    code: str
+    severity: Severity
+    message: str
+    fix: str
+
 
 _AREA_ORDER = {area: index for index, area in enumerate(AREAS)}
 
@@ -63,7 +73,7 @@ def read_email_insights(spool: Spool, team_id: str, email_id: str) -> EmailInsig
     return EmailInsights(insights, stored.computed_at_ms, checked_at)
 
 
-def insights_json(insights: Sequence[Insight]) -> list[dict[str, str]]:
+def insights_json(insights: Sequence[Insight]) -> list[InsightJson]:
     return [
         {"code": i.code, "severity": i.severity, "message": i.message, "fix": i.fix}
         for i in insights
