@@ -6,7 +6,7 @@ INSTALLED := $(VENV)/.postwire-installed
 RUST_SRC  := $(shell find rust -name '*.rs' -o -name Cargo.toml) Cargo.toml Cargo.lock
 
 .PHONY: help setup serve sandbox test test-rust test-python lint bench-core bench-api bench-delivery bench-smtp \
-	bench-webhooks bench-broadcasts bench-audiences bench-dashboard bench bench-gate clean need-knot need-postfix need-swaks need-openssl need-stunnel \
+	bench-webhooks bench-broadcasts bench-audiences bench-dashboard bench-insights bench bench-gate clean need-knot need-postfix need-swaks need-openssl need-stunnel \
 	need-opendkim need-nginx need-wrk need-py-spy
 
 help:  ## list the commands
@@ -104,6 +104,11 @@ bench-audiences: setup need-py-spy  ## an import of 1,000,000 contacts from CSV:
 
 bench-dashboard: setup need-wrk need-py-spy  ## the dashboard's Emails page with 1,000,000 emails under wrk: p50/p99 of the first and a filtered page, goal p99 < 50 ms
 	$(BIN)/python -m benchmarks.dashboard --profile
+
+# Two servers side by side, one with insights and event counters on (the defaults), one with
+# both off; both relay to one smtp-sink.
+bench-insights: setup need-knot need-postfix need-stunnel  ## insights and counters on vs off: SMTP relay and batch REST messages/s side by side, goal on/off >= 0.95
+	$(BIN)/python -m benchmarks.insights_cost
 
 BENCH_NEEDS := need-knot need-postfix need-stunnel need-opendkim need-nginx need-wrk need-py-spy
 

@@ -1,0 +1,371 @@
+"""`make bench-insights`: messages/s with deliverability insights and event counters on
+(`insights.enabled`, `metrics.count_events`: the defaults) against both off, through the SMTP
+relay benchmark's path and the batch REST API benchmark's, side by side in one run. The goal:
+at most 5% fewer messages/s with both on (a ratio on/off of at least 0.95).
+
+Two `postwire serve` run at once, identical but for those two keys (and the DKIM selector of
+their sending domain, so that both publish their keys in the one Knot DNS on loopback), each
+relaying to the same Postfix `smtp-sink`: the SMTP benchmark's server (`SmtpBenchServer`:
+implicit-TLS submission from a trusted network, every recipient routed to the sink, `processes`
+as given) fed by `smtp-source -d` through a stunnel client, and the REST batch benchmark's
+load (`POST /emails/batch`, 100 emails a call from 4 client threads). A run is one of the
+delivery and SMTP benchmarks' own rounds (`run_round`, with their checks: every message at the
+sink, every email "delivered" per the API), followed by a wait until the server is quiet again
+(under 10% of a core over half a second): insights are computed off the send path, so a run is
+only over once the server has caught up with them, and the next run starts on a quiet machine.
+
+Each round, the two ways of sending in rotating order, each with both servers in alternating
+order (on first in one, off first in the next). Figures per run: delivered/s (the benchmarks'
+own: messages over the first accept to the last message at the sink), settled/s (messages over
+the run's start to the server being quiet again: the sustained rate, deferred work included),
+and the server's CPU per message over the same time. Ratios on/off are medians of the rounds'
+ratios. Progress goes to stderr, the Markdown report to stdout and to `--output`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+import httpx
+from tests.dns_server import AuthoritativeDnsServer
+
+from benchmarks.api.server import verify_domain
+from benchmarks.cpu_time import process_tree_cpu
+from benchmarks.delivery import rounds as rest
+from benchmarks.delivery.rounds import Size
+from benchmarks.delivery.sink import SmtpSink, sink_path
+from benchmarks.report import (
+    LoadAverages,
+    add_report_options,
+    check_options,
+    machine_description,
+    measure_and_render,
+    progress,
+    report_to_file,
+    server_source,
+)
+from benchmarks.smtp import __main__ as smtp
+from benchmarks.smtp.source import source_path
+from benchmarks.smtp.tunnel import StunnelClient, stunnel_path
+
+ON, OFF = "insights and counters on", "insights and counters off"
+WAYS = ("SMTP relay", "REST batch")
+BODY_BYTES = 4 * 1024
+POST_THREADS = 4
+# Quiet: the server's processes used under this share of a core over the window.
+QUIET_SHARE, QUIET_WINDOW, QUIET_POLL = 0.10, 0.5, 0.05
+QUIET_TIMEOUT = 120.0
+GOAL = 0.95
+
+
+class CostBenchServer(smtp.SmtpBenchServer):
+    """The SMTP benchmark's server with insights and event counting both on or both off."""
+
+    def __init__(
+        self, directory: Path, nameserver: str, sink_port: int, *, processes: int, on: bool
+    ) -> None:
+        directory.mkdir()
+        super().__init__(directory, nameserver, sink_port, processes=processes)
+        flag = "true" if on else "false"
+        text = self.config_path.read_text()
+        # The base config has a [metrics] table already (its listener on a free port).
+        text = text.replace("[metrics]\n", f"[metrics]\ncount_events = {flag}\n", 1)
+        selector = "on" if on else "off"
+        text += f'\n[insights]\nenabled = {flag}\n\n[domains]\ndkim_selector = "{selector}"\n'
+        self.config_path.write_text(text)
+
+
+@dataclass
+class Side:
+    """One of the two servers, as both benchmarks' rounds need it."""
+
+    name: str
+    server: CostBenchServer
+    client: httpx.Client  # the REST API, with a full-access key
+    token: str
+    tunnel: StunnelClient
+
+
+@dataclass
+class Settling:
+    """A server of the SMTP benchmark's rounds that, asked to confirm the round's delivery,
+    first waits until it is quiet and notes when, and its CPU then."""
+
+    side: Side
+    name: str
+    tunnel: StunnelClient
+    settled_at: float = 0.0
+    settled_cpu: float = 0.0
+
+    def cpu_seconds(self) -> float:
+        return process_tree_cpu(self.side.server.pid)
+
+    def settle(self) -> None:
+        self.settled_at = wait_until_quiet(self.side.server.pid)
+        self.settled_cpu = self.cpu_seconds()
+
+    def confirm_delivered(self, subject: str, messages: int, timeout: float) -> None:
+        self.settle()
+        postwire = smtp.PostwireUnderTest(self.side.server, self.side.client, self.tunnel)
+        postwire.confirm_delivered(subject, messages, timeout)
+
+
+@dataclass(frozen=True)
+class Run:
+    delivered_per_s: float
+    settled_per_s: float
+    cpu_ms_per_message: float
+
+
+@dataclass
+class Figure:
+    way: str
+    side: str
+    runs: list[Run] = field(default_factory=list)
+
+    def median(self, value: str) -> float:
+        return statistics.median(float(getattr(r, value)) for r in self.runs)
+
+
+def wait_until_quiet(pid: int, timeout: float = QUIET_TIMEOUT) -> float:
+    """When the server's processes became quiet: the start of the first window of
+    `QUIET_WINDOW` seconds in which they used under `QUIET_SHARE` of a core."""
+    readings: list[tuple[float, float]] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        readings.append((time.monotonic(), process_tree_cpu(pid)))
+        window = [r for r in readings if r[0] >= readings[-1][0] - QUIET_WINDOW]
+        (t0, cpu0), (t1, cpu1) = window[0], window[-1]
+        if t1 - t0 >= QUIET_WINDOW * 0.9 and (cpu1 - cpu0) / (t1 - t0) < QUIET_SHARE:
+            return t0
+        time.sleep(QUIET_POLL)
+    raise SystemExit(f"the server (pid {pid}) was still busy {timeout:g} s after its run")
+
+
+def one_run(
+    side: Side, way: str, messages: int, sink: SmtpSink, label: str, deliver_timeout: float
+) -> Run:
+    """One of the benchmarks' own rounds through `side`; settled once the server is quiet
+    again (before the API's untimed confirmation that every email was delivered)."""
+    size = Size("4 KiB", BODY_BYTES, messages)
+    target = Settling(side, side.name, side.tunnel)
+    cpu0 = target.cpu_seconds()
+    started = time.monotonic()
+    if way == "SMTP relay":
+        sample = smtp.run_round(
+            target, size, sink, subject=f"insights cost, {label}, {side.name}",
+            sessions=smtp.SESSIONS, deliver_timeout=deliver_timeout,
+        )  # fmt: skip
+        delivered_per_s = sample.delivered_per_s
+    else:
+        rest_sample, ids = rest.run_round(
+            size, side.server.base_url, side.token, sink, side.server.pid,
+            post_threads=POST_THREADS, deliver_timeout=deliver_timeout,
+            label=f"{label}, {side.name}",
+        )  # fmt: skip
+        target.settle()
+        rest.confirm_delivered(side.client, ids, rest.CONFIRM_TIMEOUT)
+        delivered_per_s = rest_sample.delivered_per_s
+    return Run(
+        delivered_per_s,
+        messages / (target.settled_at - started),
+        1000 * (target.settled_cpu - cpu0) / messages,
+    )
+
+
+def start_side(
+    work: Path, dns: AuthoritativeDnsServer, sink: SmtpSink, processes: int, *, on: bool
+) -> Side:
+    name = ON if on else OFF
+    server = CostBenchServer(
+        work / ("on" if on else "off"), dns.nameserver, sink.port, processes=processes, on=on
+    )
+    progress(f"starting postwire serve ({name}) ...")
+    server.start()
+    tls_port = int(server.wait_for_log(smtp.TLS_LISTENING)[1])
+    token = server.create_key("bench")
+    client = httpx.Client(
+        base_url=server.base_url, headers={"Authorization": f"Bearer {token}"}, timeout=60
+    )
+    verify_domain(client, dns, smtp.DOMAIN)
+    tunnel = StunnelClient(work, "on" if on else "off", tls_port)
+    tunnel.start()
+    return Side(name, server, client, token, tunnel)
+
+
+def run_benchmark(args: argparse.Namespace, work: Path, _: Path | None) -> list[Figure]:
+    dns, sink = AuthoritativeDnsServer(), SmtpSink()
+    sides: list[Side] = []
+    dns.start()
+    try:
+        sink.start()
+        for on in (True, False):
+            sides.append(start_side(work, dns, sink, args.processes, on=on))
+
+        def run(side: Side, way: str, messages: int, label: str) -> Run:
+            return one_run(side, way, messages, sink, label, args.deliver_timeout)
+
+        for side in sides:
+            for way in WAYS:
+                progress(f"warm-up: {args.warmup} messages, {way}, {side.name} ...")
+                run(side, way, args.warmup, "warm-up")
+        figures = {(way, side.name): Figure(way, side.name) for way in WAYS for side in sides}
+        for number in range(args.rounds):
+            label = f"round {number + 1}/{args.rounds}"
+            for index, way in enumerate(WAYS[number % 2 :] + WAYS[: number % 2]):
+                turn = (number + index) % 2
+                for side in sides[turn:] + sides[:turn]:
+                    measured = run(side, way, args.messages, label)
+                    figures[way, side.name].runs.append(measured)
+                    progress(
+                        f"{label} {way} {side.name}: {measured.delivered_per_s:,.0f} "
+                        f"delivered/s, {measured.settled_per_s:,.0f} settled/s, "
+                        f"{measured.cpu_ms_per_message:.2f} ms CPU a message"
+                    )
+        return list(figures.values())
+    except BaseException:
+        for side in sides:
+            progress(f"server log ({side.name}, tail):\n" + side.server.log())
+        raise
+    finally:
+        for side in sides:
+            side.client.close()
+            side.tunnel.stop()
+            side.server.stop()
+        sink.stop()
+        dns.stop()
+
+
+def ratios(figures: list[Figure], way: str, value: str) -> list[float]:
+    """On/off per round, for `value` of `way`'s runs."""
+    by_side = {f.side: f for f in figures if f.way == way}
+    pairs = zip(by_side[ON].runs, by_side[OFF].runs, strict=True)
+    return [float(getattr(on, value) / getattr(off, value)) for on, off in pairs]
+
+
+def named_figures(figures: list[Figure]) -> dict[str, float]:
+    """The release gate's names: `insights.smtp.settled.on/off` and the like (medians)."""
+    named = {}
+    for way, slug in zip(WAYS, ("smtp", "batch"), strict=True):
+        for value, word in (("settled_per_s", "settled"), ("delivered_per_s", "delivered")):
+            named[f"insights.{slug}.{word}.on/off"] = statistics.median(ratios(figures, way, value))
+    return named
+
+
+def report(args: argparse.Namespace, figures: list[Figure], load: LoadAverages) -> str:
+    lines = [
+        f"# Cost of insights and counters, {datetime.date.today().isoformat()}",
+        "",
+        f"{machine_description()}. Two `postwire serve` side by side (`processes = "
+        f"{args.processes}` each), identical but for `insights.enabled` and "
+        "`metrics.count_events` (both on, the defaults, against both off; no rspamd), relaying "
+        f"to one Postfix `smtp-sink`. SMTP relay: `smtp-source -d -s {smtp.SESSIONS}` through "
+        "stunnel, implicit TLS, a trusted network. REST batch: `POST /emails/batch`, 100 "
+        f"emails a call, {POST_THREADS} client threads. {args.messages:,} messages of 4 KiB a "
+        f"run; {args.rounds} rounds, each running both ways (their order rotates) on both "
+        f"servers (taking turns going first). Load average before {load.before:.2f}, after "
+        f"{load.after:.2f}. Server: {server_source()}.",
+        "",
+        "| way | server | delivered/s | settled/s | server CPU a message |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for figure in figures:
+        lines.append(
+            f"| {figure.way} | {figure.side} | {figure.median('delivered_per_s'):,.0f} "
+            f"| {figure.median('settled_per_s'):,.0f} "
+            f"| {figure.median('cpu_ms_per_message'):.2f} ms |"
+        )
+    lines += [
+        "",
+        f"| way | on/off, settled/s | on/off, delivered/s | on/off, CPU a message | goal: "
+        f"settled/s >= {GOAL} |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for way in WAYS:
+        settled = statistics.median(ratios(figures, way, "settled_per_s"))
+        delivered = statistics.median(ratios(figures, way, "delivered_per_s"))
+        cpu = statistics.median(ratios(figures, way, "cpu_ms_per_message"))
+        verdict = "met" if settled >= GOAL else "MISSED"
+        lines.append(f"| {way} | {settled:.3f} | {delivered:.3f} | {cpu:.3f} | {verdict} |")
+    lines += [
+        "",
+        "Delivered/s: messages over the time from the first accept to smtp-sink's count of the "
+        "last one (the SMTP and delivery benchmarks' own figure). Settled/s: messages over the "
+        "time from the run's start to the server being quiet again (under "
+        f"{QUIET_SHARE:.0%} of a core over {QUIET_WINDOW:g} s), so that work done after "
+        "delivery (insights are computed off the send path) counts. Server CPU a message: "
+        "the server's processes' CPU seconds over the same time, over the messages. After "
+        'each run, untimed: every email of the run read "delivered" through the API. Ratios '
+        "are medians of the rounds' ratios, on over off: 0.95 means 5% fewer messages/s with "
+        "both on.",
+        "",
+        "Per round, on/off (settled/s; delivered/s):",
+        "",
+        "| round | " + " | ".join(WAYS) + " |",
+        "|---:|" + "---:|" * len(WAYS),
+    ]
+    per_way = {
+        way: list(zip(ratios(figures, way, "settled_per_s"),
+                      ratios(figures, way, "delivered_per_s"), strict=True))
+        for way in WAYS
+    }  # fmt: skip
+    for index in range(args.rounds):
+        cells = [f"{per_way[way][index][0]:.3f}; {per_way[way][index][1]:.3f}" for way in WAYS]
+        lines.append(f"| {index + 1} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.insights_cost",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--messages", type=int, default=2000, help="4 KiB messages a run")
+    parser.add_argument("--warmup", type=int, default=300, help="messages a way and server")
+    parser.add_argument("--processes", type=int, default=2, help="each server's `processes`")
+    parser.add_argument("--deliver-timeout", type=float, default=300.0)
+    add_report_options(parser, report_name="insights", profile_help="(not supported)")
+    args = parser.parse_args(argv)
+    check_options(
+        parser, args, at_least_one=("rounds", "messages", "warmup", "processes"),
+        make_target="bench-insights",
+    )  # fmt: skip
+    missing = [
+        name
+        for name, path in (
+            ("smtp-sink", sink_path()),
+            ("smtp-source", source_path()),
+            ("stunnel", stunnel_path()),
+        )
+        if path is None
+    ]
+    if missing:
+        parser.error(f"{' and '.join(missing)} not installed (`make bench-insights` installs them)")
+    return args
+
+
+def measure(args: argparse.Namespace, profile_base: Path | None) -> tuple[list[Figure], str]:
+    return measure_and_render(
+        work_prefix="postwire-bench-insights-",
+        measure=partial(run_benchmark, args),
+        render=lambda measured, load: report(args, measured, load),
+        profile_base=profile_base,
+    )
+
+
+def main() -> None:
+    args = parse_args()
+    report_to_file(args, partial(measure, args))
+
+
+if __name__ == "__main__":
+    main()
