@@ -25,6 +25,8 @@ UNDOCUMENTED = {
     "/u/<token>",
     "/u/<token>/topics",
     "/u/assets/<name>",
+    # Images uploaded for broadcasts, fetched by mail clients.
+    "/images/<image_id>.<ext>",
 }
 
 

@@ -22,6 +22,7 @@ from postwire.api import (
     domains,
     email_metrics,
     emails,
+    images,
     sandbox,
     segments,
     suppressions,
@@ -47,7 +48,7 @@ log = logging.getLogger("postwire.api")
 
 # Paths served without an API key: recipients' mail clients and browsers use the prefixed ones.
 PUBLIC_PATHS = frozenset({"/openapi.json", "/health"})
-PUBLIC_PREFIXES = (tracking.PUBLIC_PREFIX, unsubscribe.PUBLIC_PREFIX)
+PUBLIC_PREFIXES = (tracking.PUBLIC_PREFIX, unsubscribe.PUBLIC_PREFIX, images.PUBLIC_PREFIX)
 # Whole-request cap: 40 MB of email after base64, plus JSON overhead.
 MAX_BODY_BYTES = 48 * 1024 * 1024
 # How often a key's last_used_at is written at most (it costs a commit).
@@ -118,6 +119,7 @@ def create_app(ctx: ApiContext) -> QuartTrio:
     app.register_blueprint(contact_imports.routes(ctx))
     app.register_blueprint(templates.routes(ctx))
     app.register_blueprint(broadcasts.routes(ctx))
+    app.register_blueprint(images.routes(ctx))
     app.register_blueprint(unsubscribe.routes(ctx))
     return app
 
