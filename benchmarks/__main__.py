@@ -19,6 +19,8 @@ benchmarks.<module>`, which checks the same options), with the counts given here
   the server's peak memory, with a profiled extra import.
 - core (`benchmarks.core`): DKIM against dkimpy, MIME against `email`, the spool's group
   commit against one commit a message.
+- insights (`benchmarks.insights_cost`): the SMTP relay and batch REST messages/s with
+  deliverability insights and event counters on against both off, side by side.
 
 It writes one Markdown report, `benchmarks/results/<date>.md` (`--output`): the performance
 goals and whether each is met, the headline table with its chart beside the report
@@ -51,6 +53,7 @@ from benchmarks.broadcasts import __main__ as broadcasts
 from benchmarks.core import __main__ as core
 from benchmarks.delivery import __main__ as delivery
 from benchmarks.gate import Threshold
+from benchmarks.insights_cost import __main__ as insights_cost
 from benchmarks.report import RESULTS_DIR, machine_description, progress, server_source
 from benchmarks.smtp import __main__ as smtp
 from benchmarks.webhooks import __main__ as webhooks
@@ -72,6 +75,7 @@ GOALS = [
     ),
     Threshold("smtp.100kib.delivered.postwire", 750.0, ">= 750 messages/s of 100 KiB delivered"),
     *broadcasts.GOALS,
+    *insights_cost.GOALS,
 ]
 # The profile's functions named in the headline.
 HOT_SPOTS = 5
@@ -167,6 +171,11 @@ def run_core(args: argparse.Namespace, profile_base: Path | None) -> Outcome:
     return Outcome(core.report(medians, args.rounds, args.seconds), named)
 
 
+def run_insights(args: argparse.Namespace, profile_base: Path | None) -> Outcome:
+    figures, text = insights_cost.measure(args, profile_base)
+    return Outcome(text, insights_cost.named_figures(figures))
+
+
 SECTIONS = [
     Section(
         "smtp",
@@ -248,6 +257,18 @@ SECTIONS = [
         (
             Option("rounds", None, "alternating rounds"),
             Option("seconds", None, "per figure and round"),
+        ),
+    ),
+    Section(
+        "insights",
+        "Cost of insights and counters",
+        insights_cost.parse_args,
+        run_insights,
+        (
+            Option("rounds", None, "alternating rounds"),
+            Option("messages", None, "4 KiB messages a run"),
+            Option("warmup", None, "messages a way and server, untimed"),
+            Option("processes", None, "each server's processes"),
         ),
     ),
 ]
