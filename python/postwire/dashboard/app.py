@@ -16,12 +16,16 @@ from quart import Response, g, render_template, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException, NotFound
 
+from postwire.accounts.mfa import user_has_mfa
 from postwire.dashboard.assets import Assets
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.csrf import ANONYMOUS_COOKIE, CsrfRefused, hidden_field, new_anonymous_token
 from postwire.dashboard.guard import install_guard
+from postwire.dashboard.viewer import Viewer
 from postwire.http_serving import drain_request_body
+from postwire.store.domain_health import DomainHealthRecord, unhealthy_domains
 from postwire.store.server_secrets import server_secret
+from postwire.store.spool import Spool
 
 log = logging.getLogger("postwire.dashboard")
 
@@ -74,7 +78,7 @@ def create_dashboard(ctx: DashboardContext) -> QuartTrio:
 
     @app.context_processor
     async def inject_viewer() -> dict[str, object]:
-        return {"viewer": g.get("viewer")}
+        return {"viewer": g.get("viewer"), "domain_alerts": g.get("domain_alerts", [])}
 
     @app.get("/static/<path:name>")
     async def static_asset(name: str) -> Response:
@@ -86,6 +90,13 @@ def create_dashboard(ctx: DashboardContext) -> QuartTrio:
         return response
 
     install_guard(app, ctx)
+
+    @app.before_request
+    async def find_domain_alerts() -> None:
+        # After the guard, which answers first for a request it stops: the banner of the
+        # team's sending domains past a complaint or bounce threshold (`base.html`).
+        g.domain_alerts = _domain_alerts(ctx.spool, g.get("viewer"))
+
     _install_error_pages(app)
 
     @app.after_request
@@ -130,6 +141,15 @@ def csrf_token() -> str:
 
 def csrf_field() -> Markup:
     return hidden_field(csrf_token())
+
+
+def _domain_alerts(spool: Spool, viewer: Viewer | None) -> list[DomainHealthRecord]:
+    """The team's unhealthy domains, for a viewer past every step of signing in only."""
+    if viewer is None or viewer.session.mfa_pending:
+        return []
+    if viewer.policy.require_mfa and not user_has_mfa(spool, viewer.user.id):
+        return []
+    return unhealthy_domains(spool, viewer.team.id)
 
 
 def _install_error_pages(app: QuartTrio) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 State = Literal["ok", "warning", "critical"]
 # Worse states rank higher: a move up is a crossing (and a warning event), a move down is not.
@@ -125,3 +125,43 @@ def worsened(before: str, after: str) -> bool:
 
 def threshold_of(metric: str) -> Threshold:
     return next(threshold for threshold in THRESHOLDS if threshold.metric == metric)
+
+
+# What pages call each state.
+STATE_WORDS: Final = {"ok": "Healthy", "warning": "Warning", "critical": "Critical"}
+# The badge style of each state (dashboard.css's status colours).
+STATE_BADGES: Final = {"ok": "verified", "warning": "delivery_delayed", "critical": "failed"}
+
+
+@dataclass(frozen=True, slots=True)
+class HealthRow:
+    """One rate of one window as a page shows it."""
+
+    window: str  # its label
+    metric: str  # its label
+    rate: float
+    warning: float
+    critical: float
+    volume: int
+    state: State | None
+
+
+def health_rows(checks: list[dict[str, Any]]) -> list[HealthRow]:
+    """The rows of a stored verdict's checks (`store.domain_health`), window by window."""
+    windows = {window.name: window.label for window in WINDOWS}
+    rows = []
+    for check in checks:
+        threshold = threshold_of(str(check["metric"]))
+        state = check.get("state")
+        rows.append(
+            HealthRow(
+                windows.get(str(check["window"]), str(check["window"])),
+                threshold.label,
+                float(check["rate"]),
+                threshold.warning,
+                threshold.critical,
+                int(check["volume"]),
+                state if state in RANK else None,
+            )
+        )
+    return rows

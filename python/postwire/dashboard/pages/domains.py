@@ -1,5 +1,6 @@
 """Domains: the team's sending domains, the DNS records each must publish (with each record's
-own status), "verify now", open and click tracking, and deletion after a confirmation page.
+own status), "verify now", open and click tracking, each domain's health (complaint and bounce
+rates against the mailbox providers' thresholds), and deletion after a confirmation page.
 
 The same functions as the REST API's `/domains` do the work (`domains.store`, the domain
 verifier); forms post, then redirect back to a page that says what happened.
@@ -19,7 +20,9 @@ from postwire.domains import store
 from postwire.domains.records import DnsRecord
 from postwire.domains.setup_warnings import SetupWarning, domain_warnings
 from postwire.errors import ApiError
+from postwire.metrics.health import MIN_VOLUME, STATE_BADGES, STATE_WORDS, health_rows
 from postwire.sandbox import SANDBOX_DOMAIN
+from postwire.store.domain_health import get_domain_health, team_domain_health
 
 STATUS_WORDS: Final = {
     "not_started": "Not started",
@@ -76,9 +79,11 @@ def routes(ctx: DashboardContext) -> Blueprint:
     async def list_page() -> str:
         # Every domain on one page: a team has a handful, never thousands.
         domains, _ = store.list_domains(ctx.spool, team_id())
+        health = {record.domain_id: record for record in team_domain_health(ctx.spool, team_id())}
         return await render_template(
-            "domains.html", domains=domains, regions=store.REGIONS, status_words=STATUS_WORDS
-        )
+            "domains.html", domains=domains, regions=store.REGIONS, status_words=STATUS_WORDS,
+            health=health, health_words=STATE_WORDS, health_badges=STATE_BADGES,
+        )  # fmt: skip
 
     @blueprint.post("/domains")
     async def add() -> Redirect:
@@ -101,6 +106,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
     @blueprint.get("/domains/<domain_id>")
     async def domain_page(domain_id: str) -> str:
         domain = team_domain(domain_id)
+        health = get_domain_health(ctx.spool, team_id(), domain.id)
         return await render_template(
             "domains_detail.html",
             domain=domain,
@@ -110,6 +116,12 @@ def routes(ctx: DashboardContext) -> Blueprint:
             if domain.last_checked_at_ms is None
             else store.format_timestamp(domain.last_checked_at_ms)[:16] + " UTC",
             status_words=STATUS_WORDS,
+            health=health,
+            health_rows=[] if health is None else health_rows(health.checks),
+            health_words=STATE_WORDS,
+            health_badges=STATE_BADGES,
+            min_volume=MIN_VOLUME,
+            format_timestamp=store.format_timestamp,
         )
 
     @blueprint.post("/domains/<domain_id>/verify")
