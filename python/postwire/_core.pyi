@@ -20,6 +20,7 @@ __all__ = [
     "build_message",
     "data_faults",
     "generate_dkim_key",
+    "mjml_to_html",
     "new_id",
     "stuff_data",
     "unstuff_data",
@@ -46,6 +47,16 @@ def stuff_data(body: bytes) -> bytes:
 def data_faults(message: bytes) -> tuple[bool, bool, bool]:
     """(a NUL octet is in `message`, a LF not preceded by CR is in `message`, a CR not
     followed by LF is in `message`)."""
+
+# --- email layout ------------------------------------------------------------------------------
+
+def mjml_to_html(mjml: str) -> str:
+    """The email-safe HTML of the MJML document `mjml`, rendered by the `mrml` crate: tables
+    with inline styles, a body that reflows on phones, no comments. Nothing outside is
+    referenced: the web-font table is empty (no font `<link>`) and `mj-include` has no loader.
+    Deterministic: the same MJML gives the same bytes. Runs with the GIL released.
+
+    Raises `postwire.errors.MessageError` for MJML that cannot be parsed or rendered."""
 
 # --- mime --------------------------------------------------------------------------------------
 

@@ -1,9 +1,10 @@
-//! Postwire's core: MIME assembly, DKIM signing and the durable LMDB spool.
+//! Postwire's core: MIME assembly, DKIM signing, the durable LMDB spool and email layout (MJML).
 //!
 //! Pure Rust with no Python in sight; `rust/crates/py` wraps it for `postwire._core`.
 
 pub mod clock;
 pub mod dkim;
+pub mod email_layout;
 pub mod ids;
 pub mod mime;
 pub mod smtp_data;

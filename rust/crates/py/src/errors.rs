@@ -4,6 +4,7 @@
 //! imported here rather than created, so Python code catches the same classes everywhere.
 
 use postwire_core::dkim::DkimError;
+use postwire_core::email_layout::EmailLayoutError;
 use postwire_core::mime::MimeError;
 use postwire_core::spool::SpoolError;
 use pyo3::prelude::*;
@@ -27,6 +28,10 @@ pub fn mime_error(err: MimeError) -> PyErr {
         MimeError::HeaderInjection(_) => py::HeaderInjectionError::new_err(err.to_string()),
         _ => py::MessageError::new_err(err.to_string()),
     }
+}
+
+pub fn email_layout_error(err: EmailLayoutError) -> PyErr {
+    py::MessageError::new_err(err.to_string())
 }
 
 pub fn dkim_error(err: DkimError) -> PyErr {

@@ -4,6 +4,7 @@
 //! with the GIL released (`py.detach`).
 
 mod dkim;
+mod email_layout;
 mod errors;
 mod ids;
 mod mime;
@@ -19,5 +20,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     dkim::register(m)?;
     spool::register(m)?;
     smtp_data::register(m)?;
+    email_layout::register(m)?;
     Ok(())
 }
