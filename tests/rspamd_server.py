@@ -36,6 +36,8 @@ RSPAMD_SEARCH_PATH = "/usr/bin:/usr/sbin:/bin"
 RSPAMD_CONFDIR = Path("/etc/rspamd")
 # The first start compiles the Hyperscan cache: generous, on a machine others share.
 START_TIMEOUT = 240.0
+# Attempts at a free port: another process may take the one picked before rspamd binds it.
+START_ATTEMPTS = 3
 HYPERSCAN_CACHE = Path(tempfile.gettempdir()) / f"postwire-tests-rspamd-hyperscan-{os.getuid()}"
 
 # Checks of the sender's DNS: on only when the server is given a nameserver of the tests.
@@ -109,6 +111,17 @@ class RspamdServer:
         for name in ("local.d", "db", "run", "log"):
             (self.directory / name).mkdir(exist_ok=True)
         HYPERSCAN_CACHE.mkdir(exist_ok=True)
+        error = "no attempt made"
+        for _ in range(START_ATTEMPTS):
+            error = self._start_once()
+            # rspamd ends at once when the free port it was given was taken meanwhile.
+            if not error or "Address already in use" not in self.log():
+                break
+        if error:
+            raise RspamdServerError(f"rspamd did not start: {error}\n{self.log()[-3000:]}")
+
+    def _start_once(self) -> str:
+        """ "" once rspamd serves on a fresh free port, else why not (and it is stopped)."""
         self.port = _free_port(socket.SOCK_STREAM)
         self._write_config()
         d = self.directory
@@ -124,13 +137,14 @@ class RspamdServer:
         # rspamd refuses to run its workers as root unless told to (tests often run as root).
         if os.geteuid() == 0:
             command.append("--insecure")
+        (d / "log" / "rspamd.log").unlink(missing_ok=True)
         output = (d / "log" / "stdout.log").open("wb")
         self.process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
         output.close()
         error = self._wait_until_serving()
         if error:
             self._stop_process()
-            raise RspamdServerError(f"rspamd did not start: {error}\n{self.log()[-3000:]}")
+        return error
 
     def stop(self) -> None:
         self._stop_process()
