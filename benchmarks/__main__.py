@@ -172,7 +172,7 @@ def run_core(args: argparse.Namespace, profile_base: Path | None) -> Outcome:
 
 
 def run_insights(args: argparse.Namespace, profile_base: Path | None) -> Outcome:
-    figures, text = insights_cost.measure(args, profile_base)
+    (figures, _), text = insights_cost.measure(args, profile_base)
     return Outcome(text, insights_cost.named_figures(figures))
 
 
@@ -270,6 +270,7 @@ SECTIONS = [
             Option("warmup", None, "messages a way and server, untimed"),
             Option("processes", None, "each server's processes"),
         ),
+        profiles=True,
     ),
 ]
 

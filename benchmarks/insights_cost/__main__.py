@@ -19,7 +19,9 @@ order (on first in one, off first in the next). Figures per run: delivered/s (th
 own: messages over the first accept to the last message at the sink), settled/s (messages over
 the run's start to the server being quiet again: the sustained rate, deferred work included),
 and the server's CPU per message over the same time. Ratios on/off are medians of the rounds'
-ratios. Progress goes to stderr, the Markdown report to stdout and to `--output`.
+ratios. Progress goes to stderr, the Markdown report to stdout and to `--output`. With
+`--profile`, an extra run of each way through the server with both on runs under py-spy, and
+the report gives the share of insights, event counters and operator metrics in it.
 """
 
 from __future__ import annotations
@@ -27,21 +29,30 @@ from __future__ import annotations
 import argparse
 import datetime
 import statistics
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-import httpx
 from tests.dns_server import AuthoritativeDnsServer
 
-from benchmarks.api.server import verify_domain
-from benchmarks.cpu_time import process_tree_cpu
-from benchmarks.delivery import rounds as rest
-from benchmarks.delivery.rounds import Size
+from benchmarks.api import profile
+from benchmarks.api.profile import Profiled, profile_section
 from benchmarks.delivery.sink import SmtpSink, sink_path
 from benchmarks.gate import Threshold
+from benchmarks.insights_cost.runs import (
+    OFF,
+    ON,
+    POST_THREADS,
+    QUIET_SHARE,
+    QUIET_WINDOW,
+    SLUGS,
+    WAYS,
+    Figure,
+    Run,
+    Side,
+    one_run,
+    start_side,
+)
 from benchmarks.report import (
     LoadAverages,
     add_report_options,
@@ -54,18 +65,22 @@ from benchmarks.report import (
 )
 from benchmarks.smtp import __main__ as smtp
 from benchmarks.smtp.source import source_path
-from benchmarks.smtp.tunnel import StunnelClient, stunnel_path
+from benchmarks.smtp.tunnel import stunnel_path
 
-ON, OFF = "insights and counters on", "insights and counters off"
-# The ways of sending, and their names in figure names.
-SLUGS = {"SMTP relay": "smtp", "REST batch": "batch"}
-WAYS = tuple(SLUGS)
-BODY_BYTES = 4 * 1024
-POST_THREADS = 4
-# Quiet: the server's processes used under this share of a core over the window.
-QUIET_SHARE, QUIET_WINDOW, QUIET_POLL = 0.10, 0.5, 0.05
-QUIET_TIMEOUT = 120.0
 GOAL = 0.95
+# What the profile's parts are, as py-spy names frames.
+PROFILE_PARTS = {
+    "insights (`postwire/insights/`, `store/email_insights.py`)": (
+        "(postwire/insights/",
+        "(postwire/store/email_insights.py)",
+    ),
+    "event counters (`metrics/counters.py`, `store/metric_counters.py`)": (
+        "(postwire/metrics/counters.py)",
+        "(postwire/store/metric_counters.py)",
+    ),
+    "domain health (`metrics/domain_health.py`)": ("(postwire/metrics/domain_health.py)",),
+    "operator metrics (`metrics/operator_*.py`)": ("(postwire/metrics/operator_",),
+}
 # The goals the full report states (`make bench`): settled/s on over off, per way.
 GOALS = [
     Threshold(f"insights.{slug}.settled.on/off", GOAL, f"insights and counters cost <= 5% ({way})")
@@ -73,142 +88,9 @@ GOALS = [
 ]
 
 
-class CostBenchServer(smtp.SmtpBenchServer):
-    """The SMTP benchmark's server with insights and event counting both on or both off."""
-
-    def __init__(
-        self, directory: Path, nameserver: str, sink_port: int, *, processes: int, on: bool
-    ) -> None:
-        directory.mkdir()
-        super().__init__(directory, nameserver, sink_port, processes=processes)
-        flag = "true" if on else "false"
-        text = self.config_path.read_text()
-        # The base config has a [metrics] table already (its listener on a free port).
-        text = text.replace("[metrics]\n", f"[metrics]\ncount_events = {flag}\n", 1)
-        selector = "on" if on else "off"
-        text += f'\n[insights]\nenabled = {flag}\n\n[domains]\ndkim_selector = "{selector}"\n'
-        self.config_path.write_text(text)
-
-
-@dataclass
-class Side:
-    """One of the two servers, as both benchmarks' rounds need it."""
-
-    name: str
-    server: CostBenchServer
-    client: httpx.Client  # the REST API, with a full-access key
-    token: str
-    tunnel: StunnelClient
-
-
-@dataclass
-class Settling:
-    """A server of the SMTP benchmark's rounds that, asked to confirm the round's delivery,
-    first waits until it is quiet and notes when, and its CPU then."""
-
-    side: Side
-    name: str
-    tunnel: StunnelClient
-    settled_at: float = 0.0
-    settled_cpu: float = 0.0
-
-    def cpu_seconds(self) -> float:
-        return process_tree_cpu(self.side.server.pid)
-
-    def settle(self) -> None:
-        self.settled_at = wait_until_quiet(self.side.server.pid)
-        self.settled_cpu = self.cpu_seconds()
-
-    def confirm_delivered(self, subject: str, messages: int, timeout: float) -> None:
-        self.settle()
-        postwire = smtp.PostwireUnderTest(self.side.server, self.side.client, self.tunnel)
-        postwire.confirm_delivered(subject, messages, timeout)
-
-
-@dataclass(frozen=True)
-class Run:
-    delivered_per_s: float
-    settled_per_s: float
-    cpu_ms_per_message: float
-
-
-@dataclass
-class Figure:
-    way: str
-    side: str
-    runs: list[Run] = field(default_factory=list)
-
-    def median(self, value: str) -> float:
-        return statistics.median(float(getattr(r, value)) for r in self.runs)
-
-
-def wait_until_quiet(pid: int, timeout: float = QUIET_TIMEOUT) -> float:
-    """When the server's processes became quiet: the start of the first window of
-    `QUIET_WINDOW` seconds in which they used under `QUIET_SHARE` of a core."""
-    readings: list[tuple[float, float]] = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        readings.append((time.monotonic(), process_tree_cpu(pid)))
-        window = [r for r in readings if r[0] >= readings[-1][0] - QUIET_WINDOW]
-        (t0, cpu0), (t1, cpu1) = window[0], window[-1]
-        if t1 - t0 >= QUIET_WINDOW * 0.9 and (cpu1 - cpu0) / (t1 - t0) < QUIET_SHARE:
-            return t0
-        time.sleep(QUIET_POLL)
-    raise SystemExit(f"the server (pid {pid}) was still busy {timeout:g} s after its run")
-
-
-def one_run(
-    side: Side, way: str, messages: int, sink: SmtpSink, label: str, deliver_timeout: float
-) -> Run:
-    """One of the benchmarks' own rounds through `side`; settled once the server is quiet
-    again (before the API's untimed confirmation that every email was delivered)."""
-    size = Size("4 KiB", BODY_BYTES, messages)
-    target = Settling(side, side.name, side.tunnel)
-    cpu0 = target.cpu_seconds()
-    started = time.monotonic()
-    if way == "SMTP relay":
-        sample = smtp.run_round(
-            target, size, sink, subject=f"insights cost, {label}, {side.name}",
-            sessions=smtp.SESSIONS, deliver_timeout=deliver_timeout,
-        )  # fmt: skip
-        delivered_per_s = sample.delivered_per_s
-    else:
-        rest_sample, ids = rest.run_round(
-            size, side.server.base_url, side.token, sink, side.server.pid,
-            post_threads=POST_THREADS, deliver_timeout=deliver_timeout,
-            label=f"{label}, {side.name}",
-        )  # fmt: skip
-        target.settle()
-        rest.confirm_delivered(side.client, ids, rest.CONFIRM_TIMEOUT)
-        delivered_per_s = rest_sample.delivered_per_s
-    return Run(
-        delivered_per_s,
-        messages / (target.settled_at - started),
-        1000 * (target.settled_cpu - cpu0) / messages,
-    )
-
-
-def start_side(
-    work: Path, dns: AuthoritativeDnsServer, sink: SmtpSink, processes: int, *, on: bool
-) -> Side:
-    name = ON if on else OFF
-    server = CostBenchServer(
-        work / ("on" if on else "off"), dns.nameserver, sink.port, processes=processes, on=on
-    )
-    progress(f"starting postwire serve ({name}) ...")
-    server.start()
-    tls_port = int(server.wait_for_log(smtp.TLS_LISTENING)[1])
-    token = server.create_key("bench")
-    client = httpx.Client(
-        base_url=server.base_url, headers={"Authorization": f"Bearer {token}"}, timeout=60
-    )
-    verify_domain(client, dns, smtp.DOMAIN)
-    tunnel = StunnelClient(work, "on" if on else "off", tls_port)
-    tunnel.start()
-    return Side(name, server, client, token, tunnel)
-
-
-def run_benchmark(args: argparse.Namespace, work: Path, _: Path | None) -> list[Figure]:
+def run_benchmark(
+    args: argparse.Namespace, work: Path, profile_base: Path | None
+) -> tuple[list[Figure], list[Profiled]]:
     dns, sink = AuthoritativeDnsServer(), SmtpSink()
     sides: list[Side] = []
     dns.start()
@@ -237,7 +119,18 @@ def run_benchmark(args: argparse.Namespace, work: Path, _: Path | None) -> list[
                         f"delivered/s, {measured.settled_per_s:,.0f} settled/s, "
                         f"{measured.cpu_ms_per_message:.2f} ms CPU a message"
                     )
-        return list(figures.values())
+        profiles: list[Profiled] = []
+        for way, slug in SLUGS.items() if profile_base is not None else ():
+            assert profile_base is not None
+            raw = profile_base.with_name(f"{profile_base.name}-profile-{slug}.txt")
+            progress(f"profiling an extra {way} run, {ON} -> {raw} ...")
+            load = partial(run, sides[0], way, args.profile_messages, "profiled run")
+            profile.record(sides[0].server.pid, args.profile_seconds, raw, "raw", load)
+            collapsed = raw.read_text()
+            title = f"the {way} with {ON} (an extra run of {args.profile_messages:,} messages)"
+            parts = profile.inclusive_shares(collapsed, PROFILE_PARTS)
+            profiles.append(Profiled(title, None, raw.name, profile.hot_spots(collapsed), parts))
+        return list(figures.values()), profiles
     except BaseException:
         for side in sides:
             progress(f"server log ({side.name}, tail):\n" + side.server.log())
@@ -267,7 +160,9 @@ def named_figures(figures: list[Figure]) -> dict[str, float]:
     return named
 
 
-def report(args: argparse.Namespace, figures: list[Figure], load: LoadAverages) -> str:
+def report(
+    args: argparse.Namespace, figures: list[Figure], profiles: list[Profiled], load: LoadAverages
+) -> str:
     lines = [
         f"# Cost of insights and counters, {datetime.date.today().isoformat()}",
         "",
@@ -327,6 +222,12 @@ def report(args: argparse.Namespace, figures: list[Figure], load: LoadAverages) 
     for index in range(args.rounds):
         cells = [f"{per_way[way][index][0]:.3f}; {per_way[way][index][1]:.3f}" for way in WAYS]
         lines.append(f"| {index + 1} | " + " | ".join(cells) + " |")
+    for profiled in profiles:
+        lines += profile_section(
+            profiled,
+            why_the_gil="each process's Trio thread runs submission, the API, delivery and "
+            "(in the first process) the insights service; every process's samples count together",
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -341,7 +242,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=300, help="messages a way and server")
     parser.add_argument("--processes", type=int, default=2, help="each server's `processes`")
     parser.add_argument("--deliver-timeout", type=float, default=300.0)
-    add_report_options(parser, report_name="insights", profile_help="(not supported)")
+    add_report_options(
+        parser,
+        report_name="insights",
+        profile_help="profile an extra run of each way with both on (py-spy)",
+    )
+    parser.add_argument("--profile-seconds", type=int, default=5, help="shorter than the run")
+    parser.add_argument("--profile-messages", type=int, default=8000, help="the profiled runs'")
     args = parser.parse_args(argv)
     check_options(
         parser, args, at_least_one=("rounds", "messages", "warmup", "processes"),
@@ -361,11 +268,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def measure(args: argparse.Namespace, profile_base: Path | None) -> tuple[list[Figure], str]:
+def measure(
+    args: argparse.Namespace, profile_base: Path | None
+) -> tuple[tuple[list[Figure], list[Profiled]], str]:
+    """Run the benchmark: what it measured, and its Markdown report."""
     return measure_and_render(
         work_prefix="postwire-bench-insights-",
         measure=partial(run_benchmark, args),
-        render=lambda measured, load: report(args, measured, load),
+        render=lambda measured, load: report(args, *measured, load),
         profile_base=profile_base,
     )
 
