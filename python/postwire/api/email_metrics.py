@@ -3,8 +3,9 @@ kept as events happen (`postwire.metrics`), as totals and optionally by period a
 domain, broadcast and tag.
 
 The counters are kept per sending domain, per broadcast and per tag (not per combination of
-them), so a request breaks down or filters by one of those at most; `email_id` counts the
-email's own events. `received` is accepted and is 0: Postwire receives no mail for teams.
+them), so a request breaks down or filters by one of those at most; `email_id` (and the
+`email` breakdown) counts the emails' own events. `received` is accepted and is 0: Postwire
+receives no mail for teams.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from postwire.store.spool import Spool
 UNCOUNTED: Final = ("received",)
 METRICS: Final = (*COUNTS, *UNCOUNTED, *RATES)
 # Breakdowns besides `period`: each is a dimension the counters are kept by.
-BREAKDOWNS: Final = ("domain", "broadcast", "tag")
+BREAKDOWNS: Final = ("domain", "broadcast", "tag", "email")
 DIMENSIONS: Final = ("period", *BREAKDOWNS)
 PERIODS: Final = ("hourly", "daily", "weekly", "monthly")
 MAX_PERIODS: Final = 10_000
@@ -143,9 +144,9 @@ def routes(ctx: ApiContext) -> Blueprint:
         query = read_query(request.args, ctx.now())
         starts = period_starts(query)
         email_ids = listed(request.args, "email_id")
-        rows: dict[Scope, dict[str, str]] = {TEAM: {}}
         if email_ids:
-            counted = {TEAM: _email_counts(ctx.spool, team_id, email_ids, query)}
+            counted = _email_counts(ctx.spool, team_id, email_ids, query)
+            rows = {scope: {"email_id": scope.value} for scope in counted}
         else:
             selected = selected_rows(ctx.spool, team_id, request.args, query.dimensions)
             rows = dict(selected)
@@ -155,8 +156,8 @@ def routes(ctx: ApiContext) -> Blueprint:
                 )
                 for scope, _ in selected
             }
-            if not set(BREAKDOWNS) & set(query.dimensions):  # the rows asked for, as one
-                counted, rows = {TEAM: _merged(counted.values())}, {TEAM: {}}
+        if not set(BREAKDOWNS) & set(query.dimensions):  # the rows asked for, as one
+            counted, rows = {TEAM: _merged(counted.values())}, {TEAM: {}}
         totals = _summed(row for by_period in counted.values() for row in by_period.values())
         body: MetricsBody = {
             "object": "metrics", "start_date": iso(query.start), "end_date": iso(query.stop),
@@ -183,16 +184,18 @@ def read_query(args: MultiDict[str, str], now: datetime) -> Query:
         )
     dimensions = listed(args, "dimensions")
     if any(d not in DIMENSIONS for d in dimensions):
-        raise validation_error(
-            "`dimensions` may be period and one of domain, broadcast and tag (Postwire keeps "
-            "no per-email breakdown)."
-        )
+        raise validation_error("`dimensions` may be period and one of domain, broadcast, tag "
+                               "and email.")  # fmt: skip
     breakdowns = [d for d in dimensions if d in BREAKDOWNS]
     filters = [name for name in ("domain_id", "broadcast_id", "tag", "email_id") if args.get(name)]
     if len(set(breakdowns)) > 1 or len(filters) > 1:
         raise validation_error(
             "Postwire counts per domain, broadcast or tag, not per combination: break down by "
             "one of them and filter by at most one of domain_id, broadcast_id, tag and email_id."
+        )
+    if "email" in breakdowns and not filters:
+        raise validation_error(
+            "An `email` breakdown needs `email_id`: an email's counts are read from its events."
         )
     if breakdowns and filters and filters[0] != _FILTER_OF[breakdowns[0]]:
         raise validation_error(
@@ -211,7 +214,12 @@ def read_query(args: MultiDict[str, str], now: datetime) -> Query:
     return Query(names, dimensions, cast(Period, granularity), zone, start, stop)
 
 
-_FILTER_OF: Final = {"domain": "domain_id", "broadcast": "broadcast_id", "tag": "tag"}
+_FILTER_OF: Final = {
+    "domain": "domain_id",
+    "broadcast": "broadcast_id",
+    "tag": "tag",
+    "email": "email_id",
+}
 
 
 def period_starts(query: Query) -> list[datetime]:
@@ -233,7 +241,8 @@ def selected_rows(
     """The scopes whose counts the request reads: the filter's values, or every value of the
     breakdown, or the team as a whole."""
     breakdown = next((d for d in dimensions if d in BREAKDOWNS), None)
-    for kind, name in _FILTER_OF.items():
+    for kind in ("domain", "broadcast", "tag"):
+        name = _FILTER_OF[kind]
         wanted = listed(args, name)
         if len(wanted) > MAX_FILTER_VALUES:
             raise validation_error(f"At most {MAX_FILTER_VALUES} `{name}` values.")
@@ -278,20 +287,20 @@ def _scopes(spool: Spool, team_id: str, kind: str, wanted: list[str] | None) -> 
 
 def _email_counts(
     spool: Spool, team_id: str, email_ids: list[str], query: Query
-) -> dict[datetime, dict[str, int]]:
-    """The counts of the team's emails `email_ids`, from their own events."""
+) -> dict[Scope, dict[datetime, dict[str, int]]]:
+    """The counts of each of the team's emails `email_ids`, from its own events."""
     if len(email_ids) > MAX_FILTER_VALUES:
         raise validation_error(f"At most {MAX_FILTER_VALUES} `email_id` values.")
-    counted = []
-    for email_id in email_ids:
+    counted = {}
+    for email_id in dict.fromkeys(email_ids):
         record = EMAILS.get(spool, email_key(team_id, email_id))
         if record is None:
             raise validation_error("An `email_id` is not one of this team's emails.")
         events = email_events(spool, record).events
-        counted.append(
-            event_period_counts(events, query.start, query.stop, query.zone, query.period)
+        counted[Scope("email", email_id)] = event_period_counts(
+            events, query.start, query.stop, query.zone, query.period
         )
-    return _merged(counted)
+    return counted
 
 
 def _summed(rows: Iterable[dict[str, int]]) -> dict[str, int]:

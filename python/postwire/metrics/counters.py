@@ -29,7 +29,9 @@ HOUR_MS: Final = 3_600_000
 DAY_MS: Final = 24 * HOUR_MS
 
 Granularity = Literal["hour", "day"]
-Dimension = Literal["domain", "broadcast", "tag"]
+# What a count is kept per besides the team. ("email" names one email's own events, read by
+# the API from the email's history: no counter is kept per email.)
+Dimension = Literal["domain", "broadcast", "tag", "email"]
 
 # Counter names, in the order pages and the API list them. Delivery outcomes count recipients
 # (one event each); `sent` counts emails (the first attempt of each); opens and clicks count
