@@ -6,7 +6,9 @@ happened; with `processes = 2` the worker's numbers are there beside the first p
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import smtplib
 import ssl
 from collections.abc import Iterator
@@ -24,6 +26,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from postwire.metrics.operator_exposition import SERIES
 from tests.dns_server import AuthoritativeDnsServer
 from tests.e2e.conftest import DOMAIN, LiveServer, serving, verified_domain, wait_until
+from tests.e2e.test_processes import children_of
 from tests.e2e.test_smtp_submission import free_address, listener, wait_for_smtp
 from tests.smtp_receiver import ReceiverScript, ScriptedSmtpReceiver
 from tests.webhook_receiver import WebhookReceiver
@@ -269,3 +272,21 @@ def test_with_two_processes_both_are_counted(
         assert set(by_process(samples, "postwire_process_start_time_seconds")) == {"0", "1"}
         assert total(samples, "postwire_processes") == 2
         assert total(samples, "postwire_processes_alive") == 2
+        accepted_before = by_process(samples, "postwire_accepted_messages_total")
+
+        # A worker killed and started again: its series start over from zero (a counter reset
+        # to Prometheus) under a new start time; the first process's are untouched.
+        assert live.process is not None
+        (worker,) = children_of(live.process.pid)
+        started = by_process(samples, "postwire_process_start_time_seconds")
+        os.kill(worker, signal.SIGKILL)
+
+        def restarted() -> bool:
+            now = by_process(scrape(live)[1], "postwire_process_start_time_seconds")
+            return now.get("1", started["1"]) > started["1"]
+
+        wait_until(restarted, "the worker started again and published")
+        _, after = scrape(live)
+        assert by_process(after, "postwire_process_start_time_seconds")["0"] == started["0"]
+        accepted_after = by_process(after, "postwire_accepted_messages_total")
+        assert accepted_after == {"0": accepted_before["0"], "1": 0}
