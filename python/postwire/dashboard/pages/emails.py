@@ -11,8 +11,6 @@ Every look-up is under the viewer's team: another team's email id is a 404 like 
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -24,6 +22,7 @@ from postwire.dashboard.email_filters import STATUSES, is_email_id, parse_email_
 from postwire.dashboard.email_source import SourceParts, source_parts
 from postwire.dashboard.viewer import Viewer
 from postwire.domains.store import list_domains
+from postwire.insights.reading import EmailInsights, by_area, read_email_insights
 from postwire.store.accounts import list_api_keys
 from postwire.store.deliveries import email_attempts
 from postwire.store.email_details import EVENT_SCAN_BUDGET, email_events, raw_source
@@ -99,6 +98,8 @@ def routes(ctx: DashboardContext) -> Blueprint:
             key=keys.get(record.api_key_id or ""),
             domain=next((d for d in domains if d.id == record.domain_id), None),
             insights=email_insights(ctx, record),
+            insights_by_area=by_area,
+            insights_enabled=ctx.config.insights.enabled,
             event_budget=EVENT_SCAN_BUDGET,
         )
 
@@ -152,16 +153,7 @@ def _email(ctx: DashboardContext, email_id: str) -> EmailRecord:
     return record
 
 
-def email_insights(ctx: DashboardContext, record: EmailRecord) -> Sequence[Any] | None:
-    """The email's deliverability insights from `postwire.insights` (`email_insights(spool,
-    record)`), None where that package does not provide them yet: the page then shows no
-    insights section at all."""
-    try:
-        insights = importlib.import_module("postwire.insights")
-    except ModuleNotFoundError:
-        return None
-    finder = getattr(insights, "email_insights", None)
-    if finder is None:
-        return None
-    found: Sequence[Any] | None = finder(ctx.spool, record)
-    return found
+def email_insights(ctx: DashboardContext, record: EmailRecord) -> EmailInsights | None:
+    """The email's deliverability insights; None while not computed (the page says whether
+    they will be: `insights.enabled`)."""
+    return read_email_insights(ctx.spool, record.team_id, record.id)
