@@ -40,6 +40,8 @@ NOT_PAGES = {
     "/emails/<email_id>/raw",
     "/emails/<email_id>/html",
     "/account/mfa/totp/<device_id>/qr.svg",
+    "/contacts/imports/<import_id>/progress",
+    "/contacts/imports/<import_id>/errors.csv",
     "/login/google",
     "/login/github",
     "/",

@@ -147,6 +147,16 @@ def parse_column_map(raw: Any) -> dict[str, tuple[str, str | None]]:
     return targets
 
 
+def target_named_like(column: str, property_types: Mapping[str, str]) -> str | None:
+    """The target a column of this name is read into when the map does not name it: a
+    contact field, or a contact property (by key or as `properties.<key>`); None otherwise."""
+    target = _field_named_like(column)
+    if target in CONTACT_FIELDS:
+        return target
+    key = column.strip().removeprefix(PROPERTY_PREFIX)
+    return PROPERTY_PREFIX + key if key in property_types else None
+
+
 def _field_named_like(column: str) -> str:
     return re.sub(r"[\s-]+", "_", column.strip().lower())
 
@@ -155,10 +165,13 @@ def resolve_columns(
     header: list[str],
     column_map: Mapping[str, tuple[str, str | None]],
     property_types: Mapping[str, str],
+    *,
+    by_name: bool = True,
 ) -> dict[str, str]:
     """Target -> the header's column it is read from. The map wins for every target it names;
-    the others are read from a column named like them (`email`, `First Name`, a contact
-    property's key, or `properties.<key>`); other columns are left alone. Raises the 422 the
+    with `by_name`, the others are read from a column named like them (`email`, `First Name`,
+    a contact property's key, or `properties.<key>`); other columns are left alone (without
+    it, the map is the whole mapping: a column it leaves out is ignored). Raises the 422 the
     caller answers: a mapped column missing from the header or present twice, an unknown
     property or one of another type, no email column."""
     columns: dict[str, str] = {}
@@ -171,7 +184,7 @@ def resolve_columns(
         if target.startswith(PROPERTY_PREFIX):
             _check_property(target.removeprefix(PROPERTY_PREFIX), kind, property_types)
     taken = set(columns.values())
-    for column in header:
+    for column in header if by_name else ():
         if column in taken:
             continue
         target = _field_named_like(column)

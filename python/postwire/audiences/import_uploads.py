@@ -120,15 +120,17 @@ def import_job(
     segments: Any,
     topics: Any,
     now: datetime,
+    by_name: bool = True,
 ) -> store.ImportRecord:
     """The queued job of a file whose `header` is known: `targets` (as `parse_column_map`
     gives them) checked against the header and the team's contact properties, `segments` and
-    `topics` (as a create body gives them) against the team's."""
+    `topics` (as a create body gives them) against the team's. Without `by_name`, columns
+    `targets` leaves out are ignored even when named like a field."""
     on_conflict = on_conflict or DEFAULT_ON_CONFLICT
     if on_conflict not in ON_CONFLICT:
         raise validation_error("The `on_conflict` field must be `upsert` or `skip`.")
     kinds = {key: prop.type for key, prop in team_properties(spool, team_id).items()}
-    columns = resolve_columns(header.cells, targets, kinds)
+    columns = resolve_columns(header.cells, targets, kinds, by_name=by_name)
     wanted_segments = list(dict.fromkeys(segment_ids(segments)))
     for segment_id in wanted_segments:
         if get_segment(spool, team_id, segment_id) is None:

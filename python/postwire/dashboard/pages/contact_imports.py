@@ -1,11 +1,274 @@
-"""Dashboard page module `contact_imports` (routes are added as the page is built)."""
+"""CSV imports of contacts through the dashboard: upload, map the columns, watch it run.
+
+    GET  /contacts/import                          the upload form and the team's imports
+    POST /contacts/import                          keep the file as a draft, go to its mapping
+    GET  /contacts/imports/<import_id>             a draft's mapping step, or a job's progress
+                                                   and refused rows
+    POST /contacts/imports/<import_id>             start a draft with the mapping chosen
+    POST /contacts/imports/<import_id>/discard     drop a draft and its file
+    GET  /contacts/imports/<import_id>/progress    the job's counts as JSON, for the page's script
+    GET  /contacts/imports/<import_id>/errors.csv  the refused rows kept, as a CSV download
+
+The file goes into the spool as the API's uploads do (`audiences.import_uploads`) and the job
+is the API's, run by `audiences.imports`. The page's size limit is the dashboard's request
+cap, `MAX_UPLOAD_BYTES`.
+"""
 
 from __future__ import annotations
 
-from quart import Blueprint
+import csv
+import io
+from typing import Any, Final
 
+from quart import Blueprint, Response, g, redirect, render_template, request
+from werkzeug.exceptions import NotFound
+
+from postwire import _core
+from postwire._core import WriteBatch
+from postwire.audiences.csv_rows import (
+    CONTACT_FIELDS,
+    PROPERTY_PREFIX,
+    CsvRecord,
+    target_named_like,
+)
+from postwire.audiences.import_uploads import ImportUpload, import_job
+from postwire.audiences.records import is_record_id
 from postwire.dashboard.context import DashboardContext
+from postwire.dashboard.pages.contacts import team_segments, team_topics
+from postwire.dashboard.pages.refusals import Redirect, done, refused
+from postwire.errors import ApiError, validation_error
+from postwire.store import contact_imports as store
+from postwire.store.accounts import contract_timestamp
+from postwire.store.contact_properties import team_properties
+
+SAMPLE_ROWS: Final = 5
+RECENT_IMPORTS: Final = 20
+ERRORS_SHOWN: Final = 100
+READ_CHUNK: Final = 1024 * 1024
+IGNORED: Final = "ignore"
+COLUMN_FIELD: Final = "column."
+TOPIC_FIELD: Final = "topic."
+FIELD_WORDS: Final = {
+    "email": "Email address",
+    "first_name": "First name",
+    "last_name": "Last name",
+    "unsubscribed": "Unsubscribed (true/false)",
+}
+STATUS_WORDS: Final = {
+    "queued": "Queued",
+    "in_progress": "Importing",
+    "completed": "Completed",
+    "failed": "Failed",
+}
+# Cells a spreadsheet would run as a formula start with one of these: the download prefixes
+# them with a quote (OWASP's advice on CSV injection).
+FORMULA_STARTS: Final = ("=", "+", "-", "@", "\t", "\r")
+
+
+def progress_json(record: store.ImportRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "status": record.status,
+        "status_words": STATUS_WORDS[record.status],
+        "done": record.status in ("completed", "failed"),
+        "counts": {
+            "total": record.total,
+            "created": record.created,
+            "updated": record.updated,
+            "skipped": record.skipped,
+            "failed": record.failed,
+        },
+        "failure": record.failure,
+        "completed_at": record.completed_at,
+    }
+
+
+def spreadsheet_safe(cell: str) -> str:
+    return "'" + cell if cell.startswith(FORMULA_STARTS) else cell
+
+
+def errors_csv(record: store.ImportRecord, bad: list[store.BadRow]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(["row", "email", "reason"])
+    for row in bad:
+        writer.writerow([row.row, spreadsheet_safe(row.email or ""), spreadsheet_safe(row.reason)])
+    if record.failed > len(bad):
+        more = record.failed - len(bad)
+        writer.writerow(["", "", f"{more} more rows were refused; the first {len(bad)} are kept"])
+    return out.getvalue()
 
 
 def routes(ctx: DashboardContext) -> Blueprint:
-    return Blueprint("contact_imports", __name__)
+    bp = Blueprint("contact_imports", __name__)
+    spool = ctx.spool
+
+    def team_id() -> str:
+        team: str = g.viewer.team.id
+        return team
+
+    def now_ms() -> int:
+        return int(ctx.now_seconds() * 1000)
+
+    def team_job(import_id: str) -> store.ImportRecord:
+        record = store.get_import(spool, team_id(), import_id) if is_record_id(import_id) else None
+        if record is None:
+            raise NotFound
+        return record
+
+    def team_draft(import_id: str) -> store.ImportDraft | None:
+        return store.get_draft(spool, team_id(), import_id) if is_record_id(import_id) else None
+
+    @bp.get("/contacts/import")
+    async def upload_page() -> str:
+        jobs, _ = store.list_imports(
+            spool, team_id(), limit=RECENT_IMPORTS, after=None, before=None, status=None
+        )
+        return await render_template(
+            "contact_import.html",
+            jobs=jobs,
+            drafts=store.team_drafts(spool, team_id(), RECENT_IMPORTS),
+            words=STATUS_WORDS,
+        )
+
+    @bp.post("/contacts/import")
+    async def upload() -> Redirect:
+        file = (await request.files).get("file")
+        if file is None or not file.filename:
+            return await refused(
+                validation_error("Choose a CSV file to import."), "/contacts/import"
+            )
+        upload = ImportUpload(spool, team_id(), _core.new_id(), now_ms)
+        try:
+            while chunk := file.stream.read(READ_CHUNK):
+                await upload.write(chunk)
+            header = upload.header()
+            draft = store.ImportDraft(
+                id=upload.import_id,
+                team_id=upload.team_id,
+                created_at=contract_timestamp(ctx.now()),
+                created_at_ms=now_ms(),
+                file_name=file.filename[:200],
+                file_size=upload.size,
+                header=header.cells,
+                header_end=header.end,
+                sample=upload.sample_rows(SAMPLE_ROWS),
+            )
+            batch = WriteBatch()
+            upload.finish(batch)
+            store.put_draft(batch, draft)
+            await spool.commit(batch)
+        except ApiError as error:
+            await upload.discard()
+            return await refused(error, "/contacts/import")
+        except BaseException:
+            await upload.discard()
+            raise
+        return redirect(f"/contacts/imports/{draft.id}", 303)
+
+    @bp.get("/contacts/imports/<import_id>")
+    async def import_page(import_id: str) -> str:
+        draft = team_draft(import_id)
+        if draft is not None:
+            return await mapping_page(draft)
+        record = team_job(import_id)
+        bad = store.bad_rows(spool, record.id)
+        return await render_template(
+            "contact_import_detail.html",
+            record=record,
+            progress=progress_json(record),
+            bad=bad[:ERRORS_SHOWN],
+            kept=len(bad),
+            segments=team_segments(spool, record.team_id),
+            topics=team_topics(spool, record.team_id),
+        )
+
+    async def mapping_page(draft: store.ImportDraft) -> str:
+        properties = team_properties(spool, draft.team_id)
+        kinds = {key: prop.type for key, prop in properties.items()}
+        guesses = [target_named_like(column, kinds) or IGNORED for column in draft.header]
+        targets = [(field, words) for field, words in FIELD_WORDS.items()]
+        targets += [(PROPERTY_PREFIX + key, f"Property {key} ({prop.type})")
+                    for key, prop in properties.items()]  # fmt: skip
+        return await render_template(
+            "contact_import_map.html",
+            draft=draft,
+            guesses=guesses,
+            targets=targets,
+            segments=team_segments(spool, draft.team_id),
+            topics=team_topics(spool, draft.team_id),
+            column_field=COLUMN_FIELD,
+            topic_field=TOPIC_FIELD,
+            ignored=IGNORED,
+        )
+
+    @bp.post("/contacts/imports/<import_id>")
+    async def start(import_id: str) -> Redirect:
+        draft = team_draft(import_id)
+        if draft is None:
+            team_job(import_id)  # another team's id, or none: a 404
+            return await done("This import has already started.", f"/contacts/imports/{import_id}")
+        back = f"/contacts/imports/{draft.id}"
+        form = await request.form
+        targets: dict[str, tuple[str, str | None]] = {}
+        for index, column in enumerate(draft.header):
+            target = form.get(f"{COLUMN_FIELD}{index}", IGNORED)
+            if target == IGNORED:
+                continue
+            if target not in CONTACT_FIELDS and not target.startswith(PROPERTY_PREFIX):
+                return await refused(
+                    validation_error(f"Column {column!r}: choose what it holds."), back
+                )
+            if target in targets:
+                message = f"Two columns are mapped to {target.removeprefix(PROPERTY_PREFIX)}."
+                return await refused(validation_error(message), back)
+            targets[target] = (column, None)
+        topics = [
+            {"id": topic_id, "subscription": form[TOPIC_FIELD + topic_id]}
+            for topic_id in team_topics(spool, draft.team_id)
+            if form.get(TOPIC_FIELD + topic_id) in ("opt_in", "opt_out")
+        ]
+        header = CsvRecord(1, draft.header_end, draft.header)
+        async with spool.record_lock(store.draft_key(draft.team_id, draft.id)):
+            if team_draft(draft.id) is None:
+                return await done("This import has already started.", back)
+            try:
+                record = import_job(
+                    spool, draft.team_id, draft.id, header, draft.file_size,
+                    targets=targets, on_conflict=form.get("on_conflict") or None,
+                    segments=form.getlist("segments"), topics=topics, now=ctx.now(),
+                    by_name=False,
+                )  # fmt: skip
+            except ApiError as error:
+                return await refused(error, back)
+            batch = WriteBatch()
+            store.start_draft(batch, draft, record)
+            await spool.commit(batch)
+        return await done("The import has started.", back)
+
+    @bp.post("/contacts/imports/<import_id>/discard")
+    async def discard(import_id: str) -> Redirect:
+        draft = team_draft(import_id)
+        if draft is None:
+            raise NotFound
+        batch = WriteBatch()
+        chunks = store.file_chunks(draft.file_size) + 1
+        store.discard_upload(batch, draft.id, chunks, team_id=draft.team_id)
+        await spool.commit(batch)
+        return await done(f"The upload of {draft.file_name} was dropped.", "/contacts/import")
+
+    @bp.get("/contacts/imports/<import_id>/progress")
+    async def progress(import_id: str) -> dict[str, Any]:
+        return progress_json(team_job(import_id))
+
+    @bp.get("/contacts/imports/<import_id>/errors.csv")
+    async def errors_download(import_id: str) -> Response:
+        record = team_job(import_id)
+        body = errors_csv(record, store.bad_rows(spool, record.id))
+        response = Response(body, mimetype="text/csv")
+        response.headers["Content-Disposition"] = (
+            f'attachment; filename="import-{record.id}-errors.csv"'
+        )
+        return response
+
+    return bp
