@@ -100,6 +100,26 @@ def test_values_are_escaped_and_unsafe_links_dropped() -> None:
     assert email_safety_faults(html) == []
 
 
+def test_a_fallback_is_escaped_in_the_html_and_plain_in_the_text() -> None:
+    chip = {"field": "contact.company", "fallback": "Tom & <Jerry>"}
+    email = rendered(document_of({"id": "p", "type": "paragraph", "content": [chip]}))
+    assert "{{{contact.company|Tom &amp; &lt;Jerry&gt;}}}" in email.html
+    assert email.text.startswith("{{{contact.company|Tom & <Jerry>}}}\n")
+    record = BroadcastRecord(
+        id="b1",
+        team_id="t1",
+        segment_id="s1",
+        sender="n@acme.example",
+        subject="s",
+        created_at="2026-11-25T08:00:00Z",
+        html=email.html,
+        text=email.text,
+    )
+    request = compile_broadcast(record).request_for("a@example.org", {}, [])
+    assert request.html is not None and ">Tom &amp; &lt;Jerry&gt;</p>" in request.html
+    assert request.text is not None and request.text.startswith("Tom & <Jerry>\n")
+
+
 def test_an_image_without_a_picture_is_left_out() -> None:
     html = rendered(document_of({"id": "i", "type": "image", "alt": "x"}), BrandKit.default()).html
     assert "<img" not in html
@@ -116,6 +136,7 @@ def test_the_engine_personalizes_a_rendered_document() -> None:
         created_at="2026-11-25T08:00:00Z",
         html=email.html,
         text=email.text,
+        preview_text="Our offers, {{{contact.first_name|friend}}}",
     )
     content = compile_broadcast(record)
     unsubscribe = "https://mail.acme.example/u/TOKEN?a=1&b=2"
@@ -123,6 +144,7 @@ def test_the_engine_personalizes_a_rendered_document() -> None:
     request = content.request_for("ann@example.org", values, [])
     assert request.html is not None and request.text is not None
     assert "Hi Ann &amp; Co, this is" in request.html
+    assert ">Our offers, Ann &amp; Co</div>" in request.html  # the preview text, first in the body
     assert 'href="https://mail.acme.example/u/TOKEN?a=1&amp;b=2"' in request.html
     assert "{{{" not in request.html and "{{{" not in request.text
     assert request.text.startswith("November news & <offers>\n\nHi Ann & Co, this is bold")
