@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,7 +34,7 @@ from postwire.compose.request import SendRequest
 from postwire.domains.store import DomainRecord, find_verified_domain_for_sender
 from postwire.errors import ApiError, KeyExistsError, validation_error
 from postwire.inbound.verp import VERP_SECRET, verp_address
-from postwire.metrics.operator_registry import OPERATOR_METRICS, SigningTimer
+from postwire.metrics.operator_registry import OPERATOR_METRICS
 from postwire.signing import SigningQueue
 from postwire.store.accounts import ApiKeyRecord, contract_timestamp
 from postwire.store.deliveries import DELIVERIES, DeliveryRecord
@@ -469,14 +470,14 @@ class Acceptor:
                 for draft, signature in zip(same, signatures, strict=True):
                     draft.signature = signature
 
+        started = time.perf_counter()
         if len(drafts) == 1:  # one email, SMTP's case: batched with other callers' emails
-            with SigningTimer():
-                drafts[0].signature = await self.signing.sign(drafts[0].signer, drafts[0].message)
-            return
-        with SigningTimer(len(drafts)):
+            drafts[0].signature = await self.signing.sign(drafts[0].signer, drafts[0].message)
+        else:
             async with trio.open_nursery() as nursery:
                 for chunk in chunks:
                     nursery.start_soon(trio.to_thread.run_sync, sign_chunk, chunk)
+        OPERATOR_METRICS.signed(len(drafts), time.perf_counter() - started)
 
     async def accept(
         self,

@@ -95,6 +95,11 @@ class OperatorMetrics:
             if not held:
                 del self.in_hand[domain]
 
+    def signed(self, messages: int, seconds: float) -> None:
+        """`messages` signed together in `seconds`: each counts its share."""
+        if messages > 0:
+            self.signing.observe(seconds / messages, messages)
+
     def webhook_attempted(self, succeeded: bool, event_created_at_ms: int, now_ms: int) -> None:
         self.webhook_attempts["succeeded" if succeeded else "failed"] += 1
         if succeeded:
@@ -140,25 +145,6 @@ def outcome_class(outcome: Outcome) -> str:
     if outcome.status == "delivered":
         return "2"
     return "5" if outcome.status == "permanent" else "4"
-
-
-class SigningTimer:
-    """`with SigningTimer(messages):` observes the block's time once per message signed, each
-    taking its share (a batch signs many in one call)."""
-
-    __slots__ = ("messages", "started")
-
-    def __init__(self, messages: int = 1) -> None:
-        self.messages = messages
-        self.started = 0.0
-
-    def __enter__(self) -> None:
-        self.started = time.perf_counter()
-
-    def __exit__(self, *_: object) -> None:
-        if self.messages > 0:
-            share = (time.perf_counter() - self.started) / self.messages
-            OPERATOR_METRICS.signing.observe(share, self.messages)
 
 
 OPERATOR_METRICS: Final = OperatorMetrics()
