@@ -1,0 +1,135 @@
+"""Domain health end to end: a live `postwire serve` delivers a hundred emails from one domain,
+then a mailbox provider's complaint (an ARF report over Postwire's STARTTLS listener) puts its
+complaint rate at 1%, past the 0.3% of Google's and Yahoo's sender requirements. The team's
+webhook endpoint, subscribed to `domain.health_warning`, receives exactly one warning, verified
+with svix; a second complaint while the domain is still past the threshold warns no more."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import lmdb
+import pytest
+import resend
+from svix.webhooks import Webhook
+
+from postwire.metrics.domain_health import EVALUATE_SECONDS
+from tests.dns_server import AuthoritativeDnsServer
+from tests.e2e.conftest import DOMAIN, LiveServer, serving, spool_events, verified_domain
+from tests.e2e.conftest import wait_until as wait_briefly
+from tests.e2e.test_inbound_dsn import report
+from tests.e2e.test_metrics_proof import arf, message_of
+from tests.e2e.test_smtp_submission import free_address
+from tests.smtp_receiver import ReceiverScript, ScriptedSmtpReceiver
+from tests.webhook_receiver import WebhookReceiver
+
+VOLUME = 100  # metrics.health.MIN_VOLUME: the least mail a rate is judged on
+
+
+@pytest.fixture
+def webhooks() -> Iterator[WebhookReceiver]:
+    receiver = WebhookReceiver()
+    receiver.start()
+    yield receiver
+    receiver.stop()
+
+
+@pytest.fixture
+def smtp_receiver() -> Iterator[ScriptedSmtpReceiver]:
+    receiver = ScriptedSmtpReceiver(ReceiverScript())
+    receiver.start()
+    yield receiver
+    receiver.stop()
+
+
+@pytest.fixture
+def postwire_smtp() -> str:
+    return free_address()
+
+
+@pytest.fixture
+def live(
+    tmp_path: Path,
+    dns_server: AuthoritativeDnsServer,
+    smtp_receiver: ScriptedSmtpReceiver,
+    postwire_smtp: str,
+) -> Iterator[LiveServer]:
+    with serving(
+        tmp_path,
+        dns_server,
+        routes={"example.org": f"{smtp_receiver.host}:{smtp_receiver.port}"},
+        starttls_listen=(postwire_smtp,),
+        allow_private_webhooks=True,
+    ) as server:
+        yield server
+
+
+def domain_health_records(data_dir: Path) -> list[dict[str, Any]]:
+    """The `domain_health` table, read with the `lmdb` package (server stopped)."""
+    env = lmdb.open(str(data_dir / "spool"), readonly=True, lock=False, max_dbs=64)
+    table = env.open_db(b"domain_health", create=False)
+    with env.begin() as txn:
+        records = [json.loads(bytes(raw)) for _, raw in txn.cursor(db=table)]
+    env.close()
+    return records
+
+
+def test_crossing_the_complaint_threshold_warns_once(
+    live: LiveServer,
+    dns_server: AuthoritativeDnsServer,
+    smtp_receiver: ScriptedSmtpReceiver,
+    postwire_smtp: str,
+    webhooks: WebhookReceiver,
+) -> None:
+    domain = verified_domain(dns_server)
+    hook = resend.Webhooks.create(
+        {"endpoint": webhooks.url, "events": ["domain.health_warning"]}  # type: ignore[list-item]
+    )
+    batch = [
+        {"from": f"Shop <shop@{DOMAIN}>", "to": f"c{i}@example.org", "subject": "Receipt",
+         "text": "Thanks for your order."}
+        for i in range(VOLUME)
+    ]  # fmt: skip
+    ids = [item["id"] for item in resend.Batch.send(batch)["data"]]  # type: ignore[arg-type]
+
+    def delivered() -> int:
+        listed = resend.Emails.list({"limit": 100})["data"]
+        return sum(1 for e in listed if e["last_event"] == "delivered")
+
+    wait_briefly(lambda: delivered() == VOLUME, "every email delivered", timeout=120)
+
+    def complain(email_id: str, recipient: str) -> None:
+        verp = message_of(smtp_receiver, email_id).mail_from
+        assert report(postwire_smtp, verp, arf(verp, recipient))[0] == 250
+
+    complain(ids[0], "c0@example.org")
+    wait_briefly(
+        lambda: len(webhooks.posts()) >= 1, "the warning posted", timeout=EVALUATE_SECONDS + 30
+    )
+    (post,) = webhooks.posts()
+    Webhook(hook["signing_secret"]).verify(post.body, post.headers)
+    warning = json.loads(post.body)
+    assert warning["type"] == "domain.health_warning"
+    data = warning["data"]
+    assert (data["id"], data["name"]) == (domain["id"], DOMAIN)
+    assert (data["state"], data["previous_state"]) == ("critical", "ok")
+    assert {"window": "24h", "metric": "complaint_rate", "rate": 1.0, "threshold": 0.3,
+            "volume": VOLUME, "state": "critical"} in data["crossed"]  # fmt: skip
+
+    # Still past the threshold: a second complaint is judged (the rate doubles) but not warned.
+    complain(ids[1], "c1@example.org")
+    wait_briefly(lambda: resend.Emails.get(ids[1])["last_event"] == "complained", "complained")
+    time.sleep(EVALUATE_SECONDS + 5)  # a round of evaluation after it
+    assert len(webhooks.posts()) == 1
+    live.stop()
+
+    (record,) = domain_health_records(live.data_dir)
+    assert record["state"] == "critical" and record["domain_id"] == domain["id"]
+    rates = {(c["window"], c["metric"]): c["rate"] for c in record["checks"]}
+    assert rates[("24h", "complaint_rate")] == 2.0
+    kinds = [event["type"] for event in spool_events(live.data_dir)]
+    assert kinds.count("domain.health_warning") == 1
