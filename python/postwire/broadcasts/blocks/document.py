@@ -13,14 +13,47 @@ import re
 from dataclasses import dataclass
 
 from postwire.broadcasts.blocks.brand import (
-    MAX_URL_LENGTH,
     STYLE_KEYS,
     StyleError,
     check_choice,
     style_value,
     style_values,
 )
-from postwire.errors import PostwireError
+from postwire.broadcasts.blocks.document_values import (
+    DocumentError,
+    checked_boolean,
+    checked_text,
+    checked_url,
+    clamped,
+    refuse_unknown,
+    shown,
+)
+
+__all__ = [
+    "BLOCK_STYLE_KEYS",
+    "BLOCK_TYPES",
+    "COLUMN_BLOCK_TYPES",
+    "IMAGE_WIDTH",
+    "MAX_BLOCKS",
+    "MAX_COLUMN_BLOCKS",
+    "MAX_LIST_ITEMS",
+    "MAX_RUNS",
+    "MAX_SOCIAL_LINKS",
+    "MAX_TEXT",
+    "PADDING",
+    "SOCIAL_NETWORKS",
+    "SPACER_HEIGHT",
+    "VERSION",
+    "Block",
+    "BlockStyle",
+    "Document",
+    "DocumentError",
+    "Run",
+    "SocialLink",
+    "default_block",
+    "empty_document",
+    "parse_document",
+]
 
 VERSION = 1
 BLOCK_TYPES: tuple[str, ...] = (
@@ -56,7 +89,6 @@ MAX_SOCIAL_LINKS = 12
 _ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _FIELD = re.compile(r"[A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)*")
 _FALLBACK_FORBIDDEN = re.compile(r"[{}\r\n]")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # Clamps: (least, most, default) in pixels.
 PADDING = (0, 64, 12)
 SPACER_HEIGHT = (4, 160, 24)
@@ -73,10 +105,6 @@ BLOCK_STYLE_KEYS: dict[str, tuple[str, ...]] = {
     "social": ("align", "padding"),
     "footer": ("align", "color", "padding"),
 }
-
-
-class DocumentError(PostwireError, ValueError):
-    """A document is refused; the message says which block and what is wrong, for a person."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,14 +181,14 @@ def parse_document(raw: object) -> Document:
     """The document `raw` (decoded JSON) describes. Raises `DocumentError`."""
     if not isinstance(raw, dict):
         raise DocumentError("The document must be a JSON object with `version` and `blocks`.")
-    _refuse_unknown(raw, ("version", "style", "blocks"), "The document")
+    refuse_unknown(raw, ("version", "style", "blocks"), "The document")
     version = raw.get("version", VERSION)
     if version != VERSION:
         raise DocumentError(f"This document's `version` must be {VERSION}, not {version!r}.")
     style_raw = raw.get("style", {})
     if not isinstance(style_raw, dict):
         raise DocumentError("The document's `style` must be an object.")
-    _refuse_unknown(style_raw, STYLE_KEYS, "The document's `style`")
+    refuse_unknown(style_raw, STYLE_KEYS, "The document's `style`")
     try:
         style = style_values(style_raw, "The document's style")
     except StyleError as error:
@@ -254,7 +282,7 @@ def _parse_block(raw: object, where: str, allowed: tuple[str, ...], seen: set[st
         raise DocumentError(f"{where} must be an object with `id` and `type`.")
     block_type = raw.get("type")
     if not isinstance(block_type, str) or block_type not in BLOCK_TYPES:
-        raise DocumentError(f"{where} has an unknown type {_shown(block_type)}.")
+        raise DocumentError(f"{where} has an unknown type {shown(block_type)}.")
     where = f"{where} ({block_type})"
     if block_type not in allowed:
         raise DocumentError(f"{where} cannot be placed in a column.")
@@ -264,7 +292,7 @@ def _parse_block(raw: object, where: str, allowed: tuple[str, ...], seen: set[st
     if block_id in seen:
         raise DocumentError(f"{where} has the id `{block_id}` of an earlier block.")
     seen.add(block_id)
-    _refuse_unknown(raw, ("id", "type", "style", *_BLOCK_KEYS[block_type]), where)
+    refuse_unknown(raw, ("id", "type", "style", *_BLOCK_KEYS[block_type]), where)
     fields: dict[str, object] = {"id": block_id, "type": block_type}
     fields["style"] = _parse_block_style(raw.get("style", {}), block_type, where)
     if block_type in ("heading", "paragraph", "footer"):
@@ -275,7 +303,7 @@ def _parse_block(raw: object, where: str, allowed: tuple[str, ...], seen: set[st
             raise DocumentError(f"{where}: `level` must be 1, 2 or 3.")
         fields["level"] = level
     elif block_type == "list":
-        fields["ordered"] = _boolean(raw.get("ordered", False), f"{where}: `ordered`")
+        fields["ordered"] = checked_boolean(raw.get("ordered", False), f"{where}: `ordered`")
         items = raw.get("items", [])
         if not isinstance(items, list) or len(items) > MAX_LIST_ITEMS:
             raise DocumentError(
@@ -286,19 +314,21 @@ def _parse_block(raw: object, where: str, allowed: tuple[str, ...], seen: set[st
             for number, item in enumerate(items, start=1)
         )
     elif block_type == "image":
-        fields["src"] = _url(raw.get("src", ""), f"{where}: `src`")
-        fields["alt"] = _text(raw.get("alt", ""), f"{where}: `alt`", 500).strip()
-        fields["width"] = _clamped(
+        fields["src"] = checked_url(raw.get("src", ""), f"{where}: `src`")
+        fields["alt"] = checked_text(raw.get("alt", ""), f"{where}: `alt`", 500).strip()
+        fields["width"] = clamped(
             raw.get("width", IMAGE_WIDTH[2]), IMAGE_WIDTH, f"{where}: `width`"
         )
-        fields["link"] = _url(raw.get("link", ""), f"{where}: `link`")
+        fields["link"] = checked_url(raw.get("link", ""), f"{where}: `link`")
     elif block_type == "button":
-        fields["label"] = _text(raw.get("label", ""), f"{where}: `label`", 200).strip()
-        fields["url"] = _url(raw.get("url", ""), f"{where}: `url`")
+        fields["label"] = checked_text(raw.get("label", ""), f"{where}: `label`", 200).strip()
+        fields["url"] = checked_url(raw.get("url", ""), f"{where}: `url`")
     elif block_type == "footer":
-        fields["label"] = _text(raw.get("label", "Unsubscribe"), f"{where}: `label`", 200).strip()
+        fields["label"] = checked_text(
+            raw.get("label", "Unsubscribe"), f"{where}: `label`", 200
+        ).strip()
     elif block_type == "spacer":
-        fields["height"] = _clamped(
+        fields["height"] = clamped(
             raw.get("height", SPACER_HEIGHT[2]), SPACER_HEIGHT, f"{where}: `height`"
         )
     elif block_type == "columns":
@@ -333,19 +363,19 @@ def _parse_social(raw: object, where: str) -> tuple[SocialLink, ...]:
         place = f"{where}, link {number}"
         if not isinstance(item, dict):
             raise DocumentError(f"{place} must be an object with `network` and `url`.")
-        _refuse_unknown(item, ("network", "url"), place)
+        refuse_unknown(item, ("network", "url"), place)
         try:
             network = check_choice(item.get("network"), SOCIAL_NETWORKS, f"{place}: `network`")
         except StyleError as error:
             raise DocumentError(str(error)) from None
-        links.append(SocialLink(network, _url(item.get("url", ""), f"{place}: `url`")))
+        links.append(SocialLink(network, checked_url(item.get("url", ""), f"{place}: `url`")))
     return tuple(links)
 
 
 def _parse_block_style(raw: object, block_type: str, where: str) -> BlockStyle:
     if not isinstance(raw, dict):
         raise DocumentError(f"{where}: `style` must be an object.")
-    _refuse_unknown(raw, BLOCK_STYLE_KEYS[block_type], f"{where}'s style")
+    refuse_unknown(raw, BLOCK_STYLE_KEYS[block_type], f"{where}'s style")
     values: dict[str, object] = {}
     try:
         for key, value in raw.items():
@@ -353,7 +383,7 @@ def _parse_block_style(raw: object, block_type: str, where: str) -> BlockStyle:
             if value is None:
                 continue  # the document's value, as if left out
             if key == "padding":
-                values[key] = _clamped(value, PADDING, place)
+                values[key] = clamped(value, PADDING, place)
             else:
                 values[key] = style_value(key, value, place)
     except StyleError as error:
@@ -369,65 +399,24 @@ def _parse_runs(raw: object, where: str) -> tuple[Run, ...]:
         place = f"{where}, text part {number}"
         if not isinstance(item, dict):
             raise DocumentError(f'{place} must be an object such as {{"text": "Hello"}}.')
-        _refuse_unknown(item, ("text", "bold", "italic", "link", "field", "fallback"), place)
-        bold = _boolean(item.get("bold", False), f"{place}: `bold`")
-        italic = _boolean(item.get("italic", False), f"{place}: `italic`")
-        link = _url(item.get("link", ""), f"{place}: `link`")
+        refuse_unknown(item, ("text", "bold", "italic", "link", "field", "fallback"), place)
+        bold = checked_boolean(item.get("bold", False), f"{place}: `bold`")
+        italic = checked_boolean(item.get("italic", False), f"{place}: `italic`")
+        link = checked_url(item.get("link", ""), f"{place}: `link`")
         if "field" in item:
             field = item["field"]
             if not isinstance(field, str) or not _FIELD.fullmatch(field):
                 raise DocumentError(
                     f"{place}: `field` must be a name such as contact.first_name, "
-                    f"not {_shown(field)}."
+                    f"not {shown(field)}."
                 )
-            fallback = _text(item.get("fallback", ""), f"{place}: `fallback`", 200).strip()
+            fallback = checked_text(item.get("fallback", ""), f"{place}: `fallback`", 200).strip()
             if _FALLBACK_FORBIDDEN.search(fallback):
                 raise DocumentError(f"{place}: a fallback cannot hold braces or line breaks.")
             runs.append(Run(bold=bold, italic=italic, link=link, field=field, fallback=fallback))
         else:
-            text = _text(item.get("text", ""), f"{place}: `text`", MAX_TEXT).replace("\r\n", "\n")
+            text = checked_text(item.get("text", ""), f"{place}: `text`", MAX_TEXT).replace(
+                "\r\n", "\n"
+            )
             runs.append(Run(text=text.replace("\r", "\n"), bold=bold, italic=italic, link=link))
     return tuple(runs)
-
-
-def _refuse_unknown(raw: dict[str, object], known: tuple[str, ...], where: str) -> None:
-    for key in raw:
-        if key not in known:
-            raise DocumentError(f"{where} has an unknown field {_shown(key)}.")
-
-
-def _text(value: object, where: str, limit: int) -> str:
-    if not isinstance(value, str):
-        raise DocumentError(f"{where} must be text.")
-    if len(value) > limit:
-        raise DocumentError(f"{where} is longer than {limit} characters.")
-    if _CONTROL.search(value):
-        raise DocumentError(f"{where} holds a control character.")
-    return value
-
-
-def _url(value: object, where: str) -> str:
-    """A URL as written (checked by content_checks, made safe by the renderer): text without
-    blanks inside, of a sane length."""
-    url = _text(value, where, MAX_URL_LENGTH).strip()
-    if any(character.isspace() for character in url):
-        raise DocumentError(f"{where} cannot hold spaces or line breaks.")
-    return url
-
-
-def _boolean(value: object, where: str) -> bool:
-    if not isinstance(value, bool):
-        raise DocumentError(f"{where} must be true or false.")
-    return value
-
-
-def _clamped(value: object, bounds: tuple[int, int, int], where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
-        raise DocumentError(f"{where} must be a number of pixels.")
-    least, most, _ = bounds
-    return int(min(max(value, least), most))
-
-
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
