@@ -27,6 +27,7 @@ from postwire.insights.email_checks import EmailChecker
 from postwire.insights.reading import read_email_insights
 from postwire.insights.service import InsightsTail, recheck_due
 from postwire.store.deliveries import SUPPRESSIONS, new_suppression, suppression_key
+from postwire.store.metric_counters import count_event
 from postwire.store.spool import TABLES, Spool
 from tests.dns_server import AuthoritativeDnsServer
 
@@ -265,3 +266,18 @@ async def test_each_email_is_computed_once_and_late_commits_are_swept(world: Wor
     await world.tail.follow_team(TEAM)
     assert read_email_insights(world.spool, TEAM, late_id) is not None
     assert read_email_insights(world.spool, TEAM, first) == computed  # not computed again
+
+
+async def test_the_recipient_domains_recent_bounces_from_the_metrics(world: World) -> None:
+    await world.domain("rates.test", dmarc="v=DMARC1; p=reject")
+    batch = _core.WriteBatch()
+    for index in range(30):  # another team's deliveries count too: the rate is the domain's
+        kind = "email.bounced" if index % 3 == 0 else "email.delivered"
+        data = {"to": f"user{index}@flaky.test", "bounce": {"type": "Permanent"}}
+        count_event(batch, "another-team", None, kind, world.clock.ms, data)
+    await world.spool.commit(batch)
+    email_id = await world.send(**{"from": "a@rates.test", "to": ["new@flaky.test"]}, text="Hi")
+    found = await world.insights(email_id)
+    assert found["recipient_domain_bounces"].message.startswith(
+        "33.3% of Postwire's recent deliveries to flaky.test bounced (10 of 30"
+    )
