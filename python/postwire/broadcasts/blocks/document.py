@@ -20,7 +20,9 @@ from postwire.broadcasts.blocks.brand import (
     style_values,
 )
 from postwire.broadcasts.blocks.document_values import (
-    DocumentError,
+    DocumentError as DocumentError,  # raised by parse_document: importable from here
+)
+from postwire.broadcasts.blocks.document_values import (
     checked_boolean,
     checked_text,
     checked_url,
@@ -28,32 +30,6 @@ from postwire.broadcasts.blocks.document_values import (
     refuse_unknown,
     shown,
 )
-
-__all__ = [
-    "BLOCK_STYLE_KEYS",
-    "BLOCK_TYPES",
-    "COLUMN_BLOCK_TYPES",
-    "IMAGE_WIDTH",
-    "MAX_BLOCKS",
-    "MAX_COLUMN_BLOCKS",
-    "MAX_LIST_ITEMS",
-    "MAX_RUNS",
-    "MAX_SOCIAL_LINKS",
-    "MAX_TEXT",
-    "PADDING",
-    "SOCIAL_NETWORKS",
-    "SPACER_HEIGHT",
-    "VERSION",
-    "Block",
-    "BlockStyle",
-    "Document",
-    "DocumentError",
-    "Run",
-    "SocialLink",
-    "default_block",
-    "empty_document",
-    "parse_document",
-]
 
 VERSION = 1
 BLOCK_TYPES: tuple[str, ...] = (
