@@ -172,8 +172,8 @@ def run_core(args: argparse.Namespace, profile_base: Path | None) -> Outcome:
 
 
 def run_insights(args: argparse.Namespace, profile_base: Path | None) -> Outcome:
-    (figures, _), text = insights_cost.measure(args, profile_base)
-    return Outcome(text, insights_cost.named_figures(figures))
+    measured, text = insights_cost.measure(args, profile_base)
+    return Outcome(text, insights_cost.named_figures(measured.figures))
 
 
 SECTIONS = [

@@ -18,8 +18,10 @@ Each round, the two ways of sending in rotating order, each with both servers in
 order (on first in one, off first in the next). Figures per run: delivered/s (the benchmarks'
 own: messages over the first accept to the last message at the sink), settled/s (messages over
 the run's start to the server being quiet again: the sustained rate, deferred work included),
-and the server's CPU per message over the same time. Ratios on/off are medians of the rounds'
-ratios. Progress goes to stderr, the Markdown report to stdout and to `--output`. With
+and the server's CPU per message over the same time; and, for each server, its CPU over all
+the timed rounds (work it put off past its quiet point, a periodic sweep say, lands in the other
+server's runs and counts here) over the messages it took. Ratios on/off are medians of the
+rounds' ratios. Progress goes to stderr, the Markdown report to stdout and to `--output`. With
 `--profile`, an extra run of each way through the server with both on runs under py-spy, and
 the report gives the share of insights, event counters and operator metrics in it.
 """
@@ -30,6 +32,7 @@ import argparse
 import datetime
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -37,6 +40,7 @@ from tests.dns_server import AuthoritativeDnsServer
 
 from benchmarks.api import profile
 from benchmarks.api.profile import Profiled, profile_section
+from benchmarks.cpu_time import process_tree_cpu
 from benchmarks.delivery.sink import SmtpSink, sink_path
 from benchmarks.gate import Threshold
 from benchmarks.insights_cost.runs import (
@@ -88,9 +92,16 @@ GOALS = [
 ]
 
 
-def run_benchmark(
-    args: argparse.Namespace, work: Path, profile_base: Path | None
-) -> tuple[list[Figure], list[Profiled]]:
+@dataclass
+class Measured:
+    figures: list[Figure]
+    profiles: list[Profiled]
+    # Side -> its processes' CPU over every timed round (between runs too: the other side's
+    # runs, when work it put off may run) over the messages it took, in ms.
+    whole_cpu_ms: dict[str, float]
+
+
+def run_benchmark(args: argparse.Namespace, work: Path, profile_base: Path | None) -> Measured:
     dns, sink = AuthoritativeDnsServer(), SmtpSink()
     sides: list[Side] = []
     dns.start()
@@ -107,6 +118,7 @@ def run_benchmark(
                 progress(f"warm-up: {args.warmup} messages, {way}, {side.name} ...")
                 run(side, way, args.warmup, "warm-up")
         figures = {(way, side.name): Figure(way, side.name) for way in WAYS for side in sides}
+        cpu_before = {side.name: process_tree_cpu(side.server.pid) for side in sides}
         for number in range(args.rounds):
             label = f"round {number + 1}/{args.rounds}"
             for index, way in enumerate(WAYS[number % 2 :] + WAYS[: number % 2]):
@@ -119,6 +131,11 @@ def run_benchmark(
                         f"delivered/s, {measured.settled_per_s:,.0f} settled/s, "
                         f"{measured.cpu_ms_per_message:.2f} ms CPU a message"
                     )
+        messages = args.rounds * len(WAYS) * args.messages
+        whole_cpu_ms = {
+            side.name: 1000 * (process_tree_cpu(side.server.pid) - cpu_before[side.name]) / messages
+            for side in sides
+        }
         profiles: list[Profiled] = []
         for way, slug in SLUGS.items() if profile_base is not None else ():
             assert profile_base is not None
@@ -130,7 +147,7 @@ def run_benchmark(
             title = f"the {way} with {ON} (an extra run of {args.profile_messages:,} messages)"
             parts = profile.inclusive_shares(collapsed, PROFILE_PARTS)
             profiles.append(Profiled(title, None, raw.name, profile.hot_spots(collapsed), parts))
-        return list(figures.values()), profiles
+        return Measured(list(figures.values()), profiles, whole_cpu_ms)
     except BaseException:
         for side in sides:
             progress(f"server log ({side.name}, tail):\n" + side.server.log())
@@ -160,9 +177,8 @@ def named_figures(figures: list[Figure]) -> dict[str, float]:
     return named
 
 
-def report(
-    args: argparse.Namespace, figures: list[Figure], profiles: list[Profiled], load: LoadAverages
-) -> str:
+def report(args: argparse.Namespace, measured: Measured, load: LoadAverages) -> str:
+    figures = measured.figures
     lines = [
         f"# Cost of insights and counters, {datetime.date.today().isoformat()}",
         "",
@@ -209,6 +225,11 @@ def report(
         "are medians of the rounds' ratios, on over off: 0.95 means 5% fewer messages/s with "
         "both on.",
         "",
+        "Server CPU over every timed round, idle time between its runs and work done during "
+        "the other server's runs included, over the messages it took: "
+        + "; ".join(f"{side} {ms:.2f} ms a message" for side, ms in measured.whole_cpu_ms.items())
+        + f" (on/off {measured.whole_cpu_ms[ON] / measured.whole_cpu_ms[OFF]:.3f}).",
+        "",
         "Per round, on/off (settled/s; delivered/s):",
         "",
         "| round | " + " | ".join(WAYS) + " |",
@@ -222,7 +243,7 @@ def report(
     for index in range(args.rounds):
         cells = [f"{per_way[way][index][0]:.3f}; {per_way[way][index][1]:.3f}" for way in WAYS]
         lines.append(f"| {index + 1} | " + " | ".join(cells) + " |")
-    for profiled in profiles:
+    for profiled in measured.profiles:
         lines += profile_section(
             profiled,
             why_the_gil="each process's Trio thread runs submission, the API, delivery and "
@@ -268,14 +289,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def measure(
-    args: argparse.Namespace, profile_base: Path | None
-) -> tuple[tuple[list[Figure], list[Profiled]], str]:
+def measure(args: argparse.Namespace, profile_base: Path | None) -> tuple[Measured, str]:
     """Run the benchmark: what it measured, and its Markdown report."""
     return measure_and_render(
         work_prefix="postwire-bench-insights-",
         measure=partial(run_benchmark, args),
-        render=lambda measured, load: report(args, *measured, load),
+        render=lambda measured, load: report(args, measured, load),
         profile_base=profile_base,
     )
 
