@@ -1,13 +1,14 @@
 """Insights of crafted emails, computed by the insights service's tail against a real spool and
 a real authoritative DNS server (Knot): emails accepted through the one accept path (REST's
 requests and an SMTP-submitted message), the sending domain's records published and withdrawn
-in Knot, and a scheduled recheck catching a DMARC record removed after the email was sent."""
+in Knot, a scheduled recheck catching a DMARC record removed after the email was sent, the
+recipient domain's rates from the metrics counters, and a real rspamd scoring a queued email."""
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +21,7 @@ import trio
 from postwire import _core
 from postwire.accept import Acceptor, PreparedEmail, SubmittedMessage
 from postwire.api.send_request import parse_send_request
-from postwire.config import ApiConfig, Config, DeliveryConfig, DnsConfig
+from postwire.config import ApiConfig, Config, DeliveryConfig, DnsConfig, InsightsConfig
 from postwire.domains import store as domain_store
 from postwire.domains.verification import build_resolver
 from postwire.insights.email_checks import EmailChecker
@@ -30,6 +31,8 @@ from postwire.store.deliveries import SUPPRESSIONS, new_suppression, suppression
 from postwire.store.metric_counters import count_event
 from postwire.store.spool import TABLES, Spool
 from tests.dns_server import AuthoritativeDnsServer
+from tests.peers import require_peer
+from tests.rspamd_server import RspamdServer, rspamd_binary, running_rspamd
 
 TEAM = "0190aaaa-0000-7000-8000-0000000000aa"
 HELO = "mx.postwire.test"
@@ -281,3 +284,33 @@ async def test_the_recipient_domains_recent_bounces_from_the_metrics(world: Worl
     assert found["recipient_domain_bounces"].message.startswith(
         "33.3% of Postwire's recent deliveries to flaky.test bounced (10 of 30"
     )
+
+
+@pytest.fixture(scope="module")
+def rspamd() -> Iterator[RspamdServer]:
+    require_peer(rspamd_binary(), "rspamd", "rspamd")
+    with running_rspamd() as server:
+        yield server
+
+
+async def test_rspamd_scores_a_queued_email_and_skips_a_delivered_one(
+    world: World, rspamd: RspamdServer
+) -> None:
+    config = dataclasses.replace(world.config, insights=InsightsConfig(rspamd_url=rspamd.url))
+    world.checker = EmailChecker(config, world.spool, build_resolver(config), world.clock)
+    world.tail = InsightsTail(config, world.spool, world.checker)
+    await world.domain("scored.test", dmarc="v=DMARC1; p=reject")
+    queued = await world.send(
+        **{"from": "shop@scored.test", "to": ["ann@example.org"]},
+        html="<p>Your order shipped today; it arrives on Thursday.</p>",
+    )
+    found = await world.insights(queued)
+    assert found["rspamd_score"].message.startswith("rspamd scored")
+    assert "rspamd_skipped" not in found
+
+    delivered = await world.send(**{"from": "shop@scored.test", "to": ["bo@example.org"]}, text="A")
+    batch = _core.WriteBatch()
+    batch.remove(delivered, world.clock.ms)
+    await world.spool.commit(batch)
+    found = await world.insights(delivered)
+    assert "rspamd_skipped" in found and "rspamd_score" not in found
