@@ -1,0 +1,146 @@
+"""A CSV import through the dashboard in chromium, against a live server: the file uploaded,
+its columns mapped (one to a contact property, one ignored) beside its first rows, the
+import started into a segment, its counts followed live until it completes, a bad row's
+error shown and the refused rows downloaded as CSV. Screenshots of each step."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.dashboard.conftest import DashboardServer, log_in
+from tests.dashboard.screenshots import screenshot
+from tests.dashboard.test_audience_pages import (
+    check_accessible,
+    create_property,
+    create_segment,
+    listed,
+    submit,
+)
+
+OWNER = "owner@imports.example"
+PASSWORD = "correct horse battery staple 42"
+PEOPLE = (
+    "Email,First name,Plan,Notes\r\n"
+    "ada@example.org,Ada,pro,likes engines\r\n"
+    'not-an-address,Bob,basic,=HYPERLINK("x")\r\n'
+    "\r\n"
+    "carol@example.net,Carol,free,\r\n"
+)
+
+
+@pytest.fixture
+def signed_in(dashboard_server: DashboardServer, page: Page) -> Iterator[DashboardServer]:
+    dashboard_server.create_user(OWNER, PASSWORD, team="Imports")
+    log_in(page, dashboard_server, OWNER, PASSWORD)
+    page.on("dialog", lambda dialog: dialog.accept())
+    yield dashboard_server
+
+
+def test_a_csv_is_uploaded_mapped_imported_and_its_refused_rows_downloaded(
+    signed_in: DashboardServer, page: Page
+) -> None:
+    server = signed_in
+    create_property(page, server, "plan", "string", "free")
+    readers = create_segment(page, server, "Readers")
+
+    page.goto(server.url("/contacts/import"))
+    expect(page.locator(".empty")).to_contain_text("No imports yet")
+    screenshot(page, "audience-import-upload")
+    page.set_input_files(
+        "#import-file",
+        files=[{"name": "people.csv", "mimeType": "text/csv", "buffer": PEOPLE.encode()}],
+    )
+    submit(page, "form[action='/contacts/import']")
+
+    # The mapping step: the header and the first rows, a choice per column.
+    expect(page.locator("h1")).to_contain_text("people.csv")
+    preview = page.locator(".csv-preview table")
+    expect(preview.locator("thead th")).to_have_text(["Email", "First name", "Plan", "Notes"])
+    expect(preview.locator("tbody tr")).to_have_count(3)  # the blank row is not shown
+    expect(preview.locator("tbody tr").first).to_contain_text("likes engines")
+    expect(page.locator("#column-0")).to_have_value("email")  # named like a field
+    expect(page.locator("#column-1")).to_have_value("first_name")
+    expect(page.locator("#column-2")).to_have_value("ignore")  # keys are case-sensitive
+    check_accessible(page, "the mapping step")
+    page.select_option("#column-2", "properties.plan")
+    page.select_option("#column-3", "ignore")
+    page.select_option("#import-conflict", "upsert")
+    page.get_by_label("Readers").check()
+    screenshot(page, "audience-import-mapping")
+    submit(page, "#mapping-form")
+
+    # Progress: the page's script follows the counts and reloads once the job is done.
+    expect(page.locator(".flash-success")).to_contain_text("The import has started")
+    expect(page.locator("#import-status")).to_have_text("Completed", timeout=30_000)
+    counts = page.locator("[data-count]")
+    expect(counts).to_have_text(["3", "2", "0", "0", "1"])
+    refused = page.locator("#refused-rows tbody tr")
+    expect(refused).to_have_count(1)
+    expect(refused.first).to_contain_text("3")
+    expect(refused.first).to_contain_text("not-an-address")
+    expect(refused.first).to_contain_text("is not a valid address")
+    screenshot(page, "audience-import-done")
+    check_accessible(page, "the import's page")
+
+    with page.expect_download() as download:
+        page.click("a[href$='/errors.csv']")
+    text = Path(download.value.path()).read_text(encoding="utf-8")
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows[0] == ["row", "email", "reason"]
+    assert rows[1][0] == "3" and rows[1][1] == "not-an-address"
+    assert "is not a valid address" in rows[1][2]
+    assert len(rows) == 2
+
+    page.goto(server.url(f"/contacts?segment={readers}"))
+    assert listed(page) == ["carol@example.net", "ada@example.org"]
+    page.locator("table a", has_text="ada@example.org").click()
+    expect(page.get_by_label("plan")).to_have_value("pro")
+    expect(page.locator("#contact-first-name")).to_have_value("Ada")
+
+    page.goto(server.url("/contacts/import"))
+    expect(page.locator("table tbody tr")).to_have_count(1)
+    expect(page.locator("table tbody tr")).to_contain_text("Completed")
+
+
+def test_a_file_without_an_email_column_is_refused_at_the_mapping_step(
+    signed_in: DashboardServer, page: Page
+) -> None:
+    server = signed_in
+    page.goto(server.url("/contacts/import"))
+    page.set_input_files(
+        "#import-file",
+        files=[{"name": "names.csv", "mimeType": "text/csv", "buffer": b"Name\nAda\n"}],
+    )
+    submit(page, "form[action='/contacts/import']")
+    expect(page.locator("#column-0")).to_have_value("ignore")
+    submit(page, "#mapping-form")
+    expect(page.locator(".flash-error")).to_contain_text("The CSV has no email column")
+    page.select_option("#column-0", "email")
+    submit(page, "#mapping-form")
+    expect(page.locator("#import-status")).to_have_text("Completed", timeout=30_000)
+    expect(page.locator("[data-count=failed]")).to_have_text("1")
+
+    page.goto(server.url("/contacts/import"))
+    page.set_input_files(
+        "#import-file",
+        files=[{"name": "empty.csv", "mimeType": "text/csv", "buffer": b""}],
+    )
+    submit(page, "form[action='/contacts/import']")
+    expect(page.locator(".flash-error")).to_contain_text("The CSV file is empty")
+    page.set_input_files(
+        "#import-file",
+        files=[{"name": "later.csv", "mimeType": "text/csv", "buffer": b"email\na@b.example\n"}],
+    )
+    submit(page, "form[action='/contacts/import']")
+    page.goto(server.url("/contacts/import"))
+    expect(page.locator("table").first).to_contain_text("later.csv")
+    page.locator("table a", has_text="later.csv").click()
+    submit(page, "form[action$='/discard']")
+    expect(page.locator(".flash-success")).to_contain_text("The upload of later.csv was dropped")
+    expect(page.locator("table a", has_text="later.csv")).to_have_count(0)
