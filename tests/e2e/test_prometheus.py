@@ -10,7 +10,10 @@ import os
 import re
 import signal
 import smtplib
+import socket
 import ssl
+import subprocess
+import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -25,7 +28,14 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from postwire.metrics.operator_exposition import SERIES
 from tests.dns_server import AuthoritativeDnsServer
-from tests.e2e.conftest import DOMAIN, LiveServer, serving, verified_domain, wait_until
+from tests.e2e.conftest import (
+    DOMAIN,
+    LiveServer,
+    serving,
+    verified_domain,
+    wait_until,
+    write_config,
+)
 from tests.e2e.test_processes import children_of
 from tests.e2e.test_smtp_submission import free_address, listener, wait_for_smtp
 from tests.smtp_receiver import ReceiverScript, ScriptedSmtpReceiver
@@ -290,3 +300,23 @@ def test_with_two_processes_both_are_counted(
         assert by_process(after, "postwire_process_start_time_seconds")["0"] == started["0"]
         accepted_after = by_process(after, "postwire_accepted_messages_total")
         assert accepted_after == {"0": accepted_before["0"], "1": 0}
+
+
+def test_a_metrics_address_in_use_is_a_config_error(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        config = tmp_path / "postwire.toml"
+        write_config(config, tmp_path / "data", metrics_listen=address)
+        result = subprocess.run(
+            [sys.executable, "-m", "postwire", "serve", "--config", str(config)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={k: v for k, v in os.environ.items() if not k.startswith("POSTWIRE_")},
+        )
+    assert result.returncode == 2, result.stderr
+    expected = f"config key 'metrics.listen': cannot listen on '{address}': Address already in use"
+    assert expected in result.stderr
+    assert "Traceback" not in result.stderr
