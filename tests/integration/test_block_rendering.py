@@ -8,6 +8,7 @@ import shutil
 import struct
 import zlib
 from collections.abc import Iterator
+from typing import Literal
 
 import pytest
 from playwright.sync_api import Browser, Page, Route, sync_playwright
@@ -59,8 +60,10 @@ def serve_images(route: Route) -> None:
         route.abort()  # nothing else may be fetched by an email
 
 
-def shown(browser: Browser, html: str, width: int) -> Page:
-    context = browser.new_context(viewport={"width": width, "height": 800})
+def shown(
+    browser: Browser, html: str, width: int, scheme: Literal["light", "dark"] = "light"
+) -> Page:
+    context = browser.new_context(viewport={"width": width, "height": 800}, color_scheme=scheme)
     page = context.new_page()
     page.route("**/*", serve_images)
     page.set_content(html, wait_until="load")
@@ -106,3 +109,22 @@ def test_text_stays_readable_at_phone_width(browser: Browser) -> None:
         assert sizes and min(sizes) >= 12
     finally:
         page.context.close()
+
+
+def test_a_dark_system_theme_keeps_the_colours_as_designed(browser: Browser) -> None:
+    """The email declares `color-scheme: light`: a dark system theme repaints nothing."""
+    html = render_document(parse_document(full_document()), BRAND).html
+    colours = (
+        "[...document.querySelectorAll('body, h1, p, a')]"
+        ".map(e => [getComputedStyle(e).color, getComputedStyle(e).backgroundColor])"
+    )
+    light = shown(browser, html, 600)
+    dark = shown(browser, html, 600, scheme="dark")
+    try:
+        assert dark.evaluate("matchMedia('(prefers-color-scheme: dark)').matches")
+        assert dark.evaluate(colours) == light.evaluate(colours)
+        assert dark.evaluate("getComputedStyle(document.documentElement).colorScheme") == "light"
+        dark.screenshot(path=str(screenshot_path("blocks-full-600-dark-theme")), full_page=True)
+    finally:
+        light.context.close()
+        dark.context.close()
