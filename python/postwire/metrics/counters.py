@@ -64,7 +64,7 @@ EVENT_COUNTS: Final = {
     "email.opened": "opened",
     "email.clicked": "clicked",
 }
-_BOUNCE_TYPES: Final = {"permanent", "transient", "undetermined"}
+_BOUNCE_TYPES: Final = ("permanent", "transient", "undetermined")
 # Outcomes also counted per recipient domain, across teams (what insights read of a domain).
 RECIPIENT_DOMAIN_COUNTS: Final = frozenset(
     {
@@ -107,11 +107,22 @@ def event_counter_names(kind: str, data: dict[str, Any]) -> tuple[str, ...]:
         return ()
     if name == "bounced":
         bounce = data.get("bounce")
-        bounce_type = str(bounce.get("type", "")).lower() if isinstance(bounce, dict) else ""
-        if bounce_type not in _BOUNCE_TYPES:
-            bounce_type = "undetermined"
-        return ("bounced", f"bounced_{bounce_type}")
+        bounce_type = bounce.get("type") if isinstance(bounce, dict) else None
+        if not isinstance(bounce_type, str):
+            return _UNDETERMINED_BOUNCE
+        return _BOUNCE_NAMES.get(bounce_type) or _BOUNCE_NAMES.get(
+            bounce_type.lower(), _UNDETERMINED_BOUNCE
+        )
     return (name,)
+
+
+# The names of a bounce by its `bounce.type` (the contract's spelling, or lower case).
+_BOUNCE_NAMES: Final = {
+    spelling: ("bounced", f"bounced_{bounce_type}")
+    for bounce_type in _BOUNCE_TYPES
+    for spelling in (bounce_type, bounce_type.capitalize())
+}
+_UNDETERMINED_BOUNCE: Final = ("bounced", "bounced_undetermined")
 
 
 def tag_label(name: str, value: object) -> str:
@@ -156,11 +167,11 @@ def counter_keys(
     """The keys one count at `now_ms` adds to: the team's hour and day, and those of the
     email's domain (unknown for an email spooled before domains were counted), broadcast and
     counted tags."""
-    return _keys(team_id, domain_id, broadcast_id, tags, hour_of(now_ms), name)
+    return hour_keys(team_id, domain_id, broadcast_id, tags, hour_of(now_ms), name)
 
 
 @functools.lru_cache(maxsize=16_384)
-def _keys(
+def hour_keys(
     team_id: str,
     domain_id: str | None,
     broadcast_id: str | None,

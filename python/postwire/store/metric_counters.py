@@ -11,6 +11,7 @@ from typing import Any, Final
 
 from postwire._core import WriteBatch
 from postwire.metrics.counters import (
+    HOUR_MS,
     MAX_COUNTED_TAGS,
     OTHER_TAG,
     RECIPIENT_DOMAIN_COUNTS,
@@ -25,7 +26,7 @@ from postwire.metrics.counters import (
     event_counter_names,
     event_counting,
     first_engagement_key,
-    hour_of,
+    hour_keys,
     recipient_domain_key,
     recipient_domain_of,
     recipient_domain_prefix,
@@ -59,13 +60,16 @@ def count_event(
     names = event_counter_names(kind, data)
     if not names:
         return
-    hour = hour_of(now_ms)
-    recipient_domain = recipient_domain_of(data.get("to"))
+    hour = now_ms // HOUR_MS
+    add = batch.add_counter
     for name in names:
-        for key in counter_keys(team_id, domain_id, now_ms, name, broadcast_id, tags):
-            batch.add_counter(COUNTERS_TABLE, key, 1)
-        if recipient_domain is not None and name in RECIPIENT_DOMAIN_COUNTS:
-            batch.add_counter(COUNTERS_TABLE, recipient_domain_key(recipient_domain, hour, name), 1)
+        for key in hour_keys(team_id, domain_id, broadcast_id, tags, hour, name):
+            add(COUNTERS_TABLE, key, 1)
+    if names[0] in RECIPIENT_DOMAIN_COUNTS:
+        recipient_domain = recipient_domain_of(data.get("to"))
+        if recipient_domain is not None:
+            for name in names:
+                add(COUNTERS_TABLE, recipient_domain_key(recipient_domain, hour, name), 1)
 
 
 def add_count(
