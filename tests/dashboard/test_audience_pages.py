@@ -1,8 +1,9 @@
 """The Audience pages in chromium, against a live server: contact properties, segments and
 topics created, changed and deleted; contacts added, searched, filtered by segment, topic,
 unsubscribed and property, edited (properties, segments, topic choice) and deleted, with the
-API's refusals shown in plain words; every control reachable by keyboard and labelled.
-Screenshots of each page."""
+API's refusals shown in plain words; a contact's page listing the emails sent to it (sent with
+the resend SDK from a domain verified against Knot); every control reachable by keyboard and
+labelled. Screenshots of each page."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ import re
 from collections.abc import Iterator
 
 import pytest
+import resend
 from playwright.sync_api import Page, expect
 
 from tests.dashboard.conftest import DashboardServer, log_in
 from tests.dashboard.screenshots import screenshot
+from tests.dashboard.test_journey import verify_domain
+from tests.dns_server import AuthoritativeDnsServer
 
 OWNER = "owner@audience.example"
 PASSWORD = "correct horse battery staple 42"
@@ -302,3 +306,51 @@ def test_every_audience_control_is_labelled_and_reached_by_keyboard(
         page.goto(server.url(path))
         check_accessible(page, path)
     assert re.fullmatch(r"[0-9a-f-]{36}", contact)
+
+
+# --- the emails a contact received ---------------------------------------------------------------
+
+DOMAIN = "audience-example.test"
+
+
+@pytest.fixture
+def sdk() -> Iterator[None]:
+    saved = resend.api_url, resend.api_key
+    yield
+    resend.api_url, resend.api_key = saved
+
+
+def test_a_contacts_page_lists_the_emails_sent_to_it(
+    signed_in: DashboardServer, page: Page, dns_server: AuthoritativeDnsServer, sdk: None
+) -> None:
+    server = signed_in
+    page.goto(server.url("/domains"))
+    page.fill("#domain-name", DOMAIN)
+    with page.expect_navigation():
+        page.click('button:has-text("Add domain")')
+    verify_domain(page, dns_server)
+    page.goto(server.url("/api-keys"))
+    page.fill("#key-name", "audience")
+    with page.expect_navigation():
+        page.click('button:has-text("Create key")')
+    resend.api_url, resend.api_key = server.base_url, page.locator("#new-token").inner_text()
+    sent = [
+        resend.Emails.send(
+            {"from": f"Shop <shop@{DOMAIN}>", "to": to, "subject": subject, "text": "Hello"}
+        )["id"]
+        for to, subject in [
+            ("Ann <ann@example.org>", "Your order"),
+            ("joann@example.org", "Not for Ann"),
+            ("ann@example.org", "Your invoice"),
+        ]
+    ]
+    add_contact(page, server, "Ann@Example.org", **{"#contact-first-name": "Ann"})
+    emails = page.locator("section.card", has_text="Emails sent to").locator("tbody tr")
+    expect(emails).to_have_count(2)
+    expect(emails.first).to_contain_text("Your invoice")
+    expect(emails.last).to_contain_text("Your order")
+    expect(emails.first.locator("a")).to_have_attribute("href", f"/emails/{sent[2]}")
+    expect(emails.first).to_contain_text("Transactional")
+    screenshot(page, "audience-contact-emails")
+    emails.last.locator("a").click()
+    expect(page.locator("h1")).to_contain_text("Your order")
