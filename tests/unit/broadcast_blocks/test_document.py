@@ -151,6 +151,10 @@ REFUSALS: list[tuple[object, str]] = [
         ),
         "Block 1 (social), link 1: `network` must be one of x, facebook",
     ),
+    (
+        document_of({"id": "a", "type": "image", "width": float("nan")}),
+        "Block 1 (image): `width` must be a number of pixels",
+    ),
     (document_of(style={"font": "Comic Sans"}), "The document's style `font` must be one of arial"),
     (document_of(style={"colour": "#fff"}), "The document's `style` has an unknown field 'colour'"),
     (
@@ -184,6 +188,7 @@ def test_the_brand_kit_round_trips_and_refuses_bad_values() -> None:
         ({"logo_url": "javascript:alert(1)"}, "`logo_url` must be an http(s) URL"),
         ({"twitter": "x"}, "no field `twitter`"),
         ({"button_background": "#12345"}, "`button_background` must be a colour"),
+        ({"logo_width": float("nan")}, "`logo_width` must be a number of pixels"),
         ([], "must be a JSON object"),
     ]:
         with pytest.raises(StyleError) as refused:

@@ -149,7 +149,7 @@ class BrandKit:
                 values[key] = value.strip()
         if "logo_width" in raw:
             width = raw["logo_width"]
-            if isinstance(width, bool) or not isinstance(width, int | float):
+            if isinstance(width, bool) or not isinstance(width, int | float) or width != width:
                 raise StyleError("The brand kit's `logo_width` must be a number of pixels.")
             values["logo_width"] = min(max(int(width), 16), 600)
         return replace(kit, **values)
