@@ -14,17 +14,14 @@ The HTML checks are cached by content: a batch of one newsletter parses its HTML
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from email import message_from_bytes
-from email.message import EmailMessage
-from email.policy import default as default_policy
 from email.utils import parseaddr
-from typing import Final
+from typing import Final, Generic, TypeVar
 
 import trio
 
@@ -39,6 +36,7 @@ from postwire.insights.authentication import authentication_findings
 from postwire.insights.catalogue import Finding, finding
 from postwire.insights.content import ContentFacts, body_findings, unsubscribe_findings
 from postwire.insights.dns_facts import Identity, gather_auth_facts
+from postwire.insights.message_source import body_texts, header_fields, split_message
 from postwire.insights.model import Insight
 from postwire.insights.reading import stored_finding
 from postwire.insights.recipients import DomainCounts, domain_counts_reader, recipient_findings
@@ -59,35 +57,14 @@ log = logging.getLogger("postwire.insights")
 
 # An identity's DNS facts are reused for new emails this long before DNS is asked again.
 AUTH_FRESH_MS: Final = 10 * 60 * 1000
-# Content checks remembered, by content.
-CONTENT_CACHE_SIZE: Final = 512
+# Content checks, message bodies and broadcasts remembered, by content (or id).
+CACHE_SIZE: Final = 512
+# Domain records and recipient domains' rates are read again after this long.
+RECORD_CACHE_MS: Final = 60_000
 
 Scanner = Callable[..., Awaitable[list[Insight]]]
-
-
-@dataclass(frozen=True, slots=True)
-class MessageParts:
-    headers: list[tuple[str, str]]
-    html: str | None
-    text: str | None
-
-
-def message_parts(raw: bytes) -> MessageParts:
-    """The header fields and first HTML and text bodies of a message (lenient: a part that
-    cannot be decoded is skipped)."""
-    message = message_from_bytes(raw, policy=default_policy)
-    assert isinstance(message, EmailMessage)
-    bodies: dict[str, str] = {}
-    for part in message.walk():
-        kind = part.get_content_type()
-        if kind in bodies or kind not in ("text/html", "text/plain") or part.is_attachment():
-            continue
-        try:
-            bodies[kind] = part.get_content()
-        except (LookupError, ValueError):
-            continue
-    headers = [(name, str(value)) for name, value in message.items()]
-    return MessageParts(headers, bodies.get("text/html"), bodies.get("text/plain"))
+KeyT = TypeVar("KeyT")
+ValueT = TypeVar("ValueT")
 
 
 def rspamd_scanner() -> Scanner | None:
@@ -100,8 +77,10 @@ def rspamd_scanner() -> Scanner | None:
     return scanner
 
 
-def from_domain_of(record: EmailRecord) -> str:
-    address = parseaddr(record.sender)[1]
+@functools.lru_cache(maxsize=1024)
+def from_domain_of(sender: str) -> str:
+    """The domain of a From field as sent (`Name <a@b>`), lower case, IDN as A-labels."""
+    address = parseaddr(sender)[1]
     return ascii_domain(address).rpartition("@")[2].lower()
 
 
@@ -124,7 +103,12 @@ class EmailChecker:
         self.clock_ms = clock_ms
         self.domain_counts = domain_counts or domain_counts_reader()
         self.scanner = scanner or (rspamd_scanner() if config.insights.rspamd_url else None)
-        self._content: OrderedDict[bytes, list[Finding]] = OrderedDict()
+        self._content: LruCache[bytes, list[Finding]] = LruCache()
+        self._bodies: LruCache[bytes, tuple[str | None, str | None]] = LruCache()
+        self._broadcasts: LruCache[str, tuple[str | None, str | None]] = LruCache()
+        # (read at ms, value) of domain records and of recipient domains' counts.
+        self._domains: dict[str, tuple[int, DomainRecord | None]] = {}
+        self._domain_counts: dict[tuple[str, int, int], tuple[int, dict[str, int]]] = {}
         self._auth: dict[str, AuthCheck] = {}
         # One DNS check of an identity at a time: a batch of its emails waits for the first.
         self._checking: dict[str, trio.Lock] = {}
@@ -175,39 +159,68 @@ class EmailChecker:
         for value in (facts.html, facts.text, facts.from_domain, facts.public_url):
             digest.update(b"\0" if value is None else value.encode() + b"\1")
         digest.update(repr((facts.tracked, facts.bulk)).encode())
-        key = digest.digest()
-        found = self._content.get(key)
-        if found is None:
-            found = body_findings(facts)
-            self._content[key] = found
-            if len(self._content) > CONTENT_CACHE_SIZE:
-                self._content.popitem(last=False)
-        else:
-            self._content.move_to_end(key)
+        found = self._content.get_or_make(digest.digest(), lambda: body_findings(facts))
         return found + unsubscribe_findings(facts)
 
+    def _message_bodies(self, raw: bytes) -> tuple[str | None, str | None]:
+        head, body = split_message(raw)
+        content_type = [v for n, v in header_fields(head) if n.lower() == "content-type"]
+        key = hashlib.blake2b(repr(content_type).encode() + b"\0" + body, digest_size=16).digest()
+        return self._bodies.get_or_make(key, lambda: body_texts(raw))
+
+    def _broadcast_content(self, team_id: str, broadcast_id: str) -> tuple[str | None, str | None]:
+        def read() -> tuple[str | None, str | None]:
+            broadcast = get_broadcast(self.spool, team_id, broadcast_id)
+            if broadcast is None:
+                return None, None
+            html = broadcast.html
+            return html, broadcast.text or (html_to_text(html) if html else None)
+
+        return self._broadcasts.get_or_make(f"{team_id}/{broadcast_id}", read)
+
+    def _domain(self, team_id: str, domain_id: str, now_ms: int) -> DomainRecord | None:
+        key = f"{team_id}/{domain_id}"
+        cached = self._domains.get(key)
+        if cached is None or now_ms - cached[0] > RECORD_CACHE_MS:
+            if len(self._domains) > CACHE_SIZE:
+                self._domains.clear()
+            cached = self._domains[key] = (now_ms, load_domain(self.spool, team_id, domain_id))
+        return cached[1]
+
+    def _recipient_domain_counts(
+        self, spool: Spool, domain: str, first_hour: int, end_hour: int
+    ) -> dict[str, int]:
+        if self.domain_counts is None:
+            return {}
+        now_ms = self.clock_ms()
+        key = (domain, first_hour, end_hour)
+        cached = self._domain_counts.get(key)
+        if cached is None or now_ms - cached[0] > RECORD_CACHE_MS:
+            if len(self._domain_counts) > CACHE_SIZE:
+                self._domain_counts.clear()
+            counts = self.domain_counts(spool, domain, first_hour, end_hour)
+            cached = self._domain_counts[key] = (now_ms, counts)
+        return cached[1]
+
     def _content_facts(
-        self, record: EmailRecord, domain: DomainRecord | None, parts: MessageParts | None
+        self, record: EmailRecord, domain: DomainRecord | None, raw: bytes | None
     ) -> ContentFacts | None:
         public_url = self.config.api.public_url
         html, text = record.html, record.text
-        headers = None if parts is None else _unsubscribe_headers(parts.headers)
+        headers = None if raw is None else _unsubscribe_headers(header_fields(raw))
         if record.broadcast_id is not None:
-            broadcast = get_broadcast(self.spool, record.team_id, record.broadcast_id)
-            if broadcast is not None:
-                html = broadcast.html
-                text = broadcast.text or (html_to_text(html) if html else None)
+            html, text = self._broadcast_content(record.team_id, record.broadcast_id)
             if headers is None:  # as the broadcast engine writes them for every member
                 headers = list_unsubscribe_headers(unsubscribe_url(public_url, "token"), None)
-        elif html is None and text is None and parts is not None:
-            html, text = parts.html, parts.text
+        elif html is None and text is None and raw is not None:
+            html, text = self._message_bodies(raw)
         if html is None and text is None:
             return None
         tracks = domain is not None and (domain.open_tracking or domain.click_tracking)
         return ContentFacts(
             html=html,
             text=text,
-            from_domain=from_domain_of(record),
+            from_domain=from_domain_of(record.sender),
             public_url=public_url,
             tracked=record.broadcast_id is not None or (tracks and html is not None),
             bulk=record.broadcast_id is not None,
@@ -217,24 +230,25 @@ class EmailChecker:
     async def insights_of(self, batch: WriteBatch, record: EmailRecord) -> StoredInsights:
         """The email's insights (and any identity check made for them, in `batch`)."""
         now_ms = self.clock_ms()
-        domain = load_domain(self.spool, record.team_id, record.domain_id)
+        domain = self._domain(record.team_id, record.domain_id, now_ms)
         source = raw_source(self.spool, record)
-        parts = None if source is None else message_parts(source.content)
+        raw = None if source is None else source.content
         findings: list[Finding | Insight] = []
         check: AuthCheck | None = None
         if domain is None:
             findings.append(finding("domain_removed"))
         else:
-            check = await self.current_auth(batch, domain, from_domain_of(record))
-        facts = self._content_facts(record, domain, parts)
+            check = await self.current_auth(batch, domain, from_domain_of(record.sender))
+        facts = self._content_facts(record, domain, raw)
         findings += (
             [finding("content_not_checked")] if facts is None else self._cached_content(facts)
         )
+        counts = None if self.domain_counts is None else self._recipient_domain_counts
         findings += recipient_findings(
-            self.spool, record.team_id, record.recipients, now_ms, self.domain_counts
+            self.spool, record.team_id, record.recipients, now_ms, counts
         )
         if self.scanner is not None:
-            findings += await self._scan(record, None if source is None else source.content)
+            findings += await self._scan(record, raw)
         return StoredInsights(
             computed_at_ms=now_ms,
             findings=[stored_finding(f) for f in findings],
@@ -257,6 +271,22 @@ class EmailChecker:
         except Exception:  # the scanner reports its own failures; this is a bug in it
             log.exception("rspamd scan of email %s failed", record.id)
             return []
+
+
+class LruCache(Generic[KeyT, ValueT]):
+    """The last `CACHE_SIZE` values made, by key."""
+
+    def __init__(self) -> None:
+        self._values: OrderedDict[KeyT, ValueT] = OrderedDict()
+
+    def get_or_make(self, key: KeyT, make: Callable[[], ValueT]) -> ValueT:
+        if key in self._values:
+            self._values.move_to_end(key)
+            return self._values[key]
+        value = self._values[key] = make()
+        if len(self._values) > CACHE_SIZE:
+            self._values.popitem(last=False)
+        return value
 
 
 def _unsubscribe_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -1,0 +1,51 @@
+"""What the content checks read of a spooled message: its header fields, read without a MIME
+parser (they are all most emails need, and the `email` package's header parsing was nearly
+all of the insights' cost), and its first HTML and text bodies, parsed only for an email whose
+record keeps none (SMTP submissions)."""
+
+from __future__ import annotations
+
+from email import message_from_bytes
+from email.message import EmailMessage
+from email.policy import default as default_policy
+
+
+def split_message(raw: bytes) -> tuple[bytes, bytes]:
+    """The header block and the body of a message (CRLF or LF line ends)."""
+    for separator in (b"\r\n\r\n", b"\n\n"):
+        head, found, body = raw.partition(separator)
+        if found:
+            return head, body
+    return raw, b""
+
+
+def header_fields(raw: bytes) -> list[tuple[str, str]]:
+    """Each header field's name and unfolded value, in order (RFC 5322 2.2.3)."""
+    head, _ = split_message(raw)
+    fields: list[tuple[str, str]] = []
+    for line in head.decode("utf-8", "replace").splitlines():
+        if line[:1] in (" ", "\t") and fields:
+            name, value = fields[-1]
+            fields[-1] = (name, value + " " + line.strip())
+            continue
+        name, colon, value = line.partition(":")
+        if colon:
+            fields.append((name.strip(), value.strip()))
+    return fields
+
+
+def body_texts(raw: bytes) -> tuple[str | None, str | None]:
+    """The first HTML and text/plain parts that are not attachments (lenient: a part that
+    cannot be decoded is skipped)."""
+    message = message_from_bytes(raw, policy=default_policy)
+    assert isinstance(message, EmailMessage)
+    bodies: dict[str, str] = {}
+    for part in message.walk():
+        kind = part.get_content_type()
+        if kind in bodies or kind not in ("text/html", "text/plain") or part.is_attachment():
+            continue
+        try:
+            bodies[kind] = part.get_content()
+        except (LookupError, ValueError):
+            continue
+    return bodies.get("text/html"), bodies.get("text/plain")
