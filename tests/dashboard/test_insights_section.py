@@ -5,7 +5,6 @@ with severity badges and the fix under each, as the API lists them."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 import resend
@@ -13,6 +12,7 @@ from playwright.sync_api import Page, expect
 
 from tests.dashboard.conftest import DashboardServer, log_in
 from tests.dashboard.screenshots import screenshot
+from tests.dashboard.test_journey import sdk  # noqa: F401  (the SDK's settings, put back)
 from tests.dashboard.test_settings_pages import create_key_in_page
 from tests.dns_server import AuthoritativeDnsServer
 from tests.e2e.conftest import verified_domain
@@ -22,18 +22,11 @@ PASSWORD = "a passphrase about deliverability"
 DOMAIN = "insights-example.test"
 
 
-@pytest.fixture
-def sdk() -> Iterator[None]:
-    saved = resend.api_url, resend.api_key
-    yield
-    resend.api_url, resend.api_key = saved
-
-
+@pytest.mark.usefixtures("sdk")
 def test_the_email_page_shows_its_insights_by_area(
     dashboard_server: DashboardServer,
     dns_server: AuthoritativeDnsServer,
     page: Page,
-    sdk: None,
 ) -> None:
     server = dashboard_server
     server.create_user(OWNER, PASSWORD, team="Insights")
