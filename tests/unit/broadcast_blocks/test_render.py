@@ -4,6 +4,7 @@ bytes every time, email-client safety of every block, and personalization by the
 from __future__ import annotations
 
 import os
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -98,6 +99,42 @@ def test_values_are_escaped_and_unsafe_links_dropped() -> None:
     assert "javascript:" not in html and "data:x" not in html
     assert "&lt;b&gt;Go&lt;/b&gt;" in html
     assert email_safety_faults(html) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "</mj-text><mj-raw><script>x</script></mj-raw>",
+        "<!-- c --> <![CDATA[x]]> <?xml?>",
+        "&amp; &#x3c; &lt; \"q\" 's'",
+        "emoji \U0001f389 \u2764\ufe0f e\u0301 \u00fcn\u00efc\u00f8d\u00e9 \u2028 a\ttab",
+        "back\\slash C:\\path \\u{41}",
+    ],
+)
+def test_text_that_looks_like_markup_stays_text(text: str) -> None:
+    runs = [{"text": text}]
+    raw = document_of(
+        {"id": "p", "type": "paragraph", "content": runs},
+        {"id": "i", "type": "image", "src": "https://a.example/i.png", "alt": text},
+        {"id": "b", "type": "button", "label": text, "url": "https://a.example/"},
+    )
+    html = rendered(raw, BrandKit(postal_address=text)).html
+    assert email_safety_faults(html) == []
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    assert f'<p style="margin:0">{escaped}</p>' in html
+    assert image_alts(html) == [text]  # as a browser reads the attribute
+
+
+def image_alts(html: str) -> list[str]:
+    found: list[str] = []
+
+    class Images(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag == "img":
+                found.append(dict(attrs).get("alt") or "")
+
+    Images(convert_charrefs=True).feed(html)
+    return found
 
 
 def test_a_fallback_is_escaped_in_the_html_and_plain_in_the_text() -> None:

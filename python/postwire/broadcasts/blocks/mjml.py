@@ -1,5 +1,5 @@
-"""A document as MJML, built as an element tree and serialized by ElementTree (which escapes
-every text and attribute), never by joining strings of markup.
+"""A document as MJML, built as an element tree and serialized with every text and attribute
+escaped (`markup`), never by joining strings of markup.
 
 Layout: a 600 px body on the kit's background; consecutive simple blocks share one section and
 column on the content background, a `columns` block is a section of 2 or 3 columns (MJML
@@ -10,6 +10,7 @@ together (docs/broadcast-editor.md "Rendering").
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 
@@ -67,7 +68,45 @@ def document_to_mjml(document: Document, brand: BrandKit) -> str:
         else:
             pending.append(block)
     _simple_section(body, pending, kit)
-    return ET.tostring(root, encoding="unicode", short_empty_elements=True)
+    return markup(root)
+
+
+# mrml writes attribute values back with Rust's debug formatting, which would turn a backslash
+# into two and a U+2028 or an emoji's U+FE0F into `\u{...}`: in attributes, everything but
+# printable ASCII becomes a character reference, which mrml passes through untouched.
+_ATTRIBUTE_UNSAFE = re.compile(r'[^\x20-\x7e]|[&<>"\\]')
+_NAMED = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
+_TEXT_UNSAFE = re.compile(r"[&<>]")
+
+
+def markup(element: ET.Element) -> str:
+    """`element` and its subtree as MJML text: texts and attribute values escaped, an element
+    without content written as `<tag />` (mrml writes an HTML element back as `<p></p>`)."""
+    parts: list[str] = []
+    _write(element, parts)
+    return "".join(parts)
+
+
+def _write(element: ET.Element, parts: list[str]) -> None:
+    tag = str(element.tag)
+    attributes = "".join(
+        f' {name}="{_ATTRIBUTE_UNSAFE.sub(_reference, value)}"'
+        for name, value in element.attrib.items()
+    )
+    if element.text is None and len(element) == 0:
+        parts.append(f"<{tag}{attributes} />")
+    else:
+        parts.append(f"<{tag}{attributes}>")
+        parts.append(_TEXT_UNSAFE.sub(_reference, element.text or ""))
+        for child in element:
+            _write(child, parts)
+        parts.append(f"</{tag}>")
+    parts.append(_TEXT_UNSAFE.sub(_reference, element.tail or ""))
+
+
+def _reference(match: re.Match[str]) -> str:
+    character = match.group()
+    return _NAMED.get(character) or f"&#{ord(character)};"
 
 
 def _section(parent: ET.Element, background: str, padding: str) -> ET.Element:
