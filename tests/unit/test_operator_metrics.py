@@ -1,28 +1,40 @@
 """The operator metrics without a server: the catalogue against docs/metrics.md and the Grafana
-dashboard, the exposition as the `prometheus_client` parser reads it, outcome classes, and the
-messages in hand per destination."""
+dashboard, the exposition as the `prometheus_client` parser reads it, outcome classes, the
+messages in hand per destination, the workers' rows in the spool and the spool's facts."""
 
 from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from postwire._core import WriteBatch
 from postwire.delivery.bounces import classify_failure, classify_reply
 from postwire.delivery.resolver import DestinationError
 from postwire.errors import DestinationRefused
-from postwire.metrics.operator_exposition import SERIES, SpoolFacts, render
-from postwire.metrics.operator_publication import ProcessMetricsRecord
+from postwire.metrics.operator_exposition import SERIES, SpoolFacts, render, spool_facts
+from postwire.metrics.operator_publication import (
+    PROCESS_STARTED_MS,
+    STALE_AFTER_MS,
+    ProcessMetricsRecord,
+    forget_earlier_runs,
+    publish,
+    published_records,
+)
 from postwire.metrics.operator_registry import (
     MAX_DESTINATIONS,
+    OPERATOR_METRICS,
     OTHER_DESTINATIONS,
+    RETRY_BACKLOG_KEY,
     SIGNING_BUCKETS,
     OperatorMetrics,
     destinations,
     outcome_class,
 )
+from postwire.store.spool import Spool
 
 DOCS = Path(__file__).parents[2] / "docs"
 HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
@@ -147,3 +159,33 @@ def test_destinations_keep_the_deepest_and_sum_the_rest() -> None:
     assert shown[OTHER_DESTINATIONS] == [15, 100.0]
     metrics.destination_done("d0.test", "m0-0")
     assert "d0.test" not in metrics.in_hand
+
+
+async def test_workers_publish_and_stale_or_earlier_rows_are_left_out(spool: Spool) -> None:
+    OPERATOR_METRICS.count_accepted("smtp", 2)
+    await publish(spool, 1)
+    await publish(spool, 2)
+    now_ms = int(time.time() * 1000)
+    rows = published_records(spool, now_ms)
+    assert [r.index for r in rows] == [1, 2]
+    assert rows[0].numbers["accepted"]["smtp"] >= 2
+    assert rows[0].started_ms == PROCESS_STARTED_MS
+    # A worker gone quiet for longer than STALE_AFTER_MS no longer counts.
+    assert published_records(spool, now_ms + STALE_AFTER_MS + 1_000) == []
+    # The first process forgets an earlier run's workers before starting its own.
+    await forget_earlier_runs(spool)
+    assert published_records(spool, now_ms) == []
+
+
+async def test_the_retry_backlog_is_read_from_the_counters_table(spool: Spool) -> None:
+    batch = WriteBatch()
+    batch.add_counter("counters", RETRY_BACKLOG_KEY, 3)
+    await spool.commit(batch)
+    facts = spool_facts(spool, Path("/nonexistent/data.mdb"))
+    assert facts.retry_backlog == 3 and facts.file_bytes == 0
+    used, map_size = spool.core.usage()
+    assert facts.used_bytes == used and facts.map_size_bytes == map_size
+    batch = WriteBatch()
+    batch.add_counter("counters", RETRY_BACKLOG_KEY, -5)  # a spool older than the count
+    await spool.commit(batch)
+    assert spool_facts(spool, Path("/nonexistent/data.mdb")).retry_backlog == 0
