@@ -56,6 +56,10 @@ def mjml_to_html(mjml: str) -> str:
     referenced: the web-font table is empty (no font `<link>`) and `mj-include` has no loader.
     Deterministic: the same MJML gives the same bytes. Runs with the GIL released.
 
+    Attribute values are written back with Rust's debug formatting (a backslash doubled, U+2028
+    or U+FE0F as `\\u{...}`): give them as printable ASCII, anything else as character
+    references (`&#8232;`), which pass through unchanged. Texts are copied as they are.
+
     Raises `postwire.errors.MessageError` for MJML that cannot be parsed or rendered."""
 
 # --- mime --------------------------------------------------------------------------------------

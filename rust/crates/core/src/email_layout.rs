@@ -22,6 +22,10 @@ pub enum EmailLayoutError {
 
 /// The HTML of an MJML document, without comments.
 ///
+/// mrml writes attribute values back with Rust's debug formatting (`\` doubled, characters that
+/// are not printable or that extend a grapheme as `\u{...}`): callers pass attribute values as
+/// printable ASCII, anything else as character references (`&#8232;`), which pass through.
+///
 /// `mj-social-element` without a `src` would point at MJML's own icon host: Postwire's blocks
 /// never emit `mj-social` (social links are text links), and callers must not either.
 pub fn mjml_to_html(mjml: &str) -> Result<String, EmailLayoutError> {
@@ -85,5 +89,19 @@ mod tests {
             Err(EmailLayoutError::Parse(_))
         ));
         assert!(mjml_to_html("").is_err());
+    }
+
+    #[test]
+    fn character_references_in_attributes_pass_through() {
+        let mjml = r#"<mjml><mj-body><mj-section><mj-column><mj-image src="https://a.example/i.png" alt="a&#8232;b&#92;c &amp; &quot;d&quot;" /><mj-text>e\f</mj-text></mj-column></mj-section></mj-body></mjml>"#;
+        let html = mjml_to_html(mjml).unwrap();
+        assert!(
+            html.contains(r#"alt="a&#8232;b&#92;c &amp; &quot;d&quot;""#),
+            "{html}"
+        );
+        assert!(
+            html.contains(r"e\f"),
+            "texts are copied as they are: {html}"
+        );
     }
 }
