@@ -39,6 +39,8 @@ NOT_PAGES = {
     "/emails/status",
     "/emails/<email_id>/raw",
     "/emails/<email_id>/html",
+    "/broadcasts/<broadcast_id>/preview",
+    "/brand/preview",
     "/account/mfa/totp/<device_id>/qr.svg",
     "/contacts/imports/<import_id>/progress",
     "/contacts/imports/<import_id>/errors.csv",

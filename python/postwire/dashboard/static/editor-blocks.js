@@ -246,7 +246,6 @@ window.PostwireEditor = window.PostwireEditor || {};
       className: `block block-${block.type}`,
       "data-block-id": block.id,
       id: controlId(block, "block"),
-      tabindex: "-1",
       "aria-label": NAMES[block.type] + place,
     });
     if (block.id === context.selectedId) item.classList.add("selected");

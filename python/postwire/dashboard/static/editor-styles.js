@@ -21,16 +21,6 @@ window.PostwireEditor = window.PostwireEditor || {};
     button_background: "Button",
     button_text_color: "Button text",
   };
-  const FONT_NAMES = {
-    arial: "Arial",
-    helvetica: "Helvetica",
-    verdana: "Verdana",
-    trebuchet: "Trebuchet MS",
-    georgia: "Georgia",
-    times: "Times New Roman",
-    courier: "Courier New",
-    system: "System UI",
-  };
   const COLOUR_KEYS = new Set(["color", "background", "content_background", "text_color", "heading_color", "link_color", "button_background", "button_text_color"]);
 
   function element(tag, attributes = {}, children = []) {
@@ -66,7 +56,7 @@ window.PostwireEditor = window.PostwireEditor || {};
   function choices(key, context) {
     if (key === "align") return context.alignments.map((value) => [value, value[0].toUpperCase() + value.slice(1)]);
     if (key === "shape" || key === "button_shape") return context.shapes.map((value) => [value, value[0].toUpperCase() + value.slice(1)]);
-    if (key === "font") return Object.keys(context.fonts).map((value) => [value, FONT_NAMES[value] || value]);
+    if (key === "font") return Object.keys(context.fonts).map((value) => [value, context.fontNames[value] || value]);
     return [];
   }
 

@@ -22,6 +22,7 @@ document.addEventListener("DOMContentLoaded", () => {
     blockStyles: data.block_styles,
     documentStyles: data.document_styles,
     fonts: data.fonts,
+    fontNames: data.font_names,
     shapes: data.shapes,
     alignments: data.alignments,
     defaultPadding: data.default_padding,
@@ -249,7 +250,7 @@ document.addEventListener("DOMContentLoaded", () => {
       const next = model.remove(id);
       announce(`${name} deleted. Undo brings it back.`);
       if (context.selectedId === id) context.selectedId = null;
-      redraw(next ? E.blocks.controlId({ id: next }, "block") : null);
+      redraw(next ? E.blocks.controlId({ id: next }, "action-select") : null);
     }
   }
 
@@ -275,7 +276,7 @@ document.addEventListener("DOMContentLoaded", () => {
       const kind = document.getElementById(E.blocks.controlId(block, `add-${index}`)).value;
       const added = model.add(kind, { list: block.columns[index] });
       announce(`${E.blocks.NAMES[kind]} added to column ${index + 1}.`);
-      redraw(E.blocks.controlId(added, "block"));
+      redraw(E.blocks.controlId(added, "action-select"));
     }
   });
 
@@ -299,7 +300,7 @@ document.addEventListener("DOMContentLoaded", () => {
     }
     announce(`${E.blocks.NAMES[kind]} added.`);
     context.selectedId = block.id;
-    const first = ["heading", "paragraph", "footer"].includes(kind) ? "content" : kind === "list" ? "items" : "block";
+    const first = ["heading", "paragraph", "footer"].includes(kind) ? "content" : kind === "list" ? "items" : "action-select";
     redraw(E.blocks.controlId(block, first));
     return block;
   }
@@ -370,7 +371,7 @@ document.addEventListener("DOMContentLoaded", () => {
       const id = payload.slice(5);
       finishTyping();
       if (model.moveTo(id, beforeId, place.list || null)) announce(`${E.blocks.NAMES[model.find(id).type]} moved.`);
-      redraw(E.blocks.controlId({ id }, "block"));
+      redraw(E.blocks.controlId({ id }, "action-select"));
     }
     dragged = null;
   });

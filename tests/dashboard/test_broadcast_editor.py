@@ -1,0 +1,298 @@
+"""The broadcast editor in chromium against a live server: a broadcast built by adding, moving
+and editing blocks with the mouse and the keyboard, persisted across a reload and rendered in
+the new order; a personalization chip previewed as two contacts; the brand kit saved and
+applied to a new document; every control reachable with Tab and labelled. Screenshots of the
+editor at desktop and phone preview widths."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Locator, Page, expect
+
+from tests.dashboard.conftest import DashboardServer, log_in
+from tests.dashboard.screenshots import screenshot
+from tests.dashboard.test_settings_pages import create_key_in_page
+
+OWNER = "owner@editor-example.test"
+PASSWORD = "a long and careful passphrase 16"
+SENDER = "News <news@editor-example.test>"
+
+
+@dataclass
+class EditorWorld:
+    server: DashboardServer
+    api: httpx.Client
+    segment_id: str
+
+    def new_broadcast(self, subject: str, **fields: Any) -> str:
+        body = {"segment_id": self.segment_id, "from": SENDER, "subject": subject, **fields}
+        answer = self.api.post("/broadcasts", json=body)
+        assert answer.status_code == 201, answer.text
+        made: str = answer.json()["id"]
+        return made
+
+    def broadcast(self, broadcast_id: str) -> dict[str, Any]:
+        answer = self.api.get(f"/broadcasts/{broadcast_id}")
+        assert answer.status_code == 200, answer.text
+        found: dict[str, Any] = answer.json()
+        return found
+
+
+@pytest.fixture
+def world(dashboard_server: DashboardServer, page: Page) -> Iterator[EditorWorld]:
+    """The owner signed in; through the REST API (a key made on the API keys page) a segment
+    with Ada (who has a first name) and Bo (who has none)."""
+    server = dashboard_server
+    server.create_user(OWNER, PASSWORD, team="Editors")
+    log_in(page, server, OWNER, PASSWORD)
+    token = create_key_in_page(page, server, "editor tests")
+    with httpx.Client(
+        base_url=server.base_url, headers={"Authorization": f"Bearer {token}"}
+    ) as api:
+        segment = api.post("/segments", json={"name": "Readers"})
+        assert segment.status_code in (200, 201), segment.text
+        segment_id = segment.json()["id"]
+        for email, first_name in (("ada@readers.test", "Ada"), ("bo@readers.test", None)):
+            made = api.post(
+                "/contacts",
+                json={"email": email, "first_name": first_name, "segments": [segment_id]},
+            )
+            assert made.status_code in (200, 201), made.text
+        yield EditorWorld(server, api, segment_id)
+
+
+def open_editor(page: Page, world: EditorWorld, broadcast_id: str) -> None:
+    page.goto(world.server.url(f"/broadcasts/{broadcast_id}/edit"))
+    expect(page.locator("#canvas > .block").first).to_be_visible()
+
+
+def blocks(page: Page) -> Locator:
+    return page.locator("#canvas > .block")
+
+
+def block_types(page: Page) -> list[str]:
+    found: list[str] = page.locator("#canvas > .block").evaluate_all(
+        "items => items.map(item => item.className.match(/block-(\\w+)/)[1])"
+    )
+    return found
+
+
+def wait_saved(page: Page) -> None:
+    expect(page.locator("#save-status")).to_have_text(re.compile(r"^Saved at"), timeout=10_000)
+
+
+def block_of(page: Page, kind: str, index: int = 0) -> Locator:
+    return page.locator(f"#canvas > .block-{kind}").nth(index)
+
+
+def test_a_broadcast_is_built_with_mouse_and_keyboard_and_persists(
+    world: EditorWorld, page: Page
+) -> None:
+    broadcast_id = world.new_broadcast("Autumn")
+    open_editor(page, world, broadcast_id)
+    assert block_types(page) == ["heading", "paragraph", "footer"]
+    screenshot(page, "editor-01-new-document")
+
+    # Type a headline (select what is there, type over it).
+    heading = block_of(page, "heading").locator("[data-runs]")
+    heading.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.type("Big autumn sale")
+
+    # Bold the last word of the paragraph with the keyboard.
+    paragraph = block_of(page, "paragraph").locator("[data-runs]")
+    paragraph.click()
+    page.keyboard.press("Control+End")
+    page.keyboard.type(" Everything goes")
+    page.keyboard.press("Control+Shift+ArrowLeft")
+    page.keyboard.press("Control+B")
+    expect(paragraph.locator("b, strong")).to_have_text("goes")
+
+    # Add a button with the mouse (after the selected paragraph) and an image from the keyboard.
+    page.click("[data-add=button]")
+    assert block_types(page) == ["heading", "paragraph", "button", "footer"]
+    button = block_of(page, "button")
+    button.locator("[data-field=label]").fill("Shop the sale")
+    button.locator("[data-field=url]").fill("https://shop.example/sale")
+    page.focus("[data-add=image]")
+    page.keyboard.press("Enter")
+    assert block_types(page) == ["heading", "paragraph", "button", "image", "footer"]
+    image = block_of(page, "image")
+    image.locator("[data-field=src]").fill("https://cdn.example/leaves.png")
+    image.locator("[data-field=alt]").fill("Autumn leaves")
+    page.click("[data-add=columns]")
+    assert block_types(page) == ["heading", "paragraph", "button", "image", "columns", "footer"]
+
+    # Drag the button above the heading by its handle.
+    block_of(page, "button").locator(".drag-handle").drag_to(
+        block_of(page, "heading"), target_position={"x": 40, "y": 4}
+    )
+    assert block_types(page) == ["button", "heading", "paragraph", "image", "columns", "footer"]
+
+    # Move the image above the paragraph with Alt+ArrowUp, from its alt text field.
+    block_of(page, "image").locator("[data-field=alt]").focus()
+    page.keyboard.press("Alt+ArrowUp")
+    assert block_types(page) == ["button", "heading", "image", "paragraph", "columns", "footer"]
+    expect(block_of(page, "image").locator("[data-field=alt]")).to_be_focused()
+    # ... and back down with the move-down button, from the keyboard.
+    block_of(page, "image").locator("[data-action=down]").focus()
+    page.keyboard.press("Enter")
+    assert block_types(page) == ["button", "heading", "paragraph", "image", "columns", "footer"]
+
+    # Duplicate the paragraph, delete the copy, undo (Ctrl+Z) and redo (the button).
+    block_of(page, "paragraph").locator("[data-action=duplicate]").click()
+    assert block_types(page).count("paragraph") == 2
+    block_of(page, "paragraph", 1).locator("[data-action=delete]").click()
+    assert block_types(page).count("paragraph") == 1
+    block_of(page, "heading").locator("[data-runs]").focus()
+    page.keyboard.press("Control+z")
+    assert block_types(page).count("paragraph") == 2
+    page.click("[data-command=redo]")
+    assert block_types(page).count("paragraph") == 1
+    # The footer has no move, duplicate or delete.
+    expect(block_of(page, "footer").locator("[data-action=delete]")).to_have_count(0)
+
+    wait_saved(page)
+    screenshot(page, "editor-02-built")
+    order = ["button", "heading", "paragraph", "image", "columns", "footer"]
+    page.reload()
+    expect(blocks(page).first).to_be_visible()
+    assert block_types(page) == order
+    expect(block_of(page, "heading").locator("[data-runs]")).to_have_text("Big autumn sale")
+    expect(block_of(page, "paragraph").locator("strong, b")).to_have_text("goes")
+
+    html = world.broadcast(broadcast_id)["html"]
+    positions = [
+        html.index(text)
+        for text in (
+            "Shop the sale",
+            "Big autumn sale",
+            "Everything",
+            "Autumn leaves",
+            "Left column",
+        )
+    ]
+    assert positions == sorted(positions), positions
+    assert re.search(r"<(strong|b)\b[^>]*>goes</(strong|b)>", html), html
+    assert 'alt="Autumn leaves"' in html
+
+
+def test_a_chip_is_previewed_as_a_contact_and_with_its_fallback(
+    world: EditorWorld, page: Page
+) -> None:
+    broadcast_id = world.new_broadcast("Hello")
+    open_editor(page, world, broadcast_id)
+    heading = block_of(page, "heading").locator("[data-runs]")
+    heading.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.type("Welcome, ")
+    page.select_option("#insert-field-name", "contact.first_name")
+    page.fill("#insert-field-fallback", "reader")
+    page.click("[data-command=insert-field]")
+    expect(heading.locator(".chip")).to_have_text("first_name | reader")
+    wait_saved(page)
+    assert "{{{contact.first_name|reader}}}" in world.broadcast(broadcast_id)["html"]
+
+    frame = page.frame_locator("#preview-frame")
+    page.fill("#preview-contact", "ada@readers.test")
+    page.click("#preview-form button[type=submit]")
+    expect(frame.locator("body")).to_contain_text("Welcome, Ada")
+    screenshot(page, "editor-03-preview-desktop")
+    page.check("#preview-phone")
+    assert (
+        page.locator("#preview-frame").evaluate("frame => frame.getBoundingClientRect().width")
+        == 375
+    )
+    screenshot(page, "editor-04-preview-phone")
+    page.fill("#preview-contact", "bo@readers.test")
+    page.click("#preview-form button[type=submit]")
+    expect(frame.locator("body")).to_contain_text("Welcome, reader")
+
+    # A reload draws the placeholder as a chip again.
+    page.reload()
+    expect(block_of(page, "heading").locator(".chip")).to_have_text("first_name | reader")
+
+
+def test_the_brand_kit_is_saved_and_styles_a_new_document(world: EditorWorld, page: Page) -> None:
+    page.goto(world.server.url("/brand"))
+    page.fill("#brand-button_background", "#aa3300")
+    page.select_option("#brand-font", "georgia")
+    page.select_option("#brand-button-shape", "pill")
+    page.fill("#brand-postal-address", "1 Quay Street, Bristol")
+    page.click("#brand-form button[type=submit]")
+    expect(page.locator(".flash-success")).to_contain_text("Brand kit saved")
+    expect(page.locator("#brand-button_background")).to_have_value("#aa3300")
+    expect(page.frame_locator(".brand-frame").locator("body")).to_contain_text(
+        "1 Quay Street, Bristol"
+    )
+    screenshot(page, "editor-05-brand-kit")
+
+    broadcast_id = world.new_broadcast("Branded")
+    open_editor(page, world, broadcast_id)
+    font = page.locator("#canvas").evaluate("canvas => getComputedStyle(canvas).fontFamily")
+    assert "Georgia" in font
+    expect(block_of(page, "footer")).to_contain_text("1 Quay Street, Bristol")
+    page.click("[data-add=button]")
+    wait_saved(page)
+    html = world.broadcast(broadcast_id)["html"].lower()
+    assert "#aa3300" in html and "georgia" in html and "1 quay street, bristol" in html
+
+
+def test_every_control_is_labelled_and_reachable_with_tab(world: EditorWorld, page: Page) -> None:
+    broadcast_id = world.new_broadcast("Accessible")
+    open_editor(page, world, broadcast_id)
+    for kind in ("list", "image", "button", "divider", "spacer", "columns", "social"):
+        page.click(f"[data-add={kind}]")
+    block_of(page, "button").locator("[data-action=select]").click()  # the inspector in use
+    wait_saved(page)
+
+    unlabelled = page.evaluate(
+        """() => [...document.querySelectorAll('main input, main select, main textarea')]
+            .filter(el => el.type !== 'hidden')
+            .filter(el => !(el.id && document.querySelector(`label[for="${CSS.escape(el.id)}"]`))
+                          && !el.getAttribute('aria-label') && !el.getAttribute('aria-labelledby'))
+            .map(el => el.outerHTML.slice(0, 120))"""
+    )
+    assert unlabelled == []
+    nameless = page.evaluate(
+        """() => [...document.querySelectorAll('main button, main [role=textbox], main a[href]')]
+            .filter(el => !(el.getAttribute('aria-label') || el.textContent.trim()))
+            .map(el => el.outerHTML.slice(0, 120))"""
+    )
+    assert nameless == []
+
+    controls: list[str] = page.evaluate(
+        """() => [...document.querySelectorAll(`#editor button, #editor input, #editor select,
+                #editor [contenteditable=true], #envelope input`)]
+            .filter(el => el.offsetParent !== null && !el.disabled && !el.closest('#block-style'))
+            .map(el => el.id || el.dataset.add || el.dataset.command || el.dataset.format
+                        || el.dataset.styleReset || el.outerHTML.slice(0, 80))"""
+    )
+    page.focus("#field-name")
+    reached: set[str] = set()
+    for _ in range(len(controls) * 2 + 40):
+        key = page.evaluate(
+            """() => { const el = document.activeElement;
+                return el.id || el.dataset.add || el.dataset.command || el.dataset.format
+                       || el.dataset.styleReset || el.outerHTML.slice(0, 80); }"""
+        )
+        reached.add(key)
+        page.keyboard.press("Tab")
+    missing = [control for control in controls if control not in reached]
+    assert missing == [], missing
+    # The selected block's style controls follow focus (each block selects itself when
+    # focused): those of the block focused last were reached too.
+    assert any(key.startswith("style-block-") for key in reached), reached
+    # Focus is visible: the focused control draws an outline.
+    page.focus("[data-add=heading]")
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Tab")
+    outline = page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle")
+    assert outline not in ("none", "")
+    screenshot(page, "editor-06-every-block")
