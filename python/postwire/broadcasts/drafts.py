@@ -8,6 +8,7 @@ are `ApiError`s in the contract's shapes; the dashboard shows their messages in 
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
@@ -34,6 +35,9 @@ from postwire.store.segments import get_segment
 from postwire.store.spool import Spool
 from postwire.store.topics import get_topic
 
+# Every id Postwire hands out is a UUID; anything else names no record (and is never a key).
+_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
 # When a send is due, given the time now: None sends at once. Called after the broadcast's
 # status is checked, so a refused status is the refusal a person sees first.
 Schedule = Callable[[datetime], datetime | None]
@@ -41,6 +45,10 @@ Schedule = Callable[[datetime], datetime | None]
 
 def send_now(_: datetime) -> datetime | None:
     return None
+
+
+def looks_like_id(text: str) -> bool:
+    return _ID.fullmatch(text) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +67,9 @@ class BroadcastDrafts:
     acceptor: Acceptor
 
     def find(self, team_id: str, broadcast_id: str) -> BroadcastRecord:
-        record = get_broadcast(self.spool, team_id, broadcast_id.lower())
+        record = None
+        if looks_like_id(broadcast_id):
+            record = get_broadcast(self.spool, team_id, broadcast_id.lower())
         if record is None:
             raise ApiError(404, "not_found", "Broadcast not found")
         return record

@@ -1,11 +1,204 @@
-"""Dashboard page module `broadcasts` (routes are added as the page is built)."""
+"""The Broadcasts pages: the team's broadcasts, a new draft, and a broadcast's page.
+
+    GET  /broadcasts                          newest first, with status, segment and counts
+    POST /broadcasts                          a new draft, then on to the editor
+    GET  /broadcasts/<id>                     its page: details, checklist, send, schedule,
+                                              cancel, a test send, live progress
+    GET  /broadcasts/<id>/progress            its status and counts as JSON, for the live page
+    GET  /broadcasts/<id>/html                its HTML, for the page's sandboxed frame
+
+The changes (send, schedule, cancel, test, audience) are `broadcast_send`'s; image uploads
+`broadcast_images`'. Every look-up is under the viewer's team: another team's id is a 404.
+Members may read; changes need an admin (the guard's default for POST).
+"""
 
 from __future__ import annotations
 
-from quart import Blueprint
+from typing import Any, Final
 
+from quart import Blueprint, Response, g, redirect, render_template, request
+from werkzeug.exceptions import NotFound
+
+from postwire.broadcasts.checklist import send_checklist
+from postwire.broadcasts.documents import start_blank_document, team_brand
+from postwire.broadcasts.drafts import BroadcastDrafts, looks_like_id
 from postwire.dashboard.context import DashboardContext
+from postwire.dashboard.pages import broadcast_images, broadcast_send
+from postwire.dashboard.pages.emails import HTML_FRAME_POLICY
+from postwire.dashboard.pages.refusals import Redirect, refused
+from postwire.errors import ApiError
+from postwire.store.broadcast_documents import get_document
+from postwire.store.broadcasts import (
+    BROADCASTS,
+    PENDING_STATUSES,
+    BroadcastRecord,
+    broadcast_counts,
+    broadcasts_prefix,
+)
+from postwire.store.pages import newest_first_page
+from postwire.store.segments import SEGMENTS, SegmentRecord, get_segment, segment_member_count
+from postwire.store.team_records import team_prefix
+from postwire.store.topics import TOPICS, TopicRecord, get_topic
+
+PER_PAGE: Final = 50
+# Segments and topics offered in a broadcast's choices.
+MAX_CHOICES: Final = 500
+# The counts the page shows, in order, with their words.
+PROGRESS: Final = (
+    ("queued", "Queued"),
+    ("sent", "Sent"),
+    ("delivered", "Delivered"),
+    ("opened", "Opened"),
+    ("clicked", "Clicked"),
+    ("bounced", "Bounced"),
+    ("complained", "Complained"),
+    ("unsubscribed", "Unsubscribed"),
+    ("suppressed", "Suppressed"),
+    ("failed", "Failed"),
+    ("skipped_unsubscribed", "Skipped: unsubscribed"),
+    ("skipped_topic", "Skipped: opted out of the topic"),
+)
+UNTITLED: Final = "Untitled broadcast"
+
+
+def team_id() -> str:
+    team: str = g.viewer.team.id
+    return team
+
+
+def when(stamp: str | None) -> str:
+    """A contract timestamp as the pages show it: `2026-11-25 09:30 UTC`."""
+    return "" if not stamp else stamp[:16].replace("T", " ") + " UTC"
+
+
+def team_segments(ctx: DashboardContext) -> list[SegmentRecord]:
+    rows, _ = newest_first_page(
+        SEGMENTS, ctx.spool, team_prefix(team_id()), after=None, before=None, limit=MAX_CHOICES
+    )
+    return [segment for _, segment in rows]
+
+
+def team_topics(ctx: DashboardContext) -> list[TopicRecord]:
+    rows, _ = newest_first_page(
+        TOPICS, ctx.spool, team_prefix(team_id()), after=None, before=None, limit=MAX_CHOICES
+    )
+    return [topic for _, topic in rows]
+
+
+def progress_of(ctx: DashboardContext, record: BroadcastRecord) -> dict[str, Any]:
+    """What the live page shows of a broadcast, from its counters (no scan)."""
+    counts = broadcast_counts(ctx.spool, record.team_id, record.id)
+    members = 0
+    if record.segment_id and get_segment(ctx.spool, record.team_id, record.segment_id):
+        members = segment_member_count(ctx.spool, record.team_id, record.segment_id)
+    return {
+        "id": record.id,
+        "status": record.status,
+        "counts": {name: counts.get(name, 0) for name, _ in PROGRESS},
+        "members": members,
+        "sent_at": when(record.sent_at),
+        "finished_at": when(record.finished_at),
+        "scheduled_at": when(record.scheduled_at),
+        "live": record.status in PENDING_STATUSES,
+    }
 
 
 def routes(ctx: DashboardContext) -> Blueprint:
-    return Blueprint("broadcasts", __name__)
+    bp = Blueprint("broadcasts", __name__)
+    drafts = BroadcastDrafts(ctx.spool, ctx.acceptor)
+
+    def team_broadcast(broadcast_id: str) -> BroadcastRecord:
+        try:
+            return drafts.find(team_id(), broadcast_id)
+        except ApiError as error:
+            raise NotFound from error
+
+    @bp.get("/broadcasts")
+    async def list_page() -> str:
+        after = request.args.get("after") or None
+        rows, has_more = newest_first_page(
+            BROADCASTS, ctx.spool, broadcasts_prefix(team_id()),
+            after=after, before=None, limit=PER_PAGE,
+        )  # fmt: skip
+        broadcasts = [record for _, record in rows]
+        segment_names = {}
+        for record in broadcasts:
+            if record.segment_id and record.segment_id not in segment_names:
+                segment = get_segment(ctx.spool, record.team_id, record.segment_id)
+                segment_names[record.segment_id] = segment.name if segment else "(deleted)"
+        return await render_template(
+            "broadcasts.html",
+            broadcasts=broadcasts,
+            counts={r.id: broadcast_counts(ctx.spool, r.team_id, r.id) for r in broadcasts},
+            segment_names=segment_names,
+            segments=team_segments(ctx),
+            when=when,
+            untitled=UNTITLED,
+            next_after=broadcasts[-1].id if has_more else None,
+            paged=after is not None,
+        )
+
+    @bp.post("/broadcasts")
+    async def create() -> Redirect:
+        form = await request.form
+        name = " ".join(form.get("name", "").split())[:256]
+        segment_id = form.get("segment_id", "")
+        if segment_id and (
+            not looks_like_id(segment_id) or get_segment(ctx.spool, team_id(), segment_id) is None
+        ):
+            raise NotFound  # not a segment of the team
+        try:
+            record = await drafts.create(
+                team_id(),
+                {"name": name, "segment_id": segment_id, "sender": "", "subject": ""},
+                ctx.now(),
+            )
+            await start_blank_document(ctx.spool, team_id(), record.id, now=ctx.now())
+        except ApiError as error:
+            return await refused(error, "/broadcasts")
+        return redirect(f"/broadcasts/{record.id}/edit", 303)
+
+    @bp.get("/broadcasts/<broadcast_id>")
+    async def broadcast_page(broadcast_id: str) -> str:
+        record = team_broadcast(broadcast_id)
+        segment = get_segment(ctx.spool, record.team_id, record.segment_id or "-")
+        topic = get_topic(ctx.spool, record.team_id, record.topic_id) if record.topic_id else None
+        editable = record.status in ("draft", "scheduled")
+        checklist = (
+            send_checklist(ctx.spool, record, team_brand(ctx.spool, record.team_id))
+            if editable
+            else []
+        )
+        return await render_template(
+            "broadcasts_detail.html",
+            broadcast=record,
+            title=record.name or UNTITLED,
+            segment=segment,
+            topic=topic,
+            segments=team_segments(ctx) if editable else [],
+            topics=team_topics(ctx) if editable else [],
+            has_document=get_document(ctx.spool, record.team_id, record.id) is not None,
+            checklist=checklist,
+            ready=all(check.passed for check in checklist),
+            progress=progress_of(ctx, record),
+            progress_words=PROGRESS,
+            when=when,
+            test_to=request.args.get("test_to", ""),
+        )
+
+    @bp.get("/broadcasts/<broadcast_id>/progress")
+    async def progress(broadcast_id: str) -> dict[str, Any]:
+        return progress_of(ctx, team_broadcast(broadcast_id))
+
+    @bp.get("/broadcasts/<broadcast_id>/html")
+    async def broadcast_html(broadcast_id: str) -> Response:
+        record = team_broadcast(broadcast_id)
+        if not record.html:
+            raise NotFound
+        response = Response(record.html, mimetype="text/html")
+        response.headers["Content-Security-Policy"] = HTML_FRAME_POLICY
+        return response
+
+    broadcast_send.add_routes(bp, ctx, drafts, team_broadcast)
+    broadcast_images.add_routes(bp, ctx)
+    return bp
