@@ -10,12 +10,14 @@ import pytest
 from werkzeug.datastructures import MultiDict
 
 from postwire.api.email_metrics import (
+    Query,
     iso,
     listed,
     parse_moment,
     parse_zone,
     period_label,
     periods,
+    read_query,
 )
 from postwire.errors import ApiError
 
@@ -60,3 +62,47 @@ def test_periods_of_a_range() -> None:
         "2026-11-01T00:00:00-04:00", "2026-11-02T00:00:00-05:00", "2026-11-03T00:00:00-05:00",
     ]  # fmt: skip
     assert period_label(hours[0], "hourly") == "2026-11-01T04:00:00.000Z"
+
+
+NOW = datetime(2026, 11, 25, 10, 30, tzinfo=UTC)
+
+
+def query(*pairs: tuple[str, str]) -> Query:
+    return read_query(MultiDict(pairs), NOW)
+
+
+def test_one_dimension_of_counts_at_a_time() -> None:
+    assert query(("dimensions", "period,tag"), ("tag", "kind:receipt")).dimensions == [
+        "period", "tag",
+    ]  # fmt: skip
+    assert query(("dimensions", "email"), ("email_id", "e1")).dimensions == ["email"]
+    refused = [
+        (("dimensions", "domain,broadcast"),),
+        (("domain_id", "d1"), ("tag", "kind:news")),
+        (("broadcast_id", "b1"), ("email_id", "e1")),
+    ]
+    for pairs in refused:
+        with pytest.raises(ApiError, match="not per combination"):
+            query(*pairs)
+    with pytest.raises(ApiError, match="may be filtered by `tag` only"):
+        query(("dimensions", "tag"), ("domain_id", "d1"))
+    with pytest.raises(ApiError, match="needs `email_id`"):
+        query(
+            ("dimensions", "email"),
+        )
+    with pytest.raises(ApiError, match="`dimensions` may be"):
+        query(
+            ("dimensions", "recipient"),
+        )
+    with pytest.raises(ApiError, match="Unknown metric 'opens'"):
+        query(
+            ("metrics", "sent,opens"),
+        )
+
+
+def test_the_default_range_and_its_checks() -> None:
+    q = query()
+    assert (q.start, q.stop, q.period) == (datetime(2026, 11, 19, tzinfo=UTC), NOW, "daily")
+    assert query(("end_date", "2030-01-01")).stop == NOW  # capped at now
+    with pytest.raises(ApiError, match="on or before"):
+        query(("start_date", "2026-11-25"), ("end_date", "2026-11-24"))
