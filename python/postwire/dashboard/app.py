@@ -21,6 +21,7 @@ from postwire.dashboard.assets import Assets
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.csrf import ANONYMOUS_COOKIE, CsrfRefused, hidden_field, new_anonymous_token
 from postwire.dashboard.guard import install_guard
+from postwire.dashboard.pages import contact_imports
 from postwire.dashboard.viewer import Viewer
 from postwire.http_serving import drain_request_body
 from postwire.store.domain_health import DomainHealthRecord, unhealthy_domains
@@ -61,6 +62,7 @@ FLASH_COOKIE: Final = "pw_flash"
 
 def create_dashboard(ctx: DashboardContext) -> QuartTrio:
     app = QuartTrio(__name__, template_folder="templates", static_folder=None)
+    app.request_class = contact_imports.UploadCappedRequest  # CSV uploads: the API's cap
     app.config.update(
         SESSION_COOKIE_NAME=FLASH_COOKIE,
         SESSION_COOKIE_SECURE=True,

@@ -9,9 +9,8 @@
     GET  /contacts/imports/<import_id>/progress    the job's counts as JSON, for the page's script
     GET  /contacts/imports/<import_id>/errors.csv  the refused rows kept, as a CSV download
 
-The file goes into the spool as the API's uploads do (`audiences.import_uploads`) and the job
-is the API's, run by `audiences.imports`. The page's size limit is the dashboard's request
-cap, `MAX_UPLOAD_BYTES`.
+The file goes into the spool as the API's uploads do (`audiences.import_uploads`), up to the
+API's 50 MB, and the job is the API's, run by `audiences.imports`.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ import io
 from typing import Any, Final
 
 from quart import Blueprint, Response, g, redirect, render_template, request
+from quart_trio.wrappers.request import TrioRequest
 from werkzeug.exceptions import NotFound
 
 from postwire import _core
@@ -31,7 +31,7 @@ from postwire.audiences.csv_rows import (
     CsvRecord,
     target_named_like,
 )
-from postwire.audiences.import_uploads import ImportUpload, import_job
+from postwire.audiences.import_uploads import MAX_FILE_BYTES, ImportUpload, import_job
 from postwire.audiences.records import is_record_id
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.pages.contacts import team_segments, team_topics
@@ -41,6 +41,9 @@ from postwire.store import contact_imports as store
 from postwire.store.accounts import contract_timestamp
 from postwire.store.contact_properties import team_properties
 
+UPLOAD_PATH: Final = "/contacts/import"
+# The upload form's whole body: the file, the CSRF token and the multipart framing.
+MAX_UPLOAD_REQUEST_BYTES: Final = MAX_FILE_BYTES + 1024 * 1024
 SAMPLE_ROWS: Final = 5
 RECENT_IMPORTS: Final = 20
 ERRORS_SHOWN: Final = 100
@@ -63,6 +66,17 @@ STATUS_WORDS: Final = {
 # Cells a spreadsheet would run as a formula start with one of these: the download prefixes
 # them with a quote (OWASP's advice on CSV injection).
 FORMULA_STARTS: Final = ("=", "+", "-", "@", "\t", "\r")
+
+
+class UploadCappedRequest(TrioRequest):
+    """A request whose body cap is its route's: the upload form takes a CSV file as large as
+    the API does, beyond the app's `MAX_CONTENT_LENGTH` for every other form. The form is
+    parsed as it streams, its file spooled to a temporary file, not held in memory."""
+
+    def __init__(self, method: str, scheme: str, path: str, *args: Any, **kwargs: Any) -> None:
+        if method == "POST" and path == UPLOAD_PATH:
+            kwargs["max_content_length"] = MAX_UPLOAD_REQUEST_BYTES
+        super().__init__(method, scheme, path, *args, **kwargs)
 
 
 def progress_json(record: store.ImportRecord) -> dict[str, Any]:
@@ -119,7 +133,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
     def team_draft(import_id: str) -> store.ImportDraft | None:
         return store.get_draft(spool, team_id(), import_id) if is_record_id(import_id) else None
 
-    @bp.get("/contacts/import")
+    @bp.get(UPLOAD_PATH)
     async def upload_page() -> str:
         jobs, _ = store.list_imports(
             spool, team_id(), limit=RECENT_IMPORTS, after=None, before=None, status=None
@@ -131,7 +145,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
             words=STATUS_WORDS,
         )
 
-    @bp.post("/contacts/import")
+    @bp.post(UPLOAD_PATH)
     async def upload() -> Redirect:
         file = (await request.files).get("file")
         if file is None or not file.filename:
