@@ -15,7 +15,6 @@ The HTML checks are cached by content: a batch of one newsletter parses its HTML
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib
 import logging
 from collections import OrderedDict
@@ -57,12 +56,19 @@ log = logging.getLogger("postwire.insights")
 
 # An identity's DNS facts are reused for new emails this long before DNS is asked again.
 AUTH_FRESH_MS: Final = 10 * 60 * 1000
-# Content checks, message bodies and broadcasts remembered, by content (or id).
-CACHE_SIZE: Final = 512
-# Domain records and recipient domains' rates are read again after this long.
+# The fields the unsubscribe checks read (the rest would only spoil the cache).
+UNSUBSCRIBE_FIELDS: Final = ("list-unsubscribe", "list-unsubscribe-post", "precedence", "list-id")
+# Content checks, message bodies and broadcasts remembered, by content (or id): a few, as
+# they hold whole bodies.
+CACHE_SIZE: Final = 64
+# Domain records and recipient domains' rates are read again after this long (and all of them
+# once there are this many).
 RECORD_CACHE_MS: Final = 60_000
+RECORD_CACHE_ENTRIES: Final = 4096
 
 Scanner = Callable[..., Awaitable[list[Insight]]]
+Bodies = tuple[str | None, str | None]  # HTML and text
+ContentKey = tuple[str | None, str | None, str, str, bool]
 KeyT = TypeVar("KeyT")
 ValueT = TypeVar("ValueT")
 
@@ -103,9 +109,9 @@ class EmailChecker:
         self.clock_ms = clock_ms
         self.domain_counts = domain_counts or domain_counts_reader()
         self.scanner = scanner or (rspamd_scanner() if config.insights.rspamd_url else None)
-        self._content: LruCache[bytes, list[Finding]] = LruCache()
-        self._bodies: LruCache[bytes, tuple[str | None, str | None]] = LruCache()
-        self._broadcasts: LruCache[str, tuple[str | None, str | None]] = LruCache()
+        self._content: LruCache[ContentKey, list[Finding]] = LruCache()
+        self._bodies: LruCache[tuple[tuple[str, ...], bytes], Bodies] = LruCache()
+        self._broadcasts: LruCache[str, Bodies] = LruCache()
         # (read at ms, value) of domain records and of recipient domains' counts.
         self._domains: dict[str, tuple[int, DomainRecord | None]] = {}
         self._domain_counts: dict[tuple[str, int, int], tuple[int, dict[str, int]]] = {}
@@ -145,6 +151,9 @@ class EmailChecker:
         self, batch: WriteBatch, domain: DomainRecord, from_domain: str
     ) -> AuthCheck:
         key = auth_key(domain.team_id, domain.id, from_domain)
+        known = self._auth.get(key)
+        if known is not None and self.clock_ms() - known.checked_at_ms <= AUTH_FRESH_MS:
+            return known  # no lock, no checkpoint: nearly every email comes this way
         async with self._checking.setdefault(key, trio.Lock()):
             check = self._auth.get(key) or get_auth_check(self.spool, key)
             if check is None or self.clock_ms() - check.checked_at_ms > AUTH_FRESH_MS:
@@ -155,18 +164,16 @@ class EmailChecker:
     # --- one email -----------------------------------------------------------------------------
 
     def _cached_content(self, facts: ContentFacts) -> list[Finding]:
-        digest = hashlib.blake2b(digest_size=16)
-        for value in (facts.html, facts.text, facts.from_domain, facts.public_url):
-            digest.update(b"\0" if value is None else value.encode() + b"\1")
-        digest.update(repr((facts.tracked, facts.bulk)).encode())
-        found = self._content.get_or_make(digest.digest(), lambda: body_findings(facts))
+        # The content itself is the key: hashing a str is faster than any digest of it, and
+        # the dictionary compares the few candidates with memcmp.
+        key = (facts.html, facts.text, facts.from_domain, facts.public_url, facts.tracked)
+        found = self._content.get_or_make(key, lambda: body_findings(facts))
         return found + unsubscribe_findings(facts)
 
     def _message_bodies(self, raw: bytes) -> tuple[str | None, str | None]:
         head, body = split_message(raw)
-        content_type = [v for n, v in header_fields(head) if n.lower() == "content-type"]
-        key = hashlib.blake2b(repr(content_type).encode() + b"\0" + body, digest_size=16).digest()
-        return self._bodies.get_or_make(key, lambda: body_texts(raw))
+        content_type = [value for _, value in header_fields(head, ("content-type",))]
+        return self._bodies.get_or_make((tuple(content_type), body), lambda: body_texts(raw))
 
     def _broadcast_content(self, team_id: str, broadcast_id: str) -> tuple[str | None, str | None]:
         def read() -> tuple[str | None, str | None]:
@@ -182,7 +189,7 @@ class EmailChecker:
         key = f"{team_id}/{domain_id}"
         cached = self._domains.get(key)
         if cached is None or now_ms - cached[0] > RECORD_CACHE_MS:
-            if len(self._domains) > CACHE_SIZE:
+            if len(self._domains) > RECORD_CACHE_ENTRIES:
                 self._domains.clear()
             cached = self._domains[key] = (now_ms, load_domain(self.spool, team_id, domain_id))
         return cached[1]
@@ -196,7 +203,7 @@ class EmailChecker:
         key = (domain, first_hour, end_hour)
         cached = self._domain_counts.get(key)
         if cached is None or now_ms - cached[0] > RECORD_CACHE_MS:
-            if len(self._domain_counts) > CACHE_SIZE:
+            if len(self._domain_counts) > RECORD_CACHE_ENTRIES:
                 self._domain_counts.clear()
             counts = self.domain_counts(spool, domain, first_hour, end_hour)
             cached = self._domain_counts[key] = (now_ms, counts)
@@ -207,7 +214,7 @@ class EmailChecker:
     ) -> ContentFacts | None:
         public_url = self.config.api.public_url
         html, text = record.html, record.text
-        headers = None if raw is None else _unsubscribe_headers(header_fields(raw))
+        headers = None if raw is None else header_fields(raw, UNSUBSCRIBE_FIELDS)
         if record.broadcast_id is not None:
             html, text = self._broadcast_content(record.team_id, record.broadcast_id)
             if headers is None:  # as the broadcast engine writes them for every member
@@ -287,9 +294,3 @@ class LruCache(Generic[KeyT, ValueT]):
         if len(self._values) > CACHE_SIZE:
             self._values.popitem(last=False)
         return value
-
-
-def _unsubscribe_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The fields the unsubscribe checks read (the rest would only spoil the cache)."""
-    wanted = ("list-unsubscribe", "list-unsubscribe-post", "precedence", "list-id")
-    return [(name, value) for name, value in headers if name.lower() in wanted]

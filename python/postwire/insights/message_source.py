@@ -5,6 +5,8 @@ record keeps none (SMTP submissions)."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection
 from email import message_from_bytes
 from email.message import EmailMessage
 from email.policy import default as default_policy
@@ -19,18 +21,20 @@ def split_message(raw: bytes) -> tuple[bytes, bytes]:
     return raw, b""
 
 
-def header_fields(raw: bytes) -> list[tuple[str, str]]:
-    """Each header field's name and unfolded value, in order (RFC 5322 2.2.3)."""
+# A header field (name, colon, value and its folded continuation lines), in a header block.
+_FIELD = re.compile(rb"^([!-9;-~]+)[ \t]*:(.*(?:\r?\n[ \t].*)*)", re.MULTILINE)
+
+
+def header_fields(raw: bytes, names: Collection[str] | None = None) -> list[tuple[str, str]]:
+    """Each header field's name and unfolded value, in order (RFC 5322 2.2.3); only those
+    named in `names` (lower case) if given."""
     head, _ = split_message(raw)
-    fields: list[tuple[str, str]] = []
-    for line in head.decode("utf-8", "replace").splitlines():
-        if line[:1] in (" ", "\t") and fields:
-            name, value = fields[-1]
-            fields[-1] = (name, value + " " + line.strip())
-            continue
-        name, colon, value = line.partition(":")
-        if colon:
-            fields.append((name.strip(), value.strip()))
+    fields = []
+    for match in _FIELD.finditer(head):
+        name = match.group(1).decode("ascii")
+        if names is None or name.lower() in names:
+            value = b" ".join(line.strip() for line in match.group(2).splitlines())
+            fields.append((name, value.decode("utf-8", "replace").strip()))
     return fields
 
 

@@ -51,7 +51,7 @@ TEAMS_REFRESH_SECONDS: Final = 5.0
 # Emails older than this when the service first sees their team get no insights (turning
 # insights on does not start a computation over years of mail).
 BACKLOG_MS: Final = 24 * 3600 * 1000
-# rspamd scans and DNS look-ups of one batch running at once.
+# rspamd scans of one batch running at once.
 CONCURRENT_EMAILS: Final = 8
 
 
@@ -109,20 +109,29 @@ class InsightsTail:
         return len(rows)
 
     async def _compute(self, batch: WriteBatch, records: list[EmailRecord]) -> None:
-        limiter = trio.CapacityLimiter(CONCURRENT_EMAILS)
-
         async def compute(record: EmailRecord) -> None:
+            try:
+                stored = await self.checker.insights_of(batch, record)
+            except Exception:  # one email's bug must not stop every other's insights
+                log.exception("insights of email %s could not be computed", record.id)
+                return
+            put_insights(batch, record.team_id, record.id, stored)
+
+        if self.checker.scanner is None:
+            # One after the other: all but an identity's first DNS check is answered from
+            # memory, and a task per email would cost more than its checks.
+            for record in records:
+                await compute(record)
+            return
+        limiter = trio.CapacityLimiter(CONCURRENT_EMAILS)  # rspamd scans wait on the network
+
+        async def limited(record: EmailRecord) -> None:
             async with limiter:
-                try:
-                    stored = await self.checker.insights_of(batch, record)
-                except Exception:  # one email's bug must not stop every other's insights
-                    log.exception("insights of email %s could not be computed", record.id)
-                    return
-                put_insights(batch, record.team_id, record.id, stored)
+                await compute(record)
 
         async with trio.open_nursery() as nursery:
             for record in records:
-                nursery.start_soon(compute, record)
+                nursery.start_soon(limited, record)
 
     async def follow_all(self, team_ids: list[str]) -> int:
         read = 0
