@@ -42,10 +42,15 @@ from postwire.store.spool import Spool
 
 log = logging.getLogger("postwire.insights")
 
-POLL_SECONDS: Final = 0.25  # idle: look for new emails this often (bodies leave on delivery)
+# Look for new emails this often, unless a team has a backlog (a full batch was read): often
+# enough to find most messages still queued (delivery lets go of them), seldom enough that
+# a busy server's new emails are computed and committed a batch at a time.
+POLL_SECONDS: Final = 0.1
 BATCH: Final = 200  # emails read and committed at once
-SETTLE_MS: Final = 10_000  # an id is committed within this of being made
-SWEEP_SECONDS: Final = 15.0
+# An email is committed within this of its id being made (a broadcast's page of emails is
+# built and signed before its one commit, which under load takes seconds).
+SETTLE_MS: Final = 30_000
+SWEEP_SECONDS: Final = 60.0
 RECHECK_SCAN_SECONDS: Final = 60.0
 TEAMS_REFRESH_SECONDS: Final = 5.0
 # Emails older than this when the service first sees their team get no insights (turning
@@ -92,12 +97,23 @@ class InsightsTail:
         """Compute insights for the team's next emails; return how many were read."""
         tail = self._tail(team_id)
         prefix = f"{team_id}/"
-        rows = EMAILS.scan(self.spool, prefix=prefix, cursor=prefix + tail.position, limit=BATCH)
+        # Raw rows: a sweep reads again emails done already, and only the others are decoded.
+        rows = self.spool.scan(
+            EMAILS.name,
+            prefix=prefix.encode(),
+            cursor=(prefix + tail.position).encode(),
+            limit=BATCH,
+        )
+        ids = [key[len(prefix) :].decode() for key, _ in rows]
+        todo = [
+            EMAILS.decode(raw)
+            for email_id, (_, raw) in zip(ids, rows, strict=True)
+            if not has_insights(self.spool, team_id, email_id)
+        ]
         batch = WriteBatch()
-        todo = [record for _, record in rows if not has_insights(self.spool, team_id, record.id)]
         await self._compute(batch, todo)
-        if rows:
-            tail.position = rows[-1][0][len(prefix) :]
+        if ids:
+            tail.position = ids[-1]
         if len(rows) < BATCH and tail.sweep_started_ms is not None:
             settled = id_floor(tail.sweep_started_ms - SETTLE_MS)
             if settled > tail.durable:
@@ -133,11 +149,12 @@ class InsightsTail:
             for record in records:
                 nursery.start_soon(limited, record)
 
-    async def follow_all(self, team_ids: list[str]) -> int:
-        read = 0
+    async def follow_all(self, team_ids: list[str]) -> bool:
+        """Follow every team once; True if one has more emails waiting."""
+        behind = False
         for team_id in team_ids:
-            read += await self.follow_team(team_id)
-        return read
+            behind |= await self.follow_team(team_id) >= BATCH
+        return behind
 
 
 async def recheck_due(config: Config, spool: Spool, checker: EmailChecker) -> int:
@@ -183,11 +200,11 @@ async def _run(config: Config, spool: Spool, checker: EmailChecker) -> None:
                 log.exception("authentication rechecks were not stored")
             next_recheck = now + RECHECK_SCAN_SECONDS
         try:
-            read = await tail.follow_all(teams)
+            behind = await tail.follow_all(teams)
         except SpoolError:
             log.exception("insights were not stored; trying again")
-            read = 0
-        await trio.sleep(0 if read else POLL_SECONDS)
+            behind = False
+        await trio.sleep(0 if behind else POLL_SECONDS)
 
 
 async def serve_insights(
