@@ -2,11 +2,13 @@
 then a mailbox provider's complaint (an ARF report over Postwire's STARTTLS listener) puts its
 complaint rate at 1%, past the 0.3% of Google's and Yahoo's sender requirements. The team's
 webhook endpoint, subscribed to `domain.health_warning`, receives exactly one warning, verified
-with svix; a second complaint while the domain is still past the threshold warns no more."""
+with svix; a second complaint while the domain is still past the threshold warns no more, nor
+does a restart after a SIGKILL."""
 
 from __future__ import annotations
 
 import json
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -124,6 +126,13 @@ def test_crossing_the_complaint_threshold_warns_once(
     complain(ids[1], "c1@example.org")
     wait_briefly(lambda: resend.Emails.get(ids[1])["last_event"] == "complained", "complained")
     time.sleep(EVALUATE_SECONDS + 5)  # a round of evaluation after it
+    assert len(webhooks.posts()) == 1
+
+    # The state is kept in the spool: a server killed and started again (whose first round
+    # runs as it starts) does not warn again either.
+    assert live.stop(signal.SIGKILL) == -signal.SIGKILL
+    live.start()
+    time.sleep(5)
     assert len(webhooks.posts()) == 1
     live.stop()
 
