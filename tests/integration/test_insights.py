@@ -2,7 +2,8 @@
 a real authoritative DNS server (Knot): emails accepted through the one accept path (REST's
 requests and an SMTP-submitted message), the sending domain's records published and withdrawn
 in Knot, a scheduled recheck catching a DMARC record removed after the email was sent, the
-recipient domain's rates from the metrics counters, and a real rspamd scoring a queued email."""
+recipient domain's rates from the metrics counters, a broadcast's emails, and a real rspamd
+scoring a queued email."""
 
 from __future__ import annotations
 
@@ -21,15 +22,18 @@ import trio
 from postwire import _core
 from postwire.accept import Acceptor, PreparedEmail, SubmittedMessage
 from postwire.api.send_request import parse_send_request
+from postwire.broadcasts.messages import compile_broadcast
 from postwire.config import ApiConfig, Config, DeliveryConfig, DnsConfig, InsightsConfig
 from postwire.domains import store as domain_store
 from postwire.domains.verification import build_resolver
 from postwire.insights.email_checks import EmailChecker
 from postwire.insights.reading import read_email_insights
 from postwire.insights.service import InsightsTail, recheck_due
+from postwire.store.broadcasts import BroadcastRecord, put_broadcast
 from postwire.store.deliveries import SUPPRESSIONS, new_suppression, suppression_key
 from postwire.store.metric_counters import count_event
 from postwire.store.spool import TABLES, Spool
+from postwire.unsubscribe.links import BroadcastLinks
 from tests.dns_server import AuthoritativeDnsServer
 from tests.peers import require_peer
 from tests.rspamd_server import RspamdServer, rspamd_binary, running_rspamd
@@ -314,3 +318,44 @@ async def test_rspamd_scores_a_queued_email_and_skips_a_delivered_one(
     await world.spool.commit(batch)
     found = await world.insights(delivered)
     assert "rspamd_skipped" in found and "rspamd_score" not in found
+
+
+async def test_a_broadcasts_emails_are_judged_by_its_content_and_unsubscribe_links(
+    world: World,
+) -> None:
+    config = dataclasses.replace(world.config, api=ApiConfig(public_url="http://127.0.0.1:3000"))
+    world.checker = EmailChecker(config, world.spool, build_resolver(config), world.clock)
+    world.tail = InsightsTail(config, world.spool, world.checker)
+    domain = await world.domain("news.test", dmarc="v=DMARC1; p=reject")
+    broadcast = BroadcastRecord(
+        id=_core.new_id(),
+        team_id=TEAM,
+        segment_id=_core.new_id(),
+        sender="News <news@news.test>",
+        subject="The news",
+        created_at="2026-11-25 08:00:00.000000+00",
+        html='<p>Hi {{{FIRST_NAME|there}}}, the news.</p><img src="https://news.test/a.png">',
+    )
+    batch = _core.WriteBatch()
+    put_broadcast(batch, broadcast)
+    await world.spool.commit(batch)
+    links = BroadcastLinks(
+        b"k" * 32, config.api.public_url, TEAM, broadcast.id, domain.return_path_host
+    )
+    content = compile_broadcast(broadcast)
+    now = datetime.now(UTC)
+    ids = []
+    for address in ("ann@example.org", "bob@example.org"):
+        contact = links.for_contact(_core.new_id())
+        request = content.request_for(address, {"FIRST_NAME": "Ann"}, contact.headers)
+        ids.append(await world.commit(await world.acceptor.prepare(TEAM, None, request, now), now))
+    batch = _core.WriteBatch()
+    batch.remove(ids[1], world.clock.ms)  # delivered: the engine's fields are known anyway
+    await world.spool.commit(batch)
+    for email_id in ids:
+        found = await world.insights(email_id)
+        assert {"list_unsubscribe_broken", "tracking_unreachable", "image_missing_alt"} <= set(
+            found
+        )
+        assert "http://" in found["list_unsubscribe_broken"].message
+        assert "127.0.0.1" in found["tracking_unreachable"].message
