@@ -95,10 +95,6 @@ class Scope(NamedTuple):
 TEAM: Final = Scope()
 
 
-def domain_scope(domain_id: str | None) -> Scope:
-    return TEAM if domain_id is None else Scope("domain", domain_id)
-
-
 def event_counter_names(kind: str, data: dict[str, Any]) -> tuple[str, ...]:
     """The counters one event of type `kind` (with its webhook `data`) adds 1 to: none for an
     event that is not counted, two for a bounce (`bounced` and its type when known)."""
