@@ -261,6 +261,7 @@ def test_sent_to_a_segment_from_its_page_the_progress_reaches_sent_live(
     expect(owner.locator("[data-count='queued']")).to_have_text("3")
     expect(owner.locator("[data-count='delivered']")).to_have_text("3", timeout=30_000)
     expect(owner.locator("#broadcast-status")).to_have_text("sent")
+    expect(owner.locator("button:has-text('Stop sending')")).to_be_hidden()
     screenshot(owner, "broadcast-progress-sent")
 
     wait_until(lambda: bool(messages_to(world.receiver, "bo@example.org")), "Bo's message")
@@ -378,6 +379,20 @@ def test_images_are_uploaded_checked_and_served_with_cache_headers(
         assert refused.status == status, (name, refused.text())
         assert words in refused.json()["error"], (name, refused.json())
 
+    # In a broadcast's HTML, the image shows in its page's sandboxed frame.
+    pictured = draft(
+        world,
+        name="Pictured",
+        html=HTML.replace("</body>", f'<img src="{image["url"]}" alt="Logo"></body>'),
+    )
+    owner.goto(world.server.url(f"/broadcasts/{pictured}"))
+    shown = owner.frame_locator("iframe.broadcast-frame").locator("img")
+    expect(shown).to_have_attribute("alt", "Logo")
+    wait_until(
+        lambda: shown.evaluate("img => img.complete && img.naturalWidth") == 120,
+        "the image shown in the frame",
+    )
+
     listed = owner.request.get(world.server.url("/broadcasts/images")).json()["data"]
     assert [item["id"] for item in listed] == [image["id"]]
 
@@ -434,6 +449,9 @@ def test_every_control_is_labelled_and_reachable_by_keyboard(world: World, owner
     )
     reached = reached_by_tab(owner, 60)
     assert set(controls) <= reached, set(controls) - reached
+    owner.set_viewport_size({"width": 375, "height": 800})
+    screenshot(owner, "broadcast-page-phone")
+    owner.set_viewport_size({"width": 1280, "height": 900})
     # Sending by keyboard alone: focus the address field, type, press Enter.
     owner.focus("#test-to")
     owner.keyboard.type("keys.only@example.net")

@@ -24,7 +24,7 @@ from postwire.broadcasts.documents import start_blank_document, team_brand
 from postwire.broadcasts.drafts import BroadcastDrafts, looks_like_id
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.pages import broadcast_images, broadcast_send
-from postwire.dashboard.pages.emails import HTML_FRAME_POLICY
+from postwire.dashboard.pages.broadcast_editor import preview_policy
 from postwire.dashboard.pages.refusals import Redirect, refused
 from postwire.errors import ApiError
 from postwire.store.broadcast_documents import get_document
@@ -196,7 +196,8 @@ def routes(ctx: DashboardContext) -> Blueprint:
         if not record.html:
             raise NotFound
         response = Response(record.html, mimetype="text/html")
-        response.headers["Content-Security-Policy"] = HTML_FRAME_POLICY
+        # The editor's preview policy: no script, images only (Postwire's own uploads too).
+        response.headers["Content-Security-Policy"] = preview_policy(ctx.config.api.public_url)
         return response
 
     broadcast_send.add_routes(bp, ctx, drafts, team_broadcast)

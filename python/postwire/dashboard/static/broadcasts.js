@@ -25,6 +25,12 @@
     if (note) {
       note.textContent = body.live ? "Updating live." : "Finished " + body.finished_at + ".";
     }
+    if (!body.live) {
+      // Nothing left to stop.
+      for (const form of section.querySelectorAll(".cancel-form")) {
+        form.classList.add("hidden");
+      }
+    }
   }
 
   async function poll(section) {
