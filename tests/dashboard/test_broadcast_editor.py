@@ -296,3 +296,22 @@ def test_every_control_is_labelled_and_reachable_with_tab(world: EditorWorld, pa
     outline = page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle")
     assert outline not in ("none", "")
     screenshot(page, "editor-06-every-block")
+
+
+def test_html_from_the_api_is_shown_until_a_blank_document_replaces_it(
+    world: EditorWorld, page: Page
+) -> None:
+    broadcast_id = world.new_broadcast("From code", html="<p>Made by <b>our backend</b></p>")
+    page.goto(world.server.url(f"/broadcasts/{broadcast_id}/edit"))
+    expect(page.locator("main")).to_contain_text("This broadcast's HTML came through the API")
+    expect(page.locator("#canvas")).to_have_count(0)
+    expect(page.frame_locator("#preview-frame").locator("body")).to_contain_text(
+        "Made by our backend"
+    )
+    screenshot(page, "editor-07-html-from-the-api")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("button:has-text('Start from a blank document')")
+    expect(page.locator(".flash-success")).to_contain_text("blank document")
+    assert block_types(page) == ["heading", "paragraph", "footer"]
+    html = world.broadcast(broadcast_id)["html"]
+    assert "our backend" not in html and "Your headline" in html

@@ -63,8 +63,9 @@ window.PostwireEditor = window.PostwireEditor || {};
     return element("div", { className: "block-field" }, [element("label", { for: id, text: label }), menu]);
   }
 
-  function richText(block, key, label, { multiline = true, className = "" } = {}) {
+  function richText(block, key, label, { multiline = true, className = "", placeholder = "" } = {}) {
     const editable = element("div", {
+      "data-placeholder": placeholder || `${label}…`,
       id: controlId(block, key),
       className: `rich ${className}`,
       contenteditable: "true",
@@ -197,7 +198,7 @@ window.PostwireEditor = window.PostwireEditor || {};
   function footerBody(block, context) {
     const address = context.brand.postal_address;
     return [
-      richText(block, "content", "Footer text", { className: "rich-footer" }),
+      richText(block, "content", "Footer text", { className: "rich-footer", placeholder: "Optional: why people get this email, e.g. “You signed up at our shop.”" }),
       field(block, "label", "Unsubscribe link text", { type: "text", maxlength: 200, autocomplete: "off" }),
       element("p", { className: "hint footer-note" }, [
         document.createTextNode("Every email ends with the unsubscribe link and your postal address: "),
