@@ -216,6 +216,12 @@ def test_a_test_send_arrives_personalized_and_is_an_ordinary_email(
     assert fallbacks["Subject"] == "[Test] Friend, our November news"
     assert "Hi there, you are on free." in body_text(fallbacks)
     assert "List-Unsubscribe" not in fallbacks  # a test unsubscribes nobody
+    html_part = fallbacks.get_body(("html",))
+    assert html_part is not None
+    link = re.search(r'href="([^"]*/u/[^"]*)"', str(html_part.get_content()))
+    assert link is not None
+    unsubscribe = httpx.get(link.group(1).replace("&amp;", "&"), follow_redirects=True)
+    assert unsubscribe.status_code == 404 and "not valid" in unsubscribe.text
     (as_ann,) = messages_to(world.receiver, "third.tester@example.net")
     assert as_ann["Subject"] == "[Test] Ann, our November news"
     assert "Hi Ann, you are on free." in body_text(as_ann)
