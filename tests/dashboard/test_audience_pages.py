@@ -334,22 +334,23 @@ def test_a_contacts_page_lists_the_emails_sent_to_it(
     with page.expect_navigation():
         page.click('button:has-text("Create key")')
     resend.api_url, resend.api_key = server.base_url, page.locator("#new-token").inner_text()
+    messages = [
+        {"to": "Ann <ann@example.org>", "subject": "Your order"},
+        {"to": "joann@example.org", "subject": "Not for Ann"},
+        {"to": "team@example.org", "cc": "ANN@example.org", "subject": "Copied to Ann"},
+        {"to": "ann@example.org", "subject": "Your invoice"},
+    ]
     sent = [
-        resend.Emails.send(
-            {"from": f"Shop <shop@{DOMAIN}>", "to": to, "subject": subject, "text": "Hello"}
-        )["id"]
-        for to, subject in [
-            ("Ann <ann@example.org>", "Your order"),
-            ("joann@example.org", "Not for Ann"),
-            ("ann@example.org", "Your invoice"),
-        ]
+        resend.Emails.send({"from": f"Shop <shop@{DOMAIN}>", "text": "Hello", **message})["id"]
+        for message in messages
     ]
     add_contact(page, server, "Ann@Example.org", **{"#contact-first-name": "Ann"})
     emails = page.locator("section.card", has_text="Emails sent to").locator("tbody tr")
-    expect(emails).to_have_count(2)
-    expect(emails.first).to_contain_text("Your invoice")
-    expect(emails.last).to_contain_text("Your order")
-    expect(emails.first.locator("a")).to_have_attribute("href", f"/emails/{sent[2]}")
+    expect(emails).to_have_count(3)
+    expect(emails.nth(0)).to_contain_text("Your invoice")
+    expect(emails.nth(1)).to_contain_text("Copied to Ann")
+    expect(emails.nth(2)).to_contain_text("Your order")
+    expect(emails.first.locator("a")).to_have_attribute("href", f"/emails/{sent[3]}")
     expect(emails.first).to_contain_text("Transactional")
     screenshot(page, "audience-contact-emails")
     emails.last.locator("a").click()

@@ -6,6 +6,8 @@ Keys, each with an empty value (the email's id ends the key):
     d/<team_id>/<domain_id>/<email_id>    the domain it was sent from
     k/<team_id>/<api_key_id>/<email_id>   the API key that sent it (none for broadcasts)
     e/<team_id>/<email_id>/<event_id>     its events, so its page does not scan the team's
+    r/<team_id>/<address>/<email_id>      each envelope recipient (to, cc, bcc; lower case), so
+                                          a contact's page lists the emails sent to it
 
 Email ids are UUIDv7 (time-ordered), so every prefix above lists its emails in creation order
 and a date range is a key range. Entries are written in the commit that writes or changes the
@@ -14,7 +16,7 @@ email record (`store/emails.py`), so an index never disagrees with the records i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Final
 
 from postwire._core import WriteBatch
@@ -25,6 +27,7 @@ STATUS: Final = "s"
 DOMAIN: Final = "d"
 API_KEY: Final = "k"
 EVENT: Final = "e"
+RECIPIENT: Final = "r"
 
 
 def index_prefix(kind: str, team_id: str, value: str) -> str:
@@ -44,12 +47,23 @@ def index_new_email(
     last_event: str,
     domain_id: str,
     api_key_id: str | None,
+    recipients: Iterable[str] = (),
 ) -> None:
     """Add a new email's index entries to `batch` (the batch that adds its record)."""
     batch.put(TABLE, _key(STATUS, team_id, last_event, email_id), b"")
     batch.put(TABLE, _key(DOMAIN, team_id, domain_id, email_id), b"")
     if api_key_id is not None:
         batch.put(TABLE, _key(API_KEY, team_id, api_key_id, email_id), b"")
+    for address in {address.lower() for address in recipients}:
+        batch.put(TABLE, _key(RECIPIENT, team_id, address, email_id), b"")
+
+
+def emails_sent_to(spool: Spool, team_id: str, address: str, limit: int) -> list[str]:
+    """The ids of the team's newest emails with `address` (any case) among their envelope
+    recipients, newest first."""
+    prefix = index_prefix(RECIPIENT, team_id, address.lower()).encode()
+    rows = spool.scan(TABLE, prefix=prefix, reverse=True, limit=limit)
+    return [key[len(prefix) :].decode() for key, _ in rows]
 
 
 def move_status(batch: WriteBatch, team_id: str, email_id: str, old: str, new: str) -> None:

@@ -83,6 +83,7 @@ def _index(batch: WriteBatch, record: EmailRecord) -> None:
         last_event=record.last_event,
         domain_id=record.domain_id,
         api_key_id=record.api_key_id,
+        recipients=record.recipients,
     )
 
 
@@ -186,7 +187,8 @@ async def cancel_email(spool: Spool, record: EmailRecord, now_ms: int) -> EmailR
 
 
 # Set in `email_index` once every email record has its index entries.
-_INDEXED_MARK: Final = b"indexed/v1"
+# v2: recipient entries were added, so stores indexed before them are indexed once more.
+_INDEXED_MARK: Final = b"indexed/v2"
 _INDEX_BATCH: Final = 2_000
 
 

@@ -9,14 +9,12 @@ deleting one.
     POST /contacts/<contact_id>/delete    delete it
 
 The list reads at most `SCAN_BUDGET` contacts a request (`audiences.contact_search`). The
-emails a contact received are found the same way, among the team's newest emails
-(`store.email_search`, at most its budget), with a link to the Emails page filtered by its
-address for older ones. The rules and writes are `audiences`', shared with the REST API.
+emails a contact received come from the emails' recipient index (`store.email_index`), newest
+first. The rules and writes are `audiences`', shared with the REST API.
 """
 
 from __future__ import annotations
 
-from email.utils import getaddresses
 from typing import Any, Final
 
 from quart import Blueprint, g, render_template, request
@@ -39,8 +37,8 @@ from postwire.dashboard.pages.refusals import Redirect, done, in_plain_words, re
 from postwire.errors import ApiError
 from postwire.store.contact_properties import team_properties, value_fits
 from postwire.store.contacts import ContactRecord, get_contact
-from postwire.store.email_search import EmailFilter, find_emails
-from postwire.store.emails import EmailRecord
+from postwire.store.email_index import emails_sent_to
+from postwire.store.emails import EMAILS, EmailRecord, email_key
 from postwire.store.segments import SEGMENTS, SegmentRecord
 from postwire.store.spool import Spool
 from postwire.store.team_records import team_prefix
@@ -62,17 +60,12 @@ def team_topics(spool: Spool, team_id: str) -> dict[str, TopicRecord]:
     return {topic.id: topic for _, topic in rows}
 
 
-def emails_to(spool: Spool, contact: ContactRecord) -> tuple[list[EmailRecord], bool]:
-    """The newest emails addressed to the contact (To), among those one bounded search of
-    the team's emails reads; and whether that search stopped before the oldest email."""
-    address = contact.email.lower()
-    page = find_emails(spool, contact.team_id, EmailFilter(to=address), limit=EMAILS_SHOWN)
-    exact = [
-        email
-        for email in page.emails
-        if any(a.lower() == address for _, a in getaddresses(email.to))
-    ]
-    return exact, page.older is not None
+def emails_to(spool: Spool, contact: ContactRecord) -> list[EmailRecord]:
+    """The newest emails with the contact's address among their recipients (to, cc or bcc),
+    read from the recipient index written in each email's commit."""
+    ids = emails_sent_to(spool, contact.team_id, contact.email, EMAILS_SHOWN)
+    found = (EMAILS.get(spool, email_key(contact.team_id, email_id)) for email_id in ids)
+    return [email for email in found if email is not None]
 
 
 def form_values(form: MultiDict[str, str]) -> dict[str, Any]:
@@ -157,7 +150,6 @@ def routes(ctx: DashboardContext) -> Blueprint:
         team = contact.team_id
         properties = team_properties(spool, team)
         topics = team_topics(spool, team)
-        emails, more_emails = emails_to(spool, contact)
         return await render_template(
             "contacts_detail.html",
             contact=contact,
@@ -170,8 +162,8 @@ def routes(ctx: DashboardContext) -> Blueprint:
             segments=team_segments(spool, team),
             topics=topics,
             subscriptions={t.id: subscription(contact, t) for t in topics.values()},
-            emails=emails,
-            more_emails=more_emails,
+            emails=emails_to(spool, contact),
+            emails_shown=EMAILS_SHOWN,
             property_field=PROPERTY_FIELD,
             topic_field=TOPIC_FIELD,
         )
