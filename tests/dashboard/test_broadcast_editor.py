@@ -7,6 +7,8 @@ editor at desktop and phone preview widths."""
 from __future__ import annotations
 
 import re
+import struct
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +17,7 @@ import httpx
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from tests.dashboard.conftest import DashboardServer, log_in
+from tests.dashboard.conftest import DashboardServer, StartDashboard, free_port, log_in
 from tests.dashboard.screenshots import screenshot
 from tests.dashboard.test_settings_pages import create_key_in_page
 
@@ -45,10 +47,14 @@ class EditorWorld:
 
 
 @pytest.fixture
-def world(dashboard_server: DashboardServer, page: Page) -> Iterator[EditorWorld]:
+def world(start_dashboard: StartDashboard, page: Page) -> Iterator[EditorWorld]:
     """The owner signed in; through the REST API (a key made on the API keys page) a segment
-    with Ada (who has a first name) and Bo (who has none)."""
-    server = dashboard_server
+    with Ada (who has a first name) and Bo (who has none). The API's public URL is where it
+    listens, so uploaded images are served to the preview."""
+    api_port = free_port()
+    server = start_dashboard(
+        api_listen=f"127.0.0.1:{api_port}", public_url=f"http://127.0.0.1:{api_port}"
+    )
     server.create_user(OWNER, PASSWORD, team="Editors")
     log_in(page, server, OWNER, PASSWORD)
     token = create_key_in_page(page, server, "editor tests")
@@ -315,3 +321,52 @@ def test_html_from_the_api_is_shown_until_a_blank_document_replaces_it(
     assert block_types(page) == ["heading", "paragraph", "footer"]
     html = world.broadcast(broadcast_id)["html"]
     assert "our backend" not in html and "Your headline" in html
+
+
+def a_png(width: int, height: int) -> bytes:
+    """A valid PNG of one colour."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    rows = b"".join(b"\x00" + b"\xcc\x66\x00" * width for _ in range(height))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+def test_an_image_is_uploaded_from_its_block_and_served_to_the_preview(
+    world: EditorWorld, page: Page
+) -> None:
+    broadcast_id = world.new_broadcast("Pictures")
+    open_editor(page, world, broadcast_id)
+    page.click("[data-add=image]")
+    image = block_of(page, "image")
+    image.locator("input[type=file]").set_input_files(
+        files=[{"name": "orange.png", "mimeType": "image/png", "buffer": a_png(320, 200)}]
+    )
+    expect(image.locator(".upload-status")).to_contain_text("Uploaded orange.png")
+    source = block_of(page, "image").locator("[data-field=src]")
+    expect(source).to_have_value(re.compile(r"/images/[0-9a-f-]+\.png$"))
+    expect(block_of(page, "image").locator("[data-field=width]")).to_have_value("320")
+    expect(block_of(page, "image").locator("[data-field=alt]")).to_be_focused()
+    page.keyboard.type("An orange square")
+    wait_saved(page)
+    served = world.api.get(source.input_value())
+    assert served.status_code == 200 and served.content == a_png(320, 200)
+    preview = page.frame_locator("#preview-frame").locator("img[alt='An orange square']")
+    expect(preview).to_have_attribute("src", source.input_value())
+    assert preview.evaluate("img => img.naturalWidth") == 320
+
+    # A file that is no image is refused in words, and the block keeps its image.
+    block_of(page, "image").locator("input[type=file]").set_input_files(
+        files=[{"name": "notes.png", "mimeType": "image/png", "buffer": b"just some text"}]
+    )
+    expect(block_of(page, "image").locator(".upload-status")).to_contain_text("Not uploaded")
+    expect(block_of(page, "image").locator("[data-field=src]")).to_have_value(re.compile(r"\.png$"))
