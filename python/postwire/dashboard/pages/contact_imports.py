@@ -109,7 +109,8 @@ def errors_csv(record: store.ImportRecord, bad: list[store.BadRow]) -> str:
         writer.writerow([row.row, spreadsheet_safe(row.email or ""), spreadsheet_safe(row.reason)])
     if record.failed > len(bad):
         more = record.failed - len(bad)
-        writer.writerow(["", "", f"{more} more rows were refused; the first {len(bad)} are kept"])
+        rows = "1 more row was" if more == 1 else f"{more} more rows were"
+        writer.writerow(["", "", f"{rows} refused; only the first {len(bad)} are kept"])
     return out.getvalue()
 
 
