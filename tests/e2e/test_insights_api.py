@@ -4,6 +4,7 @@ service has computed them, then the crafted email's findings, each in the docume
 
 from __future__ import annotations
 
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -89,3 +90,23 @@ def test_no_insights_when_they_are_off(tmp_path: Path, dns_server: Authoritative
     finally:
         resend.api_key = None
         live.stop()
+
+
+def test_insights_of_emails_accepted_before_a_kill_9(
+    tmp_path: Path, dns_server: AuthoritativeDnsServer
+) -> None:
+    with serving(tmp_path, dns_server) as live:
+        verified_domain(dns_server)
+        batch = [
+            {"from": f"news@{DOMAIN}", "to": [f"r{i}@nowhere.test"], "subject": "S", "text": "T"}
+            for i in range(50)
+        ]
+        ids = [sent["id"] for sent in resend.Batch.send(batch)["data"]]
+        live.stop(signal.SIGKILL)
+        live.start()
+        resend.api_url = live.base_url
+
+        def all_computed() -> bool:
+            return all("insights" in resend.Emails.get(email_id) for email_id in ids)
+
+        wait_until(all_computed, "every email accepted before the kill has insights", timeout=60)
