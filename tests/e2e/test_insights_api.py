@@ -1,6 +1,7 @@
 """The `insights` field of `GET /emails/{id}`, read through the official `resend` SDK and httpx
 from a live `postwire serve` whose DNS is a real Knot server: absent until the insights
-service has computed them, then the crafted email's findings, each in the documented shape."""
+service has computed them, then the crafted email's findings, each in the documented shape;
+none with insights off; and every email accepted just before a kill -9 gets them after."""
 
 from __future__ import annotations
 
