@@ -20,6 +20,7 @@ from playwright.sync_api import Locator, Page, expect
 from tests.dashboard.conftest import DashboardServer, StartDashboard, free_port, log_in
 from tests.dashboard.screenshots import screenshot
 from tests.dashboard.test_settings_pages import create_key_in_page
+from tests.e2e.conftest import wait_until
 
 OWNER = "owner@editor-example.test"
 PASSWORD = "a long and careful passphrase 16"
@@ -202,7 +203,21 @@ def test_a_chip_is_previewed_as_a_contact_and_with_its_fallback(
     page.fill("#insert-field-fallback", "reader")
     page.click("[data-command=insert-field]")
     expect(heading.locator(".chip")).to_have_text("first_name | reader")
+    # A link on the paragraph's last word, with Ctrl+K and the address asked for.
+    paragraph = block_of(page, "paragraph").locator("[data-runs]")
+    paragraph.click()
+    page.keyboard.press("Control+End")
+    page.keyboard.type(" Read more")
+    page.keyboard.press("Control+Shift+ArrowLeft")
+    page.once("dialog", lambda dialog: dialog.accept("https://shop.example/more"))
+    page.keyboard.press("Control+K")
+    expect(paragraph.locator("a")).to_have_attribute("href", "https://shop.example/more")
     wait_saved(page)
+    linked = re.compile(r'href="https://shop\.example/more"[^>]*>more</a>')
+    wait_until(
+        lambda: bool(linked.search(world.broadcast(broadcast_id)["html"])), "the link is saved"
+    )
+
     assert "{{{contact.first_name|reader}}}" in world.broadcast(broadcast_id)["html"]
 
     frame = page.frame_locator("#preview-frame")

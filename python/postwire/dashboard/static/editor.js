@@ -93,8 +93,10 @@ document.addEventListener("DOMContentLoaded", () => {
     const block = model.find(blockOf(editable));
     if (!block) return;
     if (editable.dataset.items) {
-      const items = [...editable.querySelectorAll(":scope > li")].map((item) => E.text.readRuns(item));
-      block.items = items.length ? items : [[]];
+      // One item a line; text the browser left outside any line (all lines deleted) is one.
+      const lines = editable.querySelectorAll(":scope > li");
+      const items = [...lines].map((item) => E.text.readRuns(item));
+      block.items = items.length ? items : [E.text.readRuns(editable)];
     } else {
       block[editable.dataset.runs] = E.text.readRuns(editable);
     }
