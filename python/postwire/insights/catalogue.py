@@ -268,6 +268,14 @@ CATALOGUE: Final[dict[str, Entry]] = {
         "{address} marked an earlier email as spam and is suppressed: it is not sent to.",
         "Stop mailing this address.",
     ),
+    "recipient_bounced_recently": Entry(
+        "recipients",
+        "warning",
+        "{count} of the {total} emails this team sent to {address} before this one bounced; the "
+        "address was not suppressed (a full mailbox, a refused content, or a deferral that ran "
+        "out of time).",
+        "Read the bounces on those emails' pages; stop mailing the address if it keeps bouncing.",
+    ),
     "recipient_suppressed": Entry(
         "recipients",
         "warning",

@@ -252,7 +252,7 @@ class EmailChecker:
         )
         counts = None if self.domain_counts is None else self._recipient_domain_counts
         findings += recipient_findings(
-            self.spool, record.team_id, record.recipients, now_ms, counts
+            self.spool, record.team_id, record.id, record.recipients, now_ms, counts
         )
         if self.scanner is not None:
             findings += await self._scan(record, raw)

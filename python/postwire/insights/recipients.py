@@ -10,6 +10,8 @@ from typing import Final
 
 from postwire.insights.catalogue import Finding, finding
 from postwire.store.deliveries import SUPPRESSIONS, suppression_key
+from postwire.store.email_index import STATUS, emails_sent_to, index_prefix
+from postwire.store.email_index import TABLE as INDEX_TABLE
 from postwire.store.spool import Spool
 
 # Local parts that name a function rather than a person (RFC 2142 and common practice).
@@ -26,6 +28,8 @@ DOMAIN_WINDOW_HOURS: Final = 24
 MIN_DOMAIN_DELIVERIES: Final = 20
 BOUNCE_RATE_PERCENT: Final = 5.0  # above: the domain's addresses on the list are poor
 DEFERRAL_RATE_PERCENT: Final = 20.0  # above: the domain is throttling
+# A recipient's earlier emails from the team looked at for bounces.
+HISTORY_EMAILS: Final = 5
 # Recipients of one email checked at most (a message to a thousand Bcc addresses).
 MAX_RECIPIENTS: Final = 50
 
@@ -45,15 +49,26 @@ def role_of(address: str) -> str | None:
     return local if local in ROLE_LOCAL_PARTS else None
 
 
-def _history(spool: Spool, team_id: str, address: str) -> Finding | None:
+def _history(spool: Spool, team_id: str, email_id: str, address: str) -> Finding | None:
+    """The address's suppression, or else the earlier of the team's emails to it that
+    bounced without suppressing it (a full mailbox, a refused content, a deferral that ran
+    out of time): read from the email index, no email record decoded."""
     suppression = SUPPRESSIONS.get(spool, suppression_key(team_id, address))
-    if suppression is None:
+    if suppression is not None:
+        code = {
+            "bounce": "recipient_bounced_before",
+            "complaint": "recipient_complained_before",
+        }.get(suppression.origin, "recipient_suppressed")
+        return finding(code, address=address)
+    sent = emails_sent_to(spool, team_id, address, HISTORY_EMAILS + 1)
+    earlier = [other for other in sent if other < email_id][:HISTORY_EMAILS]
+    bounced_prefix = index_prefix(STATUS, team_id, "bounced")
+    bounced = sum(
+        spool.get(INDEX_TABLE, (bounced_prefix + other).encode()) is not None for other in earlier
+    )
+    if not bounced:
         return None
-    code = {
-        "bounce": "recipient_bounced_before",
-        "complaint": "recipient_complained_before",
-    }.get(suppression.origin, "recipient_suppressed")
-    return finding(code, address=address)
+    return finding("recipient_bounced_recently", address=address, count=bounced, total=len(earlier))
 
 
 def _domain_rates(counts: dict[str, int], domain: str) -> list[Finding]:
@@ -80,6 +95,7 @@ def _domain_rates(counts: dict[str, int], domain: str) -> list[Finding]:
 def recipient_findings(
     spool: Spool,
     team_id: str,
+    email_id: str,
     recipients: Sequence[str],
     now_ms: int,
     domain_counts: DomainCounts | None,
@@ -88,7 +104,7 @@ def recipient_findings(
     found: list[Finding] = []
     addresses = list(dict.fromkeys(address.lower() for address in recipients))[:MAX_RECIPIENTS]
     for address in addresses:
-        history = _history(spool, team_id, address)
+        history = _history(spool, team_id, email_id, address)
         if history is not None:
             found.append(history)
         role = role_of(address)

@@ -6,9 +6,27 @@ from __future__ import annotations
 from postwire._core import WriteBatch
 from postwire.insights.recipients import recipient_findings, role_of
 from postwire.store.deliveries import SUPPRESSIONS, new_suppression, suppression_key
+from postwire.store.emails import EmailRecord, put_new_email, record_last_event
 from postwire.store.spool import Spool
 
 TEAM = "0190aaaa-0000-7000-8000-000000000001"
+EMAIL = "0190bbbb-0000-7000-8000-000000000009"
+
+
+def email_to(address: str, email_id: str) -> EmailRecord:
+    return EmailRecord(
+        id=email_id,
+        team_id=TEAM,
+        domain_id="d",
+        sender="shop@example.net",
+        to=[address],
+        subject="S",
+        message_id=f"<{email_id}@example.net>",
+        created_at="2026-11-25 08:00:00.000000+00",
+        last_event="queued",
+        envelope_from="bounce@send.example.net",
+        recipients=[address],
+    )
 
 
 def test_role_addresses() -> None:
@@ -23,7 +41,7 @@ async def test_earlier_bounces_and_complaints(spool: Spool) -> None:
         SUPPRESSIONS.put(batch, suppression_key(TEAM, address), new_suppression(address, origin, 1))
     await spool.commit(batch)
     found = recipient_findings(
-        spool, TEAM, ["gone@example.com", "Angry@example.com", "info@example.com"], 0, None
+        spool, TEAM, EMAIL, ["gone@example.com", "Angry@example.com", "info@example.com"], 0, None
     )
     assert [(f.code, f.values["address"]) for f in found] == [
         ("recipient_bounced_before", "gone@example.com"),
@@ -31,7 +49,7 @@ async def test_earlier_bounces_and_complaints(spool: Spool) -> None:
         ("role_address", "info@example.com"),
     ]
     # Another team's history is not this one's.
-    assert recipient_findings(spool, "other", ["gone@example.com"], 0, None) == []
+    assert recipient_findings(spool, "other", EMAIL, ["gone@example.com"], 0, None) == []
 
 
 async def test_recipient_domain_rates(spool: Spool) -> None:
@@ -46,7 +64,26 @@ async def test_recipient_domain_rates(spool: Spool) -> None:
         return counts.get(domain, {})
 
     now_ms = 1_000 * 3_600_000 + 5
-    found = recipient_findings(spool, TEAM, ["a@example.com", "b@quiet.test"], now_ms, reader)
+    found = recipient_findings(
+        spool, TEAM, EMAIL, ["a@example.com", "b@quiet.test"], now_ms, reader
+    )
     assert asked == [("example.com", 977, 1001), ("quiet.test", 977, 1001)]
     assert [f.code for f in found] == ["recipient_domain_bounces", "recipient_domain_deferrals"]
     assert found[0].values["percent"] == "20.0" and found[1].values["percent"] == "33.3"
+
+
+async def test_earlier_bounces_that_did_not_suppress(spool: Spool) -> None:
+    records = [
+        email_to("ann@example.com", f"0190aaaa-0000-7000-8000-00000000000{n}") for n in range(4)
+    ]
+    batch = WriteBatch()
+    for record in records:
+        put_new_email(batch, record)
+    record_last_event(batch, records[0], "bounced")  # a mailbox full, say: not suppressed
+    record_last_event(batch, records[3], "bounced")  # the email itself, later: not "before"
+    await spool.commit(batch)
+    found = recipient_findings(spool, TEAM, records[3].id, ["Ann@example.com"], 0, None)
+    assert [(f.code, f.values["count"], f.values["total"]) for f in found] == [
+        ("recipient_bounced_recently", "1", "3")
+    ]
+    assert recipient_findings(spool, TEAM, records[0].id, ["ann@example.com"], 0, None) == []
