@@ -7,7 +7,7 @@ else the team's contacts, newest first. Every other condition (name, topic, unsu
 property's value, a segment beside a search) is checked on the contacts the walk reads, and
 the walk reads at most `budget` of them: a request that runs out before its page is full
 returns what it found with a cursor to continue from, so no request is ever unbounded however
-rare its matches (listmonk's lesson with lists of millions: filter on an index or not at all).
+rare its matches. Pages continue from a cursor (the last position read), never an offset.
 """
 
 from __future__ import annotations
