@@ -246,12 +246,22 @@ def test_the_brand_kit_is_saved_and_styles_a_new_document(world: EditorWorld, pa
     page.select_option("#brand-font", "georgia")
     page.select_option("#brand-button-shape", "pill")
     page.fill("#brand-postal-address", "1 Quay Street, Bristol")
+    page.set_input_files(
+        "#brand-logo-file",
+        files=[{"name": "logo.png", "mimeType": "image/png", "buffer": a_png(120, 40)}],
+    )
+    expect(page.locator("#logo-upload-status")).to_contain_text("Uploaded logo.png")
+    expect(page.locator("#brand-logo-url")).to_have_value(re.compile(r"/images/[0-9a-f-]+\.png$"))
+    expect(page.locator("#brand-logo-width")).to_have_value("120")
+    page.fill("#brand-logo-alt", "Quay Shop")
     page.click("#brand-form button[type=submit]")
     expect(page.locator(".flash-success")).to_contain_text("Brand kit saved")
     expect(page.locator("#brand-button_background")).to_have_value("#aa3300")
     expect(page.frame_locator(".brand-frame").locator("body")).to_contain_text(
         "1 Quay Street, Bristol"
     )
+    logo = page.frame_locator(".brand-frame").locator("img[alt='Quay Shop']")
+    expect(logo).to_have_attribute("src", page.locator("#brand-logo-url").input_value())
     screenshot(page, "editor-05-brand-kit")
 
     broadcast_id = world.new_broadcast("Branded")

@@ -61,6 +61,21 @@ def kit_from_form(form: Any) -> dict[str, object]:
     return raw
 
 
+def _sample_document() -> dict[str, Any]:
+    """A new document with a button before its footer, so the kit's button shows too."""
+    document = empty_document()
+    blocks = document["blocks"]
+    assert isinstance(blocks, list)
+    button = {
+        "id": "sample-button",
+        "type": "button",
+        "label": "A button",
+        "url": "https://example.com/",
+    }
+    blocks.insert(len(blocks) - 1, button)
+    return document
+
+
 def routes(ctx: DashboardContext) -> Blueprint:
     blueprint = Blueprint("brand", __name__)
     frame_policy = preview_policy(ctx.config.api.public_url)
@@ -93,7 +108,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
     @blueprint.get("/brand/preview")
     async def brand_preview() -> Response:
         kit: BrandKit = documents.team_brand(ctx.spool, team_id())
-        _, rendered = documents.render_raw(empty_document(), kit)
+        _, rendered = documents.render_raw(_sample_document(), kit)
         # Placeholders show their fallbacks; the unsubscribe link goes nowhere.
         sample = compile_placeholders(rendered.html).render(
             {name: PREVIEW_UNSUBSCRIBE_URL for name in UNSUBSCRIBE_URL_NAMES}, escape_html=True
