@@ -262,7 +262,8 @@ class EmailChecker:
             auth_key=None
             if check is None
             else auth_key(check.team_id, check.domain_id, check.from_domain),
-            authentication=[] if check is None else check.findings,
+            # Not copied: the identity's check is read with the email (and rechecked).
+            authentication=[],
             auth_checked_at_ms=None if check is None else check.checked_at_ms,
         )
 

@@ -1,6 +1,6 @@
 """An email's insights as the API and the dashboard show them: stored findings made into
-text by the catalogue, the identity's latest authentication check in place of the email's
-own when it is newer, ordered by area and worst first."""
+text by the catalogue, with its sending identity's latest authentication check, ordered by
+area and worst first."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def read_email_insights(spool: Spool, team_id: str, email_id: str) -> EmailInsig
     authentication = stored.authentication
     checked_at = stored.auth_checked_at_ms
     check = None if stored.auth_key is None else get_auth_check(spool, stored.auth_key)
-    if check is not None and (checked_at is None or check.checked_at_ms > checked_at):
+    if check is not None:  # the identity's latest check: never older than the email's
         authentication, checked_at = check.findings, check.checked_at_ms
     insights = ordered(_insights([*authentication, *stored.findings]))
     return EmailInsights(insights, stored.computed_at_ms, checked_at)

@@ -9,8 +9,7 @@ Findings are kept as a catalogue code and the values of its message (`postwire.i
 .catalogue`), so the wording lives in one place and a million emails do not each store it;
 rspamd's own findings, whose text rspamd chooses, are kept whole. An email's authentication
 is its identity's: every email sent as `news@example.com` through the same domain shares one
-`AuthCheck`, rechecked against live DNS on a schedule, and the email keeps the findings of its
-own time as well.
+`AuthCheck`, rechecked against live DNS on a schedule.
 """
 
 from __future__ import annotations
@@ -32,7 +31,9 @@ class StoredInsights:
     # Content, recipient and scoring findings: {"code", "values"} or, for rspamd's,
     # {"code", "severity", "message", "fix"}.
     findings: list[dict[str, Any]] = field(default_factory=list)
-    # The identity's `AuthCheck` key, and its findings when this email's were computed.
+    # The identity's `AuthCheck` key and when it had been checked for this email. Its findings
+    # are read from the check itself (kept once per identity, not copied into every email);
+    # `authentication` holds findings only where there is no check (none today).
     auth_key: str | None = None
     authentication: list[dict[str, Any]] = field(default_factory=list)
     auth_checked_at_ms: int | None = None
