@@ -395,3 +395,27 @@ def test_an_image_is_uploaded_from_its_block_and_served_to_the_preview(
     )
     expect(block_of(page, "image").locator(".upload-status")).to_contain_text("Not uploaded")
     expect(block_of(page, "image").locator("[data-field=src]")).to_have_value(re.compile(r"\.png$"))
+
+
+def test_a_second_window_does_not_silently_undo_the_first(world: EditorWorld, page: Page) -> None:
+    broadcast_id = world.new_broadcast("Two windows")
+    open_editor(page, world, broadcast_id)
+    other = page.context.new_page()
+    open_editor(other, world, broadcast_id)
+
+    page.fill("#field-subject", "Saved from the first window")
+    wait_saved(page)
+    other.fill("#field-subject", "Typed in the second window")
+    expect(other.locator("#save-status")).to_have_text(
+        re.compile(r"^Not saved: .*another window.*Reload"), timeout=10_000
+    )
+    expect(other.locator("#save-status")).to_have_attribute("data-state", "error")
+    screenshot(other, "editor-08-second-window-refused")
+    assert world.broadcast(broadcast_id)["subject"] == "Saved from the first window"
+
+    other.reload()
+    expect(other.locator("#field-subject")).to_have_value("Saved from the first window")
+    other.fill("#field-subject", "Now from the second window")
+    wait_saved(other)
+    assert world.broadcast(broadcast_id)["subject"] == "Now from the second window"
+    other.close()
