@@ -53,8 +53,11 @@ def world(start_dashboard: StartDashboard, page: Page) -> Iterator[EditorWorld]:
     with Ada (who has a first name) and Bo (who has none). The API's public URL is where it
     listens, so uploaded images are served to the preview."""
     api_port = free_port()
+    # No metrics listener: its own free port could be the one just picked for the API.
     server = start_dashboard(
-        api_listen=f"127.0.0.1:{api_port}", public_url=f"http://127.0.0.1:{api_port}"
+        api_listen=f"127.0.0.1:{api_port}",
+        public_url=f"http://127.0.0.1:{api_port}",
+        metrics_listen="",
     )
     server.create_user(OWNER, PASSWORD, team="Editors")
     log_in(page, server, OWNER, PASSWORD)
@@ -395,6 +398,12 @@ def test_an_image_is_uploaded_from_its_block_and_served_to_the_preview(
     )
     expect(block_of(page, "image").locator(".upload-status")).to_contain_text("Not uploaded")
     expect(block_of(page, "image").locator("[data-field=src]")).to_have_value(re.compile(r"\.png$"))
+
+    # A block dragged from the palette lands where it is dropped.
+    page.locator("[data-add=divider]").drag_to(
+        block_of(page, "heading"), target_position={"x": 40, "y": 4}
+    )
+    assert block_types(page) == ["divider", "heading", "paragraph", "image", "footer"]
 
 
 def test_a_second_window_does_not_silently_undo_the_first(world: EditorWorld, page: Page) -> None:
