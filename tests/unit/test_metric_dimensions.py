@@ -23,6 +23,7 @@ from postwire.store.metric_counters import (
     list_counted_tags,
     read_counts,
     read_recipient_domain_counts,
+    tags_at_bound,
 )
 from postwire.store.spool import Spool
 
@@ -126,6 +127,7 @@ async def test_a_team_counts_a_bounded_number_of_tags(
         OTHER_TAG,
     )
     assert list_counted_tags(spool, TEAM) == ["n:0", "n:1", "n:2"]
+    assert tags_at_bound(spool, TEAM) and not tags_at_bound(spool, OTHER_TEAM)
 
 
 def test_tag_labels_keep_a_key_one_path() -> None:

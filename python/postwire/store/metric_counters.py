@@ -205,6 +205,11 @@ def _take_place(spool: Spool, team_id: str) -> bool:
     return True
 
 
+def tags_at_bound(spool: Spool, team_id: str) -> bool:
+    """Whether the team counts as many tags as it may: newer ones count under OTHER_TAG."""
+    return spool.counter(COUNTERS_TABLE, counted_tag_total_key(team_id)) >= MAX_COUNTED_TAGS
+
+
 def list_counted_tags(spool: Spool, team_id: str, limit: int = MAX_COUNTED_TAGS) -> list[str]:
     """The tags the team's counts are kept for, in label order (`name:value`)."""
     prefix = counted_tags_prefix(team_id)

@@ -19,7 +19,7 @@ from werkzeug.exceptions import NotFound
 from postwire.dashboard.charts import Series, bar_chart, line_chart
 from postwire.dashboard.context import DashboardContext
 from postwire.domains.store import list_domains, load_domain
-from postwire.metrics.counters import OTHER_TAG, TEAM, Granularity, Scope
+from postwire.metrics.counters import MAX_COUNTED_TAGS, OTHER_TAG, TEAM, Granularity, Scope
 from postwire.metrics.views import (
     PRESETS,
     MetricsRange,
@@ -30,7 +30,7 @@ from postwire.metrics.views import (
     rates,
 )
 from postwire.store.broadcasts import BROADCASTS, broadcasts_prefix, get_broadcast
-from postwire.store.metric_counters import list_counted_tags
+from postwire.store.metric_counters import list_counted_tags, tags_at_bound
 
 DEFAULT_PRESET: Final = "7d"
 # Broadcasts and tags the filters list at most (the latest broadcasts; tags in name order).
@@ -205,6 +205,8 @@ def routes(ctx: DashboardContext) -> Blueprint:
             domains=sorted(domains, key=lambda d: d.name),
             broadcasts=[record for _, record in broadcasts],
             tags=[*list_counted_tags(ctx.spool, team_id, MAX_LISTED), OTHER_TAG],
+            tags_full=tags_at_bound(ctx.spool, team_id),
+            max_tags=MAX_COUNTED_TAGS,
             charts=charts(report),
             rows=active,
         )
