@@ -48,8 +48,8 @@ DIMENSIONS: Final = ("period", *BREAKDOWNS)
 PERIODS: Final = ("hourly", "daily", "weekly", "monthly")
 MAX_PERIODS: Final = 10_000
 MAX_FILTER_VALUES: Final = 100
-# Broadcasts a `broadcast` breakdown looks at: the team's latest ones.
-MAX_BROADCAST_ROWS: Final = 1_000
+# Broadcasts a `broadcast` breakdown looks at: the team's latest ones (whole records are read).
+MAX_BROADCAST_ROWS: Final = 200
 _UTC_NAMES: Final = frozenset({"UTC", "Etc/UTC", "GMT", "Etc/GMT", "Z", "Zulu", "Universal"})
 _TAG: Final = re.compile(r"([A-Za-z0-9_-]{1,256}):([A-Za-z0-9_-]{0,256})")
 

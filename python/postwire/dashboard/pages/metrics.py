@@ -33,8 +33,10 @@ from postwire.store.broadcasts import BROADCASTS, broadcasts_prefix, get_broadca
 from postwire.store.metric_counters import list_counted_tags, tags_at_bound
 
 DEFAULT_PRESET: Final = "7d"
-# Broadcasts and tags the filters list at most (the latest broadcasts; tags in name order).
-MAX_LISTED: Final = 200
+# Broadcasts and tags the filters list at most: the latest broadcasts (each a whole record,
+# its HTML included, is read), tags in name order.
+MAX_BROADCASTS_LISTED: Final = 50
+MAX_TAGS_LISTED: Final = 200
 # The colours of the charts (SVG presentation attributes; metrics.css uses the same).
 COLOURS: Final = {
     "sent": "#1f5fbf",
@@ -184,7 +186,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
         report = metrics_report(ctx.spool, team_id, query.scope, query.span)
         domains, _ = list_domains(ctx.spool, team_id)
         broadcasts = BROADCASTS.scan(
-            ctx.spool, prefix=broadcasts_prefix(team_id), reverse=True, limit=MAX_LISTED
+            ctx.spool, prefix=broadcasts_prefix(team_id), reverse=True, limit=MAX_BROADCASTS_LISTED
         )
         labels = {
             moment: moment.strftime("%Y-%m-%d %H:00" if query.granularity == "hour" else "%Y-%m-%d")
@@ -204,7 +206,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
             broadcast=broadcast,
             domains=sorted(domains, key=lambda d: d.name),
             broadcasts=[record for _, record in broadcasts],
-            tags=[*list_counted_tags(ctx.spool, team_id, MAX_LISTED), OTHER_TAG],
+            tags=[*list_counted_tags(ctx.spool, team_id, MAX_TAGS_LISTED), OTHER_TAG],
             tags_full=tags_at_bound(ctx.spool, team_id),
             max_tags=MAX_COUNTED_TAGS,
             charts=charts(report),
