@@ -93,7 +93,10 @@ def world(browser: Browser, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         dashboard_public_url=f"http://localhost:{dashboard_port}",
     )
     server.start()
-    api = httpx.Client(base_url=server.base_url, timeout=30)
+    # A connection per request: an idle one the server closes between tests is never reused.
+    api = httpx.Client(
+        base_url=server.base_url, timeout=30, limits=httpx.Limits(max_keepalive_connections=0)
+    )
     try:
         server.create_user(OWNER, PASSWORD, team="Bcast")
         profile = new_profile(browser)
@@ -308,6 +311,21 @@ def test_scheduled_then_canceled(world: World, owner: Page) -> None:
     owner.fill("#schedule-at", "2020-01-01T10:00")
     owner.click("#schedule-send")
     expect(owner.locator(".flash-error")).to_contain_text("must be in the future")
+
+
+def test_a_scheduled_broadcast_left_open_follows_its_time_to_sent(
+    world: World, owner: Page
+) -> None:
+    broadcast_id = draft(world, name="Soon")
+    sent = world.api.post(f"/broadcasts/{broadcast_id}/send", json={"scheduled_at": "in 8 seconds"})
+    assert sent.status_code == 200, sent.text
+    owner.goto(world.server.url(f"/broadcasts/{broadcast_id}"))
+    expect(owner.locator("#progress-status")).to_have_text("scheduled")
+    expect(owner.locator("#cancel-schedule")).to_be_visible()
+    # The page reloads itself once its time comes, then follows the counters to the end.
+    expect(owner.locator("#progress-status")).to_have_text("sent", timeout=45_000)
+    expect(owner.locator("#cancel-schedule")).to_have_count(0)
+    expect(owner.locator("[data-count='queued']")).to_have_text("3")
 
 
 def refused_send(page: Page, world: World, broadcast_id: str) -> str:

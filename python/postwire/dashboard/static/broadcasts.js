@@ -4,6 +4,8 @@
 (function () {
   "use strict";
   const INTERVAL_MS = 2000;
+  // A scheduled broadcast changes only when its time comes: asked about less often.
+  const SCHEDULED_INTERVAL_MS = 15000;
 
   function show(section, body) {
     const status = section.querySelector("[data-status]");
@@ -35,6 +37,7 @@
 
   async function poll(section) {
     let live = true;
+    let interval = INTERVAL_MS;
     try {
       const response = await fetch(section.dataset.progressUrl, {
         headers: { Accept: "application/json" },
@@ -42,14 +45,20 @@
       });
       if (response.ok) {
         const body = await response.json();
+        if (section.dataset.renderedStatus === "scheduled" && body.status !== "scheduled") {
+          // Its time came (or it was canceled elsewhere): the page's forms are another's now.
+          window.location.reload();
+          return;
+        }
         show(section, body);
         live = body.live;
+        interval = body.status === "scheduled" ? SCHEDULED_INTERVAL_MS : INTERVAL_MS;
       }
     } catch (error) {
       // The server restarting or the network away: try again at the next tick.
     }
     if (live) {
-      window.setTimeout(() => poll(section), INTERVAL_MS);
+      window.setTimeout(() => poll(section), interval);
     }
   }
 
