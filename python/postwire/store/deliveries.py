@@ -120,8 +120,8 @@ def add_event(
     """Add an event to `batch`, and to the webhook outbox in the same commit; its id is
     time-ordered, so a team's events scan in order. An email's event adds to the metrics'
     counts of its team and of its sending domain (`domain_id`), broadcast and tags
-    (`counted_tags`, from `store.metric_counters`) when given, and an event of a broadcast's email (its `broadcast_id` given) to the
-    broadcast's counts, in the same commit."""
+    (`counted_tags`, from `store.metric_counters`) when given, and an event of a broadcast's
+    email (its `broadcast_id` given) to the broadcast's counts, in the same commit."""
     event = EventRecord(_core.new_id(), kind, now_ms, team_id, email_id, data)
     EVENTS.put(batch, event_key(team_id, event.id), event)
     OUTBOX.put(batch, event.id, OutboxEntry(team_id))
