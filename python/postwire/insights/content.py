@@ -164,6 +164,7 @@ def _parts_findings(facts: ContentFacts, scan: _HtmlScan) -> list[Finding]:
 
 
 _URL: Final = re.compile(r"\S+://\S+")
+_TEXT_URL: Final = re.compile(r"https?://[^\s<>\"']+", re.IGNORECASE)
 
 
 def _without_urls(text: str) -> str:
@@ -249,7 +250,12 @@ def body_findings(facts: ContentFacts) -> list[Finding]:
     if facts.html is not None:
         scan.feed(facts.html)
         scan.close()
-    links = [untracked_link(link, facts.public_url) for link in scan.links]
+    # A text-only email's links are its URLs (with HTML, the text part repeats its links).
+    if facts.html is not None:
+        written = scan.links
+    else:  # the sentence's punctuation after a URL is not part of it
+        written = [url.rstrip(".,;:!?)]") for url in _TEXT_URL.findall(facts.text or "")]
+    links = [untracked_link(link, facts.public_url) for link in written]
     found = _parts_findings(facts, scan)
     if facts.html is not None:
         size = len(facts.html.encode())

@@ -185,3 +185,10 @@ def test_organizational_domain() -> None:
     assert organizational_domain("www.news.example.com") == "example.com"
     assert organizational_domain("shop.example.co.uk") == "example.co.uk"
     assert organizational_domain("example.com") == "example.com"
+
+
+def test_links_of_a_text_only_email() -> None:
+    text = "Our offers: https://bit.ly/x, and the shop (http://www.example.com/shop)."
+    found = content_findings(facts(html=None, text=text))
+    assert codes(found) == {"shortener_link", "http_link"}
+    assert only(found, "http_link").values["examples"] == "http://www.example.com/shop"
