@@ -135,6 +135,8 @@ def destinations(in_hand: dict[str, dict[str, int]], now_ms: int) -> dict[str, l
 
 def outcome_class(outcome: Outcome) -> str:
     """The label of a recipient's outcome: the diagnostic says what answered, if anything."""
+    if outcome.status == "delivered":  # the usual case first: only a reply delivers
+        return "2"
     diagnostic = outcome.diagnostic
     if diagnostic.startswith("dns;"):
         return "dns"
@@ -142,8 +144,6 @@ def outcome_class(outcome: Outcome) -> str:
         return "connection"
     if diagnostic.startswith("local;"):
         return "local"
-    if outcome.status == "delivered":
-        return "2"
     return "5" if outcome.status == "permanent" else "4"
 
 
