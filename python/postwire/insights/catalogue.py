@@ -154,15 +154,15 @@ CATALOGUE: Final[dict[str, Entry]] = {
         "warning",
         "The email has HTML but no plain-text part: some filters score HTML-only mail as spam, "
         "and some readers show nothing.",
-        "Send a `text` version too (Postwire makes one from the HTML when you send no text).",
+        "Send a text version too: the API makes one from the HTML when the request has no text; "
+        "over SMTP, add a text/plain alternative.",
     ),
     "text_part_differs": Entry(
         "content",
         "warning",
         "The plain-text part shares only {percent}% of its words with the HTML: filters treat "
         "parts that say different things as a spam sign.",
-        "Make the text part say what the HTML says, or leave `text` out to have it made from "
-        "the HTML.",
+        "Make the text part say what the HTML says, or send no text to have it made from the HTML.",
     ),
     "text_part_matches": Entry(
         "content",
@@ -238,14 +238,14 @@ CATALOGUE: Final[dict[str, Entry]] = {
         "warning",
         "Tracking and unsubscribe links are served from an IP address ({host}): filters "
         "treat links to bare IP addresses as a strong spam sign.",
-        "Set api.public_url to an https address on a domain name.",
+        "The operator sets api.public_url to an https address on a domain name.",
     ),
     "tracking_unreachable": Entry(
         "content",
         "error",
         "Tracking and unsubscribe links point to {host}, which recipients cannot reach "
         "(loopback or private address): opens, clicks and unsubscribes will not work.",
-        "Set api.public_url to the public https address of this Postwire.",
+        "The operator sets api.public_url to the public https address of this Postwire.",
     ),
     "content_not_checked": Entry(
         "content",
