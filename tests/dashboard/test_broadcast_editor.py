@@ -350,6 +350,18 @@ def test_html_from_the_api_is_shown_until_a_blank_document_replaces_it(
     html = world.broadcast(broadcast_id)["html"]
     assert "our backend" not in html and "Your headline" in html
 
+    # HTML set through the API later is not silently overwritten by the next autosave.
+    patched = world.api.patch(f"/broadcasts/{broadcast_id}", json={"html": "<p>Patched</p>"})
+    assert patched.status_code == 200, patched.text
+    page.reload()
+    expect(page.locator("main")).to_contain_text("HTML was replaced through the API")
+    expect(page.locator("#canvas")).to_have_count(0)
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("button:has-text('Back to the editor')")
+    expect(page.locator(".flash-success")).to_contain_text("document replaces")
+    assert block_types(page) == ["heading", "paragraph", "footer"]
+    assert "Your headline" in world.broadcast(broadcast_id)["html"]
+
 
 def a_png(width: int, height: int) -> bytes:
     """A valid PNG of one colour."""

@@ -218,3 +218,35 @@ async def test_the_brand_kit_is_kept_per_team_and_styles_what_is_rendered(spool:
         await documents.save_brand_kit(spool, TEAM, {"font": "comic sans"}, now=NOW)
     assert refused.value.status == 422 and "font" in refused.value.message
     assert documents.team_brand(spool, TEAM) == kit
+
+
+async def test_html_replaced_through_the_api_is_noticed_and_the_document_restored(
+    spool: Spool,
+) -> None:
+    record = await a_broadcast(spool)
+    await documents.save_document(spool, TEAM, record.id, {"document": a_document()}, now=NOW)
+    saved = get_document(spool, TEAM, record.id)
+    current = get_broadcast(spool, TEAM, record.id)
+    assert saved is not None and current is not None
+    assert not documents.replaced_since_saved(current, saved)
+
+    # What a PATCH /broadcasts/{id} with its own html leaves behind.
+    batch = WriteBatch()
+    put_broadcast(batch, replace(current, html="<p>Set by the API</p>"))
+    await spool.commit(batch)
+    patched = get_broadcast(spool, TEAM, record.id)
+    assert patched is not None and documents.replaced_since_saved(patched, saved)
+    # A record from before digests were kept is taken as current.
+    assert not documents.replaced_since_saved(patched, replace(saved, html_digest=""))
+
+    restored = await documents.restore_document(spool, TEAM, record.id, now=NOW)
+    assert restored.revision == saved.revision + 1
+    back = get_broadcast(spool, TEAM, record.id)
+    assert back is not None and back.html is not None and "Autumn sale" in back.html
+    again = get_document(spool, TEAM, record.id)
+    assert again is not None and not documents.replaced_since_saved(back, again)
+
+    without = await a_broadcast(spool)
+    with pytest.raises(ApiError) as refused:
+        await documents.restore_document(spool, TEAM, without.id, now=NOW)
+    assert refused.value.status == 404

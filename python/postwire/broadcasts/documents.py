@@ -11,6 +11,7 @@ than undoing that tab's work.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -43,6 +44,16 @@ _TEXT_FIELDS: Final = {"name": "name", "subject": "subject", "preview_text": "pr
 class SavedDocument:
     revision: int
     updated_at: str
+
+
+def html_digest(html: str | None) -> str:
+    return hashlib.sha256((html or "").encode()).hexdigest()
+
+
+def replaced_since_saved(record: BroadcastRecord, saved: DocumentRecord) -> bool:
+    """Whether the broadcast's HTML was replaced (through the API) after the document was
+    last saved: the editor then shows that HTML instead of silently overwriting it."""
+    return bool(saved.html_digest) and html_digest(record.html) != saved.html_digest
 
 
 def team_brand(spool: Spool, team_id: str) -> BrandKit:
@@ -132,8 +143,9 @@ async def save_document(
                 "page to edit the latest version.",
             )
         saved = DocumentRecord(
-            team_id, broadcast_id, raw, saved_revision + 1, contract_timestamp(now)
-        )
+            team_id, broadcast_id, raw, saved_revision + 1, contract_timestamp(now),
+            html_digest(rendered.html),
+        )  # fmt: skip
         batch = WriteBatch()
         put_document(batch, saved)
         put_broadcast(batch, replace(record, html=rendered.html, text=rendered.text, **fields))
@@ -152,12 +164,26 @@ async def start_blank_document(
         record = _draft(spool, team_id, broadcast_id)
         current = get_document(spool, team_id, broadcast_id)
         revision = 1 if current is None else current.revision + 1
-        saved = DocumentRecord(team_id, broadcast_id, document, revision, contract_timestamp(now))
+        saved = DocumentRecord(
+            team_id, broadcast_id, document, revision, contract_timestamp(now),
+            html_digest(rendered.html),
+        )  # fmt: skip
         batch = WriteBatch()
         put_document(batch, saved)
         put_broadcast(batch, replace(record, html=rendered.html, text=rendered.text))
         await spool.commit(batch)
     return SavedDocument(saved.revision, saved.updated_at)
+
+
+async def restore_document(
+    spool: Spool, team_id: str, broadcast_id: str, *, now: datetime
+) -> SavedDocument:
+    """Render the saved document again over HTML the API put in its place since."""
+    saved = get_document(spool, team_id, broadcast_id)
+    if saved is None:
+        raise ApiError(404, "not_found", "This broadcast has no document to go back to.")
+    body = {"document": saved.document, "revision": saved.revision}
+    return await save_document(spool, team_id, broadcast_id, body, now=now)
 
 
 async def save_brand_kit(spool: Spool, team_id: str, raw: object, *, now: datetime) -> BrandKit:

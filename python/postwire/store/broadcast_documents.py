@@ -29,6 +29,9 @@ class DocumentRecord:
     # older one (another tab saved since) is refused instead of silently undoing that save.
     revision: int
     updated_at: str  # store.accounts.contract_timestamp
+    # SHA-256 of the HTML this save rendered: a broadcast whose HTML no longer matches had it
+    # replaced through the API since ("" for records written before the digest was kept).
+    html_digest: str = ""
 
 
 BROADCAST_DOCUMENTS = Table("broadcast_documents", DocumentRecord)

@@ -6,6 +6,8 @@
                                           or 4xx {"error": "..."}
     POST /broadcasts/<id>/document/blank  a broadcast whose HTML came through the API gets a
                                           blank document instead (form; replaces that HTML)
+    POST /broadcasts/<id>/document/restore  HTML replaced through the API since the document
+                                          was saved gives way to the document again (form)
     GET  /broadcasts/<id>/preview         the rendered HTML, personalized as `?contact=` (an id
                                           or an address of the team's contacts) would get it,
                                           for the page's sandboxed frame (its own CSP)
@@ -109,14 +111,17 @@ def routes(ctx: DashboardContext) -> Blueprint:
         record = team_broadcast(broadcast_id)
         saved = get_document(spool, record.team_id, record.id)
         # A draft without a document and without HTML starts from a blank one; one whose
-        # HTML came through the API is shown as it is until someone starts a document.
-        from_api = saved is None and bool(record.html)
+        # HTML came through the API (or was replaced through it since the document's last
+        # save) is shown as it is until someone starts a document or goes back to it.
+        replaced = saved is not None and documents.replaced_since_saved(record, saved)
+        from_api = (saved is None and bool(record.html)) or replaced
         document = saved.document if saved is not None else empty_document()
         refusal = documents.editable_refusal(record)
         return await render_template(
             "broadcast_editor.html",
             broadcast=record,
             from_api=from_api,
+            replaced=replaced,
             refusal=refusal,
             editable=may_edit() and refusal is None and not from_api,
             may_edit=may_edit(),
@@ -190,6 +195,16 @@ def routes(ctx: DashboardContext) -> Blueprint:
         except ApiError as error:
             return await refused(error, back)
         return await done("A blank document replaces the broadcast's HTML.", back)
+
+    @blueprint.post("/broadcasts/<broadcast_id>/document/restore")
+    async def restore(broadcast_id: str) -> Redirect:
+        record = team_broadcast(broadcast_id)
+        back = f"/broadcasts/{record.id}/edit"
+        try:
+            await documents.restore_document(spool, record.team_id, record.id, now=ctx.now())
+        except ApiError as error:
+            return await refused(error, back)
+        return await done("The editor's document replaces the HTML set through the API.", back)
 
     @blueprint.get("/broadcasts/<broadcast_id>/preview")
     async def preview(broadcast_id: str) -> Response:
