@@ -282,6 +282,13 @@ def test_sent_to_a_segment_from_its_page_the_progress_reaches_sent_live(
     got = world.api.get(f"/broadcasts/{broadcast_id}").json()
     assert (got["status"], got["topic_id"]) == ("sent", world.topic_id)
 
+    # A sent broadcast is sent again as a copy: a new draft of the same content.
+    owner.click("#duplicate")
+    expect(owner.locator(".flash")).to_contain_text("This is a copy: a new draft.")
+    expect(owner.locator("h1")).to_contain_text("To the readers (copy)")
+    expect(owner.locator("#broadcast-status")).to_have_text("draft")
+    assert owner.url.rsplit("/", 1)[1] != broadcast_id
+
     with browser.new_context(java_script_enabled=False) as quiet:
         plain = quiet.new_page()
         log_in(plain, world.server, OWNER, PASSWORD)

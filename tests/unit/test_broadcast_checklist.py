@@ -166,7 +166,12 @@ async def test_drafts_schedule_cancel_and_delete_with_the_document(
     batch = WriteBatch()
     put_document(batch, DocumentRecord(TEAM, BROADCAST, empty_document(), 1, STAMP))
     await spool.commit(batch)
+    copy = await drafts.duplicate(TEAM, record.id, NOW)
+    copied = get_document(spool, TEAM, copy.id)
+    assert copied is not None and (copied.document, copied.revision) == (empty_document(), 1)
+    assert (copy.status, copy.html, copy.segment_id) == ("draft", record.html, record.segment_id)
     await drafts.delete(TEAM, record.id)
     assert get_document(spool, TEAM, BROADCAST) is None
+    assert get_document(spool, TEAM, copy.id) is not None
     with pytest.raises(ApiError):
         drafts.find(TEAM, record.id)

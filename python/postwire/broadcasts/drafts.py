@@ -22,7 +22,7 @@ from postwire.broadcasts.messages import parse_sender
 from postwire.broadcasts.rules import refusal, status_after_cancel
 from postwire.errors import ApiError, validation_error
 from postwire.store.accounts import ApiKeyRecord, contract_timestamp
-from postwire.store.broadcast_documents import delete_document
+from postwire.store.broadcast_documents import delete_document, get_document, put_document
 from postwire.store.broadcasts import (
     BroadcastRecord,
     broadcast_key,
@@ -200,6 +200,7 @@ class BroadcastDrafts:
         return updated
 
     async def duplicate(self, team_id: str, broadcast_id: str, now: datetime) -> BroadcastRecord:
+        """A new draft with the broadcast's content, and its block document if it has one."""
         source = self.find(team_id, broadcast_id)
         copy = BroadcastRecord(
             id=_core.new_id(),
@@ -217,5 +218,11 @@ class BroadcastDrafts:
         )
         batch = WriteBatch()
         put_broadcast(batch, copy)
+        document = get_document(self.spool, source.team_id, source.id)
+        if document is not None:
+            stamp = contract_timestamp(now)
+            put_document(
+                batch, replace(document, broadcast_id=copy.id, revision=1, updated_at=stamp)
+            )
         await self.spool.commit(batch)
         return copy

@@ -1,5 +1,5 @@
 """The changes made from a broadcast's page: its segment and topic, a test send, send now,
-schedule, cancel, delete.
+schedule, cancel, delete, duplicate.
 
     POST /broadcasts/<id>/audience    segment_id, topic_id ("" for none)
     POST /broadcasts/<id>/test        to (up to 5 addresses), contact (an address or id: fill
@@ -8,10 +8,11 @@ schedule, cancel, delete.
     POST /broadcasts/<id>/schedule    scheduled_at: a date and time in UTC (datetime-local)
     POST /broadcasts/<id>/cancel      a scheduled one goes back to draft; a sending one stops
     POST /broadcasts/<id>/delete      a draft or scheduled one
+    POST /broadcasts/<id>/duplicate   a new draft of the same content (any status)
 
-Each answers with a redirect to the broadcast's page, the outcome or refusal shown there. The
-rules are `broadcasts.drafts`' (shared with the REST API); the checklist is checked again here,
-at the moment of sending, not trusted from the page.
+Each answers with a redirect to the broadcast's page (a duplicate: the new draft's), the
+outcome or refusal shown there. The rules are `broadcasts.drafts`' (shared with the REST API);
+the checklist is checked again here, at the moment of sending, not trusted from the page.
 """
 
 from __future__ import annotations
@@ -161,3 +162,9 @@ def add_routes(
             return await refused(error, page_of(record))
         name = record.name or "without a name"
         return await done(f"The broadcast {name} was deleted.", "/broadcasts")
+
+    @bp.post("/broadcasts/<broadcast_id>/duplicate")
+    async def duplicate(broadcast_id: str) -> Redirect:
+        record = team_broadcast(broadcast_id)
+        copy = await drafts.duplicate(record.team_id, record.id, ctx.now())
+        return await done("This is a copy: a new draft.", page_of(copy))
