@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import html
 from dataclasses import replace
-from typing import Any, Final
+from datetime import datetime
+from typing import Any, Final, Protocol
 from urllib.parse import urlsplit
 
 from quart import Blueprint, Response, g, jsonify, render_template, request
@@ -48,6 +49,7 @@ from postwire.store.broadcasts import BroadcastRecord, get_broadcast
 from postwire.store.contact_properties import team_properties
 from postwire.store.contacts import ContactRecord, find_contact, get_contact
 from postwire.store.segments import segment_members
+from postwire.store.spool import Spool
 from postwire.store.users import role_at_least
 from postwire.templates.placeholders import UNSUBSCRIBE_URL_NAMES, contact_values
 
@@ -73,6 +75,14 @@ FONT_NAMES: Final = {
 }
 # Addresses offered for `from`: these local parts at each verified domain.
 SENDER_SUGGESTIONS: Final = ("news", "hello")
+
+
+class DocumentWrite(Protocol):
+    """`documents.start_blank_document` or `documents.restore_document`."""
+
+    async def __call__(
+        self, spool: Spool, team_id: str, broadcast_id: str, *, now: datetime
+    ) -> documents.SavedDocument: ...
 
 
 def preview_policy(public_url: str) -> str:
@@ -186,25 +196,25 @@ def routes(ctx: DashboardContext) -> Blueprint:
             return _error(error.message.replace("`", ""), error.status)
         return jsonify({"revision": saved.revision, "saved_at": saved.updated_at}), 200
 
-    @blueprint.post("/broadcasts/<broadcast_id>/document/blank")
-    async def start_blank(broadcast_id: str) -> Redirect:
+    async def replace_html(broadcast_id: str, write: DocumentWrite, message: str) -> Redirect:
+        """A form that puts a document in place of the broadcast's HTML, and back to the page."""
         record = team_broadcast(broadcast_id)
         back = f"/broadcasts/{record.id}/edit"
         try:
-            await documents.start_blank_document(spool, record.team_id, record.id, now=ctx.now())
+            await write(spool, record.team_id, record.id, now=ctx.now())
         except ApiError as error:
             return await refused(error, back)
-        return await done("A blank document replaces the broadcast's HTML.", back)
+        return await done(message, back)
+
+    @blueprint.post("/broadcasts/<broadcast_id>/document/blank")
+    async def start_blank(broadcast_id: str) -> Redirect:
+        message = "A blank document replaces the broadcast's HTML."
+        return await replace_html(broadcast_id, documents.start_blank_document, message)
 
     @blueprint.post("/broadcasts/<broadcast_id>/document/restore")
     async def restore(broadcast_id: str) -> Redirect:
-        record = team_broadcast(broadcast_id)
-        back = f"/broadcasts/{record.id}/edit"
-        try:
-            await documents.restore_document(spool, record.team_id, record.id, now=ctx.now())
-        except ApiError as error:
-            return await refused(error, back)
-        return await done("The editor's document replaces the HTML set through the API.", back)
+        message = "The editor's document replaces the HTML set through the API."
+        return await replace_html(broadcast_id, documents.restore_document, message)
 
     @blueprint.get("/broadcasts/<broadcast_id>/preview")
     async def preview(broadcast_id: str) -> Response:
