@@ -204,6 +204,10 @@ def test_a_test_send_arrives_personalized_and_is_an_ordinary_email(
     owner.click("#send-test")
     expect(owner.locator(".flash")).to_contain_text("A test was sent to first.tester@example.net")
     owner.fill("#test-to", "third.tester@example.net")
+    suggested = owner.locator("#test-contact-choices option")
+    assert sorted(suggested.evaluate_all("options => options.map(o => o.value)")) == sorted(
+        address for address, _ in READERS
+    )
     owner.fill("#test-contact", "ann@example.org")
     owner.click("#send-test")
     expect(owner.locator(".flash")).to_contain_text("third.tester@example.net")

@@ -35,14 +35,23 @@ from postwire.store.broadcasts import (
     broadcast_counts,
     broadcasts_prefix,
 )
+from postwire.store.contacts import get_contact
 from postwire.store.pages import newest_first_page
-from postwire.store.segments import SEGMENTS, SegmentRecord, get_segment, segment_member_count
+from postwire.store.segments import (
+    SEGMENTS,
+    SegmentRecord,
+    get_segment,
+    segment_member_count,
+    segment_members,
+)
 from postwire.store.team_records import team_prefix
 from postwire.store.topics import TOPICS, TopicRecord, get_topic
 
 PER_PAGE: Final = 50
 # Segments and topics offered in a broadcast's choices.
 MAX_CHOICES: Final = 500
+# Contacts of the segment suggested to fill a test send as.
+SUGGESTED_CONTACTS: Final = 20
 # The counts the page shows, in order, with their words.
 PROGRESS: Final = (
     ("queued", "Queued"),
@@ -83,6 +92,18 @@ def team_topics(ctx: DashboardContext) -> list[TopicRecord]:
         TOPICS, ctx.spool, team_prefix(team_id()), after=None, before=None, limit=MAX_CHOICES
     )
     return [topic for _, topic in rows]
+
+
+def suggested_contacts(ctx: DashboardContext, record: BroadcastRecord) -> list[str]:
+    """The addresses of the segment's first contacts, offered to fill a test send as."""
+    if not record.segment_id:
+        return []
+    members = segment_members(
+        ctx.spool, record.team_id, record.segment_id, after_contact_id=None,
+        limit=SUGGESTED_CONTACTS,
+    )  # fmt: skip
+    found = (get_contact(ctx.spool, record.team_id, member) for member in members)
+    return [contact.email for contact in found if contact is not None]
 
 
 def progress_of(ctx: DashboardContext, record: BroadcastRecord) -> dict[str, Any]:
@@ -184,6 +205,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
             progress_words=PROGRESS,
             when=when,
             test_to=request.args.get("test_to", ""),
+            suggested_contacts=suggested_contacts(ctx, record) if editable else [],
         )
 
     @bp.get("/broadcasts/<broadcast_id>/progress")
