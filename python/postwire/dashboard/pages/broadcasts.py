@@ -204,7 +204,6 @@ def routes(ctx: DashboardContext) -> Blueprint:
             progress=progress_of(ctx, record),
             progress_words=PROGRESS,
             when=when,
-            test_to=request.args.get("test_to", ""),
             suggested_contacts=suggested_contacts(ctx, record) if editable else [],
         )
 
