@@ -403,6 +403,8 @@ def test_images_are_uploaded_checked_and_served_with_cache_headers(
     again = httpx.get(image["url"], headers={"If-None-Match": served.headers["etag"]})
     assert again.status_code == 304 and again.content == b""
     assert httpx.get(image["url"].replace(".png", ".gif")).status_code == 404
+    for odd in ("x" * 5000, "..%2f..%2fetc", "%00"):
+        assert httpx.get(f"{world.server.base_url}/images/{odd}.png").status_code == 404
 
     refusals = {
         "huge.png": (content + bytes(6 * 1024 * 1024), "image/png", 413, "larger than 5 MB"),

@@ -13,6 +13,7 @@ from typing import Final
 from quart import Blueprint, Response, request
 
 from postwire.api.context import ApiContext
+from postwire.broadcasts.drafts import looks_like_id
 from postwire.errors import ApiError
 from postwire.store.images import get_image, image_content
 
@@ -30,7 +31,7 @@ def routes(ctx: ApiContext) -> Blueprint:
 
     @blueprint.get(PUBLIC_PREFIX + "<image_id>.<ext>")
     async def image(image_id: str, ext: str) -> Response:
-        record = get_image(ctx.spool, image_id.lower())
+        record = get_image(ctx.spool, image_id.lower()) if looks_like_id(image_id) else None
         if record is None or record.extension != ext.lower():
             raise _not_found()
         etag = f'"{record.sha256}"'
