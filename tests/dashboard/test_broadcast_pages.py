@@ -193,6 +193,8 @@ def test_new_broadcast_makes_a_draft_and_opens_the_editor(world: World, owner: P
     expect(row).to_contain_text("draft")
     expect(row).to_contain_text("Readers")
     screenshot(owner, "broadcasts-list")
+    odd_cursor = owner.goto(world.server.url("/broadcasts?after=" + "x" * 5000))
+    assert odd_cursor is not None and odd_cursor.status == 200
 
 
 def test_a_test_send_arrives_personalized_and_is_an_ordinary_email(

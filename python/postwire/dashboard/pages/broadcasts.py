@@ -137,6 +137,8 @@ def routes(ctx: DashboardContext) -> Blueprint:
     @bp.get("/broadcasts")
     async def list_page() -> str:
         after = request.args.get("after") or None
+        if after is not None and not looks_like_id(after):
+            after = None  # not a cursor this page made: the first page
         rows, has_more = newest_first_page(
             BROADCASTS, ctx.spool, broadcasts_prefix(team_id()),
             after=after, before=None, limit=PER_PAGE,
