@@ -152,5 +152,71 @@ window.PostwireEditor = window.PostwireEditor || {};
     return runs;
   }
 
-  window.PostwireEditor.text = { drawRuns, readRuns, makeChip, placeholder, PLACEHOLDER };
+  function editableOf(node) {
+    const element = node.nodeType === Node.ELEMENT_NODE ? node : node.parentElement;
+    return element && element.closest ? element.closest("[contenteditable=true]") : null;
+  }
+
+  // Formatting and chips at the caret of a rich text inside `root`. The caret's last place is
+  // kept while focus is on the toolbar, so its buttons act where the person was typing.
+  class TextCommands {
+    constructor(root) {
+      this.savedRange = null;
+      document.addEventListener("selectionchange", () => {
+        const selection = document.getSelection();
+        if (!selection.rangeCount) return;
+        const range = selection.getRangeAt(0);
+        const editable = editableOf(range.startContainer);
+        if (editable && root.contains(editable)) this.savedRange = range.cloneRange();
+      });
+    }
+
+    // Put the caret back where it was; the rich text it is in, or null.
+    restoreSelection() {
+      if (!this.savedRange) return null;
+      const editable = editableOf(this.savedRange.startContainer);
+      if (!editable || !document.contains(editable)) return null;
+      editable.focus();
+      const selection = document.getSelection();
+      selection.removeAllRanges();
+      selection.addRange(this.savedRange);
+      return editable;
+    }
+
+    // Bold, italic or link the selection; the rich text changed, or null (no text selected,
+    // or the link's address not given).
+    format(kind) {
+      const active = document.activeElement;
+      const editable = active && active.isContentEditable ? active : this.restoreSelection();
+      if (!editable) return null;
+      document.execCommand("styleWithCSS", false, false);
+      if (kind === "link") {
+        const url = window.prompt("Link address (https://… or mailto:…)", "https://");
+        if (!url) return null;
+        this.restoreSelection();
+        document.execCommand("createLink", false, url.trim());
+      } else {
+        document.execCommand(kind);
+      }
+      return editable;
+    }
+
+    // A chip for `field` at the caret; the rich text changed, or null (no caret in a text).
+    insertChip(field, fallback) {
+      const editable = this.restoreSelection();
+      if (!editable) return null;
+      const chip = makeChip(field, fallback.replace(/[{}\r\n]/g, "").trim());
+      const selection = document.getSelection();
+      const range = selection.getRangeAt(0);
+      range.deleteContents();
+      range.insertNode(chip);
+      range.setStartAfter(chip);
+      range.collapse(true);
+      selection.removeAllRanges();
+      selection.addRange(range);
+      return editable;
+    }
+  }
+
+  window.PostwireEditor.text = { drawRuns, readRuns, makeChip, placeholder, PLACEHOLDER, TextCommands };
 })();

@@ -28,8 +28,8 @@ document.addEventListener("DOMContentLoaded", () => {
     defaultPadding: data.default_padding,
     selectedId: null,
   };
-  const SAVE_DELAY_MS = 700;
   const TYPING_STEP_MS = 800;
+  const csrf = envelope.dataset.csrf;
 
   function announce(message) {
     announcer.textContent = "";
@@ -307,99 +307,21 @@ document.addEventListener("DOMContentLoaded", () => {
     return block;
   }
 
-  for (const button of document.querySelectorAll("[data-add]")) {
-    button.addEventListener("click", () => addBlock(button.dataset.add));
-    button.addEventListener("dragstart", (event) => {
-      event.dataTransfer.setData("text/plain", `new:${button.dataset.add}`);
-      event.dataTransfer.effectAllowed = "copy";
-    });
-  }
-
-  // --- drag and drop of blocks ------------------------------------------------------------------
-
-  let dragged = null;
-  canvas.addEventListener("dragstart", (event) => {
-    const handle = event.target.closest && event.target.closest(".drag-handle");
-    if (!handle) return;
-    dragged = blockOf(handle);
-    event.dataTransfer.setData("text/plain", `move:${dragged}`);
-    event.dataTransfer.effectAllowed = "move";
-    const item = handle.closest(".block");
-    event.dataTransfer.setDragImage(item, 16, 16);
-    item.classList.add("dragging");
-  });
-
-  function clearDropMarks() {
-    for (const item of canvas.querySelectorAll(".drop-before, .drop-after")) item.classList.remove("drop-before", "drop-after");
-  }
-
-  // Where a drop at this point lands: before which block (null: at the end of the document).
-  function dropPlace(event) {
-    const item = event.target.closest && event.target.closest(".block");
-    if (!item || !canvas.contains(item)) return { beforeId: null, item: null, after: false };
-    const box = item.getBoundingClientRect();
-    const after = event.clientY > box.top + box.height / 2;
-    const id = item.dataset.blockId;
-    if (!after) return { beforeId: id, item, after };
-    const located = model.locate(id);
-    const next = located.list[located.index + 1];
-    return { beforeId: next ? next.id : null, item, after, list: located.list };
-  }
-
-  canvas.addEventListener("dragover", (event) => {
-    event.preventDefault();
-    clearDropMarks();
-    const place = dropPlace(event);
-    if (place.item) place.item.classList.add(place.after ? "drop-after" : "drop-before");
-  });
-  canvas.addEventListener("dragleave", (event) => {
-    if (!canvas.contains(event.relatedTarget)) clearDropMarks();
-  });
-  canvas.addEventListener("dragend", () => {
-    clearDropMarks();
-    for (const item of canvas.querySelectorAll(".dragging")) item.classList.remove("dragging");
-    dragged = null;
-  });
-  canvas.addEventListener("drop", (event) => {
-    event.preventDefault();
-    clearDropMarks();
-    const payload = event.dataTransfer.getData("text/plain") || (dragged ? `move:${dragged}` : "");
-    const place = dropPlace(event);
-    const footer = model.doc.blocks[model.doc.blocks.length - 1];
-    const beforeId = place.beforeId || (place.list && place.list !== model.doc.blocks ? null : footer.id);
-    if (payload.startsWith("new:")) {
-      addBlock(payload.slice(4), beforeId);
-    } else if (payload.startsWith("move:")) {
-      const id = payload.slice(5);
+  const palette = document.querySelectorAll("[data-add]");
+  for (const button of palette) button.addEventListener("click", () => addBlock(button.dataset.add));
+  E.installDragAndDrop(canvas, palette, model, {
+    blockOf,
+    onAdd: addBlock,
+    onMove(id, beforeId, list) {
       finishTyping();
-      if (model.moveTo(id, beforeId, place.list || null)) announce(`${E.blocks.NAMES[model.find(id).type]} moved.`);
+      if (model.moveTo(id, beforeId, list)) announce(`${E.blocks.NAMES[model.find(id).type]} moved.`);
       redraw(E.blocks.controlId({ id }, "action-select"));
-    }
-    dragged = null;
+    },
   });
 
   // --- formatting, fields and history ---------------------------------------------------------------
 
-  // The caret's last place in a rich text, kept while the toolbar has focus.
-  let savedRange = null;
-  document.addEventListener("selectionchange", () => {
-    const selection = document.getSelection();
-    if (!selection.rangeCount) return;
-    const range = selection.getRangeAt(0);
-    const node = range.startContainer.nodeType === Node.ELEMENT_NODE ? range.startContainer : range.startContainer.parentElement;
-    if (node && node.closest && node.closest("#canvas [contenteditable=true]")) savedRange = range.cloneRange();
-  });
-
-  function restoreSelection() {
-    if (!savedRange) return null;
-    const editable = (savedRange.startContainer.nodeType === Node.ELEMENT_NODE ? savedRange.startContainer : savedRange.startContainer.parentElement).closest("[contenteditable=true]");
-    if (!editable || !document.contains(editable)) return null;
-    editable.focus();
-    const selection = document.getSelection();
-    selection.removeAllRanges();
-    selection.addRange(savedRange);
-    return editable;
-  }
+  const commands = new E.text.TextCommands(canvas);
 
   function afterFormatting(editable) {
     const rich = editable.closest("[data-runs], [data-items]");
@@ -409,21 +331,9 @@ document.addEventListener("DOMContentLoaded", () => {
   }
 
   function format(kind) {
-    const editable = document.activeElement && document.activeElement.isContentEditable ? document.activeElement : restoreSelection();
-    if (!editable) {
-      announce("Select some text in a block first.");
-      return;
-    }
-    document.execCommand("styleWithCSS", false, false);
-    if (kind === "link") {
-      const url = window.prompt("Link address (https://… or mailto:…)", "https://");
-      if (!url) return;
-      restoreSelection();
-      document.execCommand("createLink", false, url.trim());
-    } else {
-      document.execCommand(kind);
-    }
-    afterFormatting(editable);
+    const editable = commands.format(kind);
+    if (editable) afterFormatting(editable);
+    else if (kind !== "link") announce("Select some text in a block first.");
   }
 
   for (const button of document.querySelectorAll("[data-format]")) {
@@ -437,21 +347,12 @@ document.addEventListener("DOMContentLoaded", () => {
   }
 
   function insertField() {
-    const editable = restoreSelection();
+    const fallback = document.getElementById("insert-field-fallback").value;
+    const editable = commands.insertChip(fieldMenu.value, fallback);
     if (!editable) {
       announce("Put the cursor in a text first.");
       return;
     }
-    const fallback = document.getElementById("insert-field-fallback").value.replace(/[{}\r\n]/g, "").trim();
-    const chip = E.text.makeChip(fieldMenu.value, fallback);
-    const selection = document.getSelection();
-    const range = selection.getRangeAt(0);
-    range.deleteContents();
-    range.insertNode(chip);
-    range.setStartAfter(chip);
-    range.collapse(true);
-    selection.removeAllRanges();
-    selection.addRange(range);
     afterFormatting(editable);
     announce(`Field ${fieldMenu.value} inserted.`);
   }
@@ -558,67 +459,18 @@ document.addEventListener("DOMContentLoaded", () => {
     if (input.dataset.hintMin) lengthHint(input);
   }
 
-  // --- autosave -------------------------------------------------------------------------------------
+  // --- autosave and the preview ---------------------------------------------------------------------
 
-  const saver = { timer: null, inFlight: false, again: false, dirty: false, revision: data.revision, stopped: false };
-  const csrf = envelope.dataset.csrf;
-  const saveUrl = `/broadcasts/${data.broadcast_id}/document`;
-
-  function showStatus(text, kind) {
-    status.textContent = text;
-    status.dataset.state = kind;
-  }
-
+  const saver = new E.Autosave({
+    url: `/broadcasts/${data.broadcast_id}/document`,
+    csrf,
+    revision: data.revision,
+    status,
+    body: (revision) => JSON.stringify({ document: model.doc, revision, ...envelopeValues() }),
+    onSaved: refreshPreview,
+  });
   function scheduleSave() {
-    if (saver.stopped) return;
-    saver.dirty = true;
-    showStatus("Unsaved changes", "pending");
-    window.clearTimeout(saver.timer);
-    saver.timer = window.setTimeout(save, SAVE_DELAY_MS);
-  }
-
-  function body() {
-    return JSON.stringify({ document: model.doc, revision: saver.revision, ...envelopeValues() });
-  }
-
-  async function save() {
-    window.clearTimeout(saver.timer);
-    if (saver.stopped) return;
-    if (saver.inFlight) {
-      saver.again = true;
-      return;
-    }
-    saver.inFlight = true;
-    saver.dirty = false;
-    showStatus("Saving…", "saving");
-    try {
-      const answer = await fetch(saveUrl, {
-        method: "POST",
-        credentials: "same-origin",
-        headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
-        body: body(),
-      });
-      const reply = await answer.json().catch(() => ({}));
-      if (answer.ok) {
-        saver.revision = reply.revision;
-        showStatus(saver.dirty ? "Unsaved changes" : `Saved at ${new Date().toLocaleTimeString()}`, saver.dirty ? "pending" : "saved");
-        refreshPreview();
-      } else {
-        saver.dirty = true;
-        showStatus(`Not saved: ${reply.error || `the server answered ${answer.status}`}`, "error");
-        if (answer.status === 409 || answer.status === 403) saver.stopped = true;
-      }
-    } catch (error) {
-      saver.dirty = true;
-      showStatus("Not saved: Postwire could not be reached. Retrying…", "error");
-      saver.timer = window.setTimeout(save, 5000);
-    } finally {
-      saver.inFlight = false;
-      if (saver.again) {
-        saver.again = false;
-        save();
-      }
-    }
+    saver.schedule();
   }
 
   function refreshPreview() {
@@ -627,22 +479,6 @@ document.addEventListener("DOMContentLoaded", () => {
   }
 
   model.onChange(() => scheduleSave());
-
-  window.addEventListener("beforeunload", (event) => {
-    if (typingTimer) finishTyping();
-    if (saver.dirty || saver.inFlight) event.preventDefault();
-  });
-  // Leaving with a change not yet sent: send it anyway (the browser finishes the request).
-  window.addEventListener("pagehide", () => {
-    if (!saver.dirty || saver.stopped || saver.inFlight) return;
-    fetch(saveUrl, {
-      method: "POST",
-      credentials: "same-origin",
-      keepalive: true,
-      headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
-      body: body(),
-    });
-  });
 
   redraw();
 });
