@@ -52,6 +52,18 @@ def world(start_dashboard: StartDashboard, page: Page) -> Iterator[EditorWorld]:
     """The owner signed in; through the REST API (a key made on the API keys page) a segment
     with Ada (who has a first name) and Bo (who has none). The API's public URL is where it
     listens, so uploaded images are served to the preview."""
+    # Every test ends with no script error and nothing the pages' policies refused (chromium
+    # reports a CSP violation as a console error naming the policy).
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(f"script error: {error}"))
+    page.on(
+        "console",
+        lambda message: (
+            problems.append(f"console: {message.text}")
+            if message.type == "error" and "Content Security Policy" in message.text
+            else None
+        ),
+    )
     api_port = free_port()
     # No metrics listener: its own free port could be the one just picked for the API.
     server = start_dashboard(
@@ -75,6 +87,7 @@ def world(start_dashboard: StartDashboard, page: Page) -> Iterator[EditorWorld]:
             )
             assert made.status_code in (200, 201), made.text
         yield EditorWorld(server, api, segment_id)
+    assert problems == []
 
 
 def open_editor(page: Page, world: EditorWorld, broadcast_id: str) -> None:
