@@ -344,6 +344,26 @@ def test_every_control_is_labelled_and_reachable_with_tab(world: EditorWorld, pa
     assert outline not in ("none", "")
     screenshot(page, "editor-06-every-block")
 
+    # The list and the social links edited from the keyboard reach the email.
+    items = block_of(page, "list").locator("[data-items]")
+    items.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.type("Alpha")
+    page.keyboard.press("Enter")
+    page.keyboard.type("Beta")
+    social = block_of(page, "social")
+    social.locator("select[data-link-field=network]").select_option("github")
+    social.locator("input[data-link-field=url]").fill("https://github.com/acme")
+    social.locator("[data-add-link]").click()
+    expect(block_of(page, "social").locator("input[data-link-field=url]")).to_have_count(2)
+    wait_until(
+        lambda: all(
+            text in world.broadcast(broadcast_id)["html"]
+            for text in ("Alpha</li>", "Beta</li>", "https://github.com/acme")
+        ),
+        "the list and the social link are saved",
+    )
+
 
 def test_html_from_the_api_is_shown_until_a_blank_document_replaces_it(
     world: EditorWorld, page: Page
