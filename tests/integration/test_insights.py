@@ -24,13 +24,17 @@ from postwire.accept import Acceptor, PreparedEmail, SubmittedMessage
 from postwire.api.send_request import parse_send_request
 from postwire.broadcasts.messages import compile_broadcast
 from postwire.config import ApiConfig, Config, DeliveryConfig, DnsConfig, InsightsConfig
+from postwire.delivery.engine import DeliveryEngine
+from postwire.delivery.resolver import MxResolver
 from postwire.domains import store as domain_store
 from postwire.domains.verification import build_resolver
 from postwire.insights.email_checks import EmailChecker
 from postwire.insights.reading import read_email_insights
-from postwire.insights.service import InsightsTail, recheck_due
+from postwire.insights.service import BACKLOG_MS, InsightsTail, drop_kept_bodies, recheck_due
 from postwire.store.broadcasts import BroadcastRecord, put_broadcast
 from postwire.store.deliveries import SUPPRESSIONS, new_suppression, suppression_key
+from postwire.store.email_insights import keep_body, kept_body, kept_bytes
+from postwire.store.email_search import id_floor
 from postwire.store.metric_counters import count_event
 from postwire.store.spool import TABLES, Spool
 from postwire.unsubscribe.links import BroadcastLinks
@@ -246,11 +250,77 @@ async def test_a_delivered_smtp_email_is_judged_without_its_content(world: World
         ["ann@example.org"], BULK_SUBMISSION.replace(b"bulk.test", b"gone.test")
     )
     batch = _core.WriteBatch()
-    batch.remove(email_id, world.clock.ms)  # delivered: the queue keeps no copy
+    # Gone from the queue with no copy kept (as when delivered while insights were off).
+    batch.remove(email_id, world.clock.ms)
     await world.spool.commit(batch)
     found = await world.insights(email_id)
     assert {"content_not_checked", "dmarc_pass"} <= set(found)
     assert "list_unsubscribe_missing" not in found
+
+
+async def deliver_through(world: World, sink: tuple[str, int], *, insights: bool) -> list[str]:
+    """Submit BULK_SUBMISSION twice and let a real delivery engine deliver both to `sink` (which
+    accepts at once) before any insights are computed; return the emails' ids."""
+    host, port = sink
+    delivery = dataclasses.replace(world.config.delivery, routes={"example.org": f"{host}:{port}"})
+    config = dataclasses.replace(
+        world.config, delivery=delivery, insights=InsightsConfig(enabled=insights)
+    )
+    engine = DeliveryEngine(config, world.spool, MxResolver(config))
+    ids = [
+        await world.submit([to], BULK_SUBMISSION.replace(b"bulk.test", b"sunk.test"))
+        for to in ("ann@example.org", "bo@example.org")
+    ]
+    stopping = trio.Event()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(engine.run, stopping)
+        with trio.fail_after(20):
+            while any(world.spool.message_body(email_id) is not None for email_id in ids):
+                await trio.sleep(0.02)
+        stopping.set()
+    return ids
+
+
+async def test_an_smtp_email_delivered_at_once_still_gets_content_and_header_checks(
+    world: World, smtp_sink: tuple[str, int]
+) -> None:
+    await world.domain("sunk.test", dmarc="v=DMARC1; p=reject")
+    first, second = await deliver_through(world, smtp_sink, insights=True)
+    assert kept_body(world.spool, TEAM, first) is not None, "kept in the ack's commit"
+    found = await world.insights(first)
+    # Read from the copy delivery kept: the text part and the bulk headers were checked.
+    assert {"list_unsubscribe_missing", "text_part_missing", "dmarc_pass"} <= set(found)
+    assert "content_not_checked" not in found
+    # Dropped in the commit that stored the insights.
+    assert kept_body(world.spool, TEAM, first) is None
+    assert kept_body(world.spool, TEAM, second) is None
+    assert kept_bytes(world.spool) == 0
+
+
+async def test_no_copy_is_kept_with_insights_off(world: World, smtp_sink: tuple[str, int]) -> None:
+    await world.domain("sunk.test", dmarc="v=DMARC1; p=reject")
+    ids = await deliver_through(world, smtp_sink, insights=False)
+    assert all(kept_body(world.spool, TEAM, email_id) is None for email_id in ids)
+
+
+async def test_leftover_copies_are_dropped(world: World) -> None:
+    await world.domain("left.test", dmarc="v=DMARC1; p=reject")
+    done = await world.send(**{"from": "a@left.test", "to": ["b@example.org"]}, text="One")
+    await world.insights(done)
+    waiting = await world.send(**{"from": "a@left.test", "to": ["c@example.org"]}, text="Two")
+    old = id_floor(world.clock.ms - BACKLOG_MS - 60_000) + "-7000-8000-000000000001"
+    batch = _core.WriteBatch()
+    for email_id in (done, waiting, old):  # a delivery that committed after the insights, ...
+        keep_body(batch, TEAM, email_id, b"Subject: kept\r\n\r\nBody\r\n")
+    await world.spool.commit(batch)
+    assert await drop_kept_bodies(world.spool, world.clock.ms) == 2
+    assert kept_body(world.spool, TEAM, waiting) is not None, "its insights will read it"
+    assert kept_body(world.spool, TEAM, done) is None
+    assert kept_body(world.spool, TEAM, old) is None
+    # Insights turned off: every copy goes.
+    assert await drop_kept_bodies(world.spool, world.clock.ms, every=True) == 1
+    assert kept_body(world.spool, TEAM, waiting) is None
+    assert kept_bytes(world.spool) == 0
 
 
 async def test_each_email_is_computed_once_and_late_commits_are_swept(world: World) -> None:

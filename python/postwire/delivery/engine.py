@@ -56,6 +56,7 @@ from postwire.store.deliveries import (
     new_suppression,
     suppression_key,
 )
+from postwire.store.email_insights import has_insights, keep_body, kept_bytes
 from postwire.store.emails import EMAILS, email_key, record_last_event
 from postwire.store.metric_counters import add_count as add_metric_count
 from postwire.store.sandbox_inbox import hold_message
@@ -77,6 +78,14 @@ MAX_MESSAGES_IN_HAND = 2000
 IDLE_POLL_SECONDS = 0.5
 # How long a commit refused by a full spool waits before it is tried again.
 FULL_SPOOL_RETRY_SECONDS = 1.0
+# Delivered messages kept for the insights service (read within a tenth of a second unless the
+# service is stalled) take at most this share of the spool's map, and are kept only while the
+# spool's live data stays under `KEEP_WHILE_USED_BELOW` of it: well short of where intake stops
+# (at least half of the map), so the copies never cost an accepted message.
+KEPT_BYTES_SHARE = 1 / 64
+KEEP_WHILE_USED_BELOW = 3 / 8
+# How often the spool's use is read again for that (reading it walks LMDB's free list).
+USAGE_CHECK_SECONDS = 1.0
 
 
 class DeliveryEngine:
@@ -104,6 +113,8 @@ class DeliveryEngine:
         self.wakeup = trio.Event()
         self.nursery: trio.Nursery | None = None
         self.own_addresses = own_addresses(config.delivery.sending_ips)
+        self._usage_checked_at = float("-inf")  # see `_room_for_copies`
+        self._copies_fit = False
 
     def now_ms(self) -> int:
         return int(self.now().timestamp() * 1000)
@@ -205,7 +216,7 @@ class DeliveryEngine:
                 "delivering %s again: an earlier attempt was interrupted (a lease expired or "
                 "the service restarted) before its outcome was recorded", message_id,
             )  # fmt: skip
-        attempt = _Attempt(leased.deliveries, started_ms, delivery)
+        attempt = _Attempt(leased.deliveries, started_ms, delivery, body)
         suppressed = [r for r in delivery.pending if is_suppressed(self.spool, delivery.team_id, r)]
         to_send = [r for r in delivery.pending if r not in suppressed]
         by_domain: dict[str, list[str]] = defaultdict(list)
@@ -401,12 +412,35 @@ class DeliveryEngine:
         final = not updated.pending
         if final:
             DELIVERIES.delete(batch, message_id)
+            self._keep_for_insights(batch, team, message_id, attempt.body)
         else:
             DELIVERIES.put(batch, message_id, updated)
         if final != (delivery.attempts == 0):  # it enters retry (first failure) or leaves it
             batch.add_counter("counters", RETRY_BACKLOG_KEY, -1 if final else 1)
         self._end_lease(batch, message_id, retry_at=None if final else retry_at)
         return await self._commit_outcome(message_id, team, batch, last_event)
+
+    def _keep_for_insights(
+        self, batch: _core.WriteBatch, team: str, message_id: str, body: bytes
+    ) -> None:
+        """The ack drops the message's body: keep a copy for the insights service when it has
+        not read the message yet (it drops the copy when it stores the insights), up to
+        `KEPT_BYTES_SHARE` of the spool. The sandbox inbox keeps its own copy."""
+        config = self.config
+        if not config.insights.enabled or config.sandbox or not self._room_for_copies():
+            return
+        if has_insights(self.spool, team, message_id):
+            return
+        if kept_bytes(self.spool) + len(body) <= config.spool.map_size * KEPT_BYTES_SHARE:
+            keep_body(batch, team, message_id, body)
+
+    def _room_for_copies(self) -> bool:
+        now = trio.current_time()
+        if now >= self._usage_checked_at + USAGE_CHECK_SECONDS:
+            in_use, map_size = self.spool.core.usage()
+            self._copies_fit = in_use <= map_size * KEEP_WHILE_USED_BELOW
+            self._usage_checked_at = now
+        return self._copies_fit
 
     def _end_lease(
         self, batch: _core.WriteBatch, message_id: str, *, retry_at: datetime | None
@@ -453,6 +487,7 @@ class _Attempt:
     number: int  # the hand-out's number: the spool's count of hand-outs, this one included
     started_ms: int
     delivery: DeliveryRecord  # as it will be once what is recorded so far commits
+    body: bytes  # the message as spooled
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     recorded: set[str] = field(default_factory=set)  # committed by `_record_finished`
     lock: trio.Lock = field(default_factory=trio.Lock)

@@ -1,5 +1,5 @@
-"""The insights of one email, from its record, its message while the spool still keeps it, its
-sending identity's DNS and its recipients' history.
+"""The insights of one email, from its record, its message (queued, held by the sandbox, or the
+copy delivery keeps for these checks), its sending identity's DNS and its recipients' history.
 
 What is read where:
 - authentication: the identity's `AuthCheck`, looked up in DNS again when older than
@@ -7,8 +7,9 @@ What is read where:
 - content: the HTML and text the record keeps (REST emails), else the message's own parts
   (SMTP emails, while queued or held by the sandbox); a broadcast's emails are judged by the
   broadcast's content and their `List-Unsubscribe` fields, which the broadcast engine writes;
-  an SMTP email already delivered has nothing left to read (`content_not_checked`);
-- rspamd scans the message as sent, so only while the spool still keeps it.
+  an SMTP email whose message is no longer kept (delivered while insights were off) has
+  nothing left to read (`content_not_checked`);
+- rspamd scans the message as sent, so only while one of those keeps it (`rspamd_skipped`).
 The HTML checks are cached by content: a batch of one newsletter parses its HTML once.
 """
 

@@ -8,6 +8,13 @@ every `SWEEP_SECONDS` the service reads again from that cursor: an email found w
 insights is computed then. Insights and the cursor are written in the same commit; an email
 computed twice (after a kill -9) is simply computed again, with the same result.
 
+Delivery drops a message's body when it acks it, often before the service gets to the email:
+the delivery engine then keeps a copy (`keep_body`, in the ack's commit), which the service
+reads instead and drops in the commit that stores the email's insights. The sweep drops copies
+left over (an email whose insights were stored before its delivery committed, one whose
+insights failed, one older than `BACKLOG_MS`); started with insights off, the service drops
+every copy once.
+
 Nothing here runs when `insights.enabled` is false: the send path never knows about insights.
 Cancelled at shutdown between two batches or mid-batch (a batch in flight may still commit).
 """
@@ -30,11 +37,15 @@ from postwire.insights.email_checks import EmailChecker
 from postwire.services import ServiceDeps
 from postwire.store.accounts import list_teams
 from postwire.store.email_insights import (
+    drop_kept_body,
     get_tail_cursor,
     has_insights,
+    kept_body,
+    kept_body_key,
     put_insights,
     put_tail_cursor,
     scan_auth_checks,
+    scan_kept_bodies,
 )
 from postwire.store.email_search import id_floor
 from postwire.store.emails import EMAILS, EmailRecord
@@ -132,6 +143,11 @@ class InsightsTail:
                 log.exception("insights of email %s could not be computed", record.id)
                 return
             put_insights(batch, record.team_id, record.id, stored)
+            # Read again: a delivery may have kept the message since the checks read the queue
+            # (one kept after this read, before the commit, is left to the sweep).
+            kept = kept_body(self.spool, record.team_id, record.id)
+            if kept is not None:
+                drop_kept_body(batch, record.team_id, record.id, len(kept))
 
         if self.checker.scanner is None:
             # One after the other: all but an identity's first DNS check is answered from
@@ -181,6 +197,28 @@ async def recheck_due(config: Config, spool: Spool, checker: EmailChecker) -> in
         cursor = rows[-1][0]
 
 
+async def drop_kept_bodies(spool: Spool, now_ms: int, *, every: bool = False) -> int:
+    """Drop the message copies delivery kept that the service will not read (its email has
+    insights, or is older than `BACKLOG_MS`), or `every` copy; return how many."""
+    oldest = id_floor(now_ms - BACKLOG_MS)
+    dropped = 0
+    cursor: str | None = None
+    while True:
+        rows = scan_kept_bodies(spool, cursor, BATCH)
+        batch = WriteBatch()
+        count = 0
+        for team_id, email_id, size in rows:
+            if every or email_id < oldest or has_insights(spool, team_id, email_id):
+                drop_kept_body(batch, team_id, email_id, size)
+                count += 1
+        if count:
+            await spool.commit(batch)
+            dropped += count
+        if len(rows) < BATCH:
+            return dropped
+        cursor = kept_body_key(*rows[-1][:2])
+
+
 async def _run(config: Config, spool: Spool, checker: EmailChecker) -> None:
     tail = InsightsTail(config, spool, checker)
     teams: list[str] = []
@@ -192,6 +230,10 @@ async def _run(config: Config, spool: Spool, checker: EmailChecker) -> None:
             next_teams = now + TEAMS_REFRESH_SECONDS
         if now >= next_sweep:
             tail.start_sweep()
+            try:
+                await drop_kept_bodies(spool, checker.clock_ms())
+            except SpoolError:
+                log.exception("leftover message copies were not dropped")
             next_sweep = now + SWEEP_SECONDS
         if now >= next_recheck:
             try:
@@ -207,6 +249,16 @@ async def _run(config: Config, spool: Spool, checker: EmailChecker) -> None:
         await trio.sleep(0 if behind else POLL_SECONDS)
 
 
+async def _drop_every_kept_body(spool: Spool) -> None:
+    try:
+        dropped = await drop_kept_bodies(spool, spool.clock_ms(), every=True)
+    except SpoolError:
+        log.exception("message copies kept for insights were not dropped")
+        return
+    if dropped:
+        log.info("insights are off: dropped %d message copies kept for them", dropped)
+
+
 async def serve_insights(
     config: Config,
     deps: ServiceDeps,
@@ -214,10 +266,14 @@ async def serve_insights(
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Own the insights computation of the first process; return once `deps.stopping` is set.
-    With `insights.enabled` false it only waits: no email is looked at."""
+    With `insights.enabled` false no email is looked at: it drops the message copies kept
+    while insights were on, then waits."""
     if not config.insights.enabled:
         task_status.started()
-        await deps.stopping.wait()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_drop_every_kept_body, deps.spool)
+            await deps.stopping.wait()
+            nursery.cancel_scope.cancel()
         return
     checker = EmailChecker(config, deps.spool, build_resolver(config), deps.spool.clock_ms)
     async with trio.open_nursery() as nursery:

@@ -13,6 +13,7 @@ from typing import Final
 
 from postwire.store.deliveries import EVENTS, EventRecord, event_key
 from postwire.store.email_index import indexed_event_ids
+from postwire.store.email_insights import kept_body
 from postwire.store.emails import EmailRecord
 from postwire.store.sandbox_inbox import held_source
 from postwire.store.spool import Spool
@@ -59,16 +60,22 @@ def _walk_team_events(spool: Spool, team_id: str, email_id: str) -> EmailEvents:
 @dataclass(frozen=True, slots=True)
 class RawSource:
     content: bytes
-    where: str  # "queue": still spooled for delivery; "sandbox": held by the sandbox inbox
+    # "queue": still spooled for delivery; "sandbox": held by the sandbox inbox; "insights":
+    # delivered, and kept until its insights are computed
+    where: str
 
 
 def raw_source(spool: Spool, record: EmailRecord) -> RawSource | None:
     """The signed message as Postwire sends it: from the queue while it waits for delivery,
-    or from the sandbox inbox that held it; None once delivered (the queue keeps no copy)."""
+    from the sandbox inbox that held it, or from the copy delivery keeps for the insights
+    service until it has read it; None once delivered and looked at."""
     queued = spool.message_body(record.id)
     if queued is not None:
         return RawSource(queued, "queue")
     held = held_source(spool, record.team_id, record.id)
     if held is not None:
         return RawSource(held, "sandbox")
+    kept = kept_body(spool, record.team_id, record.id)
+    if kept is not None:
+        return RawSource(kept, "insights")
     return None

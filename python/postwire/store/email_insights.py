@@ -4,6 +4,9 @@
     insights_due    cursor/<team_id>                          TailCursor: emails up to it done
     insights_due    auth/<team_id>/<domain_id>/<from_domain>  AuthCheck: a sending identity's
                                                               authentication, last checked when
+    insights_due    body/<team_id>/<email_id>                 the message's bytes, as sent: kept
+                                                              from its delivery's ack until its
+                                                              insights are stored
 
 Findings are kept as a catalogue code and the values of its message (`postwire.insights
 .catalogue`), so the wording lives in one place and a million emails do not each store it;
@@ -23,6 +26,7 @@ from postwire.store.tables import Table
 
 CURSOR_PREFIX: Final = "cursor/"
 AUTH_PREFIX: Final = "auth/"
+BODY_PREFIX: Final = "body/"
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,3 +105,50 @@ def get_tail_cursor(spool: Spool, team_id: str) -> str | None:
 
 def put_tail_cursor(batch: WriteBatch, team_id: str, after: str) -> None:
     TAIL_CURSORS.put(batch, CURSOR_PREFIX + team_id, TailCursor(after))
+
+
+# The message bytes delivery lets go of before the insights service reads them: raw bytes
+# (no record around them), in the same table as the service's other state. Their total size
+# is counted in the commits that keep and drop them, so delivery keeps no more than a bound
+# (a stalled service must not fill the spool).
+KEPT_BYTES_KEY: Final = b"insights/kept_bytes"
+
+
+def kept_body_key(team_id: str, email_id: str) -> str:
+    return f"{BODY_PREFIX}{team_id}/{email_id}"
+
+
+def kept_bytes(spool: Spool) -> int:
+    """The size of every copy kept now."""
+    return spool.counter("counters", KEPT_BYTES_KEY)
+
+
+def keep_body(batch: WriteBatch, team_id: str, email_id: str, message: bytes) -> None:
+    batch.put(TAIL_CURSORS.name, kept_body_key(team_id, email_id).encode(), message)
+    batch.add_counter("counters", KEPT_BYTES_KEY, len(message))
+
+
+def kept_body(spool: Spool, team_id: str, email_id: str) -> bytes | None:
+    return spool.get(TAIL_CURSORS.name, kept_body_key(team_id, email_id).encode())
+
+
+def drop_kept_body(batch: WriteBatch, team_id: str, email_id: str, size: int) -> None:
+    """Drop a copy of `size` bytes known to be kept (nothing else drops it meanwhile)."""
+    batch.delete(TAIL_CURSORS.name, kept_body_key(team_id, email_id).encode())
+    batch.add_counter("counters", KEPT_BYTES_KEY, -size)
+
+
+def scan_kept_bodies(spool: Spool, cursor: str | None, limit: int) -> list[tuple[str, str, int]]:
+    """Every team's kept copies in key order, after `cursor` (a key), as (team id, email id,
+    size)."""
+    rows = spool.scan(
+        TAIL_CURSORS.name,
+        prefix=BODY_PREFIX.encode(),
+        cursor=None if cursor is None else cursor.encode(),
+        limit=limit,
+    )
+    found = []
+    for key, message in rows:
+        team_id, _, email_id = key.decode()[len(BODY_PREFIX) :].partition("/")
+        found.append((team_id, email_id, len(message)))
+    return found
