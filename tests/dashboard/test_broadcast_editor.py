@@ -364,6 +364,20 @@ def test_every_control_is_labelled_and_reachable_with_tab(world: EditorWorld, pa
         "the list and the social link are saved",
     )
 
+    # Styles without CSS: the button's colour and the whole email's font, from the inspector.
+    block_of(page, "button").locator("[data-action=select]").click()
+    page.fill("#style-block-background", "#118833")
+    page.select_option("#style-block-shape", "pill")
+    page.select_option("#style-document-font", "verdana")
+    sample = block_of(page, "button").locator(".button-sample .sample")
+    expect(sample).to_have_css("background-color", "rgb(17, 136, 51)")
+    wait_until(
+        lambda: all(
+            text in world.broadcast(broadcast_id)["html"].lower() for text in ("#118833", "verdana")
+        ),
+        "the styles are saved",
+    )
+
 
 def test_html_from_the_api_is_shown_until_a_blank_document_replaces_it(
     world: EditorWorld, page: Page
