@@ -29,6 +29,7 @@ from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.pages.audience_contact_form import (
     PROPERTY_FIELD,
     TOPIC_FIELD,
+    chosen_segments,
     contact_body,
     with_memberships,
 )
@@ -135,7 +136,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
         form = await request.form
         team = team_id()
         body = contact_body(form, team_properties(spool, team))
-        body["segments"] = [s for s in form.getlist("segments") if s in team_segments(spool, team)]
+        body["segments"] = chosen_segments(form, team_segments(spool, team))
         try:
             contact = await add_contact(spool, team, body, ctx.now())
         except ApiError as error:
