@@ -209,6 +209,10 @@ def test_a_broadcast_is_built_with_mouse_and_keyboard_and_persists(
 def test_a_chip_is_previewed_as_a_contact_and_with_its_fallback(
     world: EditorWorld, page: Page
 ) -> None:
+    plan = world.api.post(
+        "/contact-properties", json={"key": "plan", "type": "string", "fallback_value": "free"}
+    )
+    assert plan.status_code in (200, 201), plan.text
     broadcast_id = world.new_broadcast("Hello")
     open_editor(page, world, broadcast_id)
     heading = block_of(page, "heading").locator("[data-runs]")
@@ -254,6 +258,20 @@ def test_a_chip_is_previewed_as_a_contact_and_with_its_fallback(
     # A reload draws the placeholder as a chip again.
     page.reload()
     expect(block_of(page, "heading").locator(".chip")).to_have_text("first_name | reader")
+
+    # A contact property is offered too; as the engine does, a contact without a value gets
+    # the property's own fallback before the chip's.
+    heading = block_of(page, "heading").locator("[data-runs]")
+    heading.click()
+    page.keyboard.press("End")
+    page.keyboard.type(" on ")
+    page.select_option("#insert-field-name", "contact.plan")
+    page.fill("#insert-field-fallback", "basic")
+    page.click("[data-command=insert-field]")
+    wait_saved(page)
+    page.fill("#preview-contact", "ada@readers.test")
+    page.click("#preview-form button[type=submit]")
+    expect(frame.locator("h1")).to_contain_text("Welcome, Ada on free")
 
 
 def test_the_brand_kit_is_saved_and_styles_a_new_document(world: EditorWorld, page: Page) -> None:
