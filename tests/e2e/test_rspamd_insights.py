@@ -1,12 +1,13 @@
-"""`postwire serve` with `insights.rspamd_url` pointing at a real rspamd: an email sent with the
-official `resend` SDK is scanned in the background and `GET /emails/{id}` shows rspamd's verdict
-and heaviest symbols among its insights. rspamd asks the tests' Knot DNS, so it verifies
-Postwire's DKIM signature against the record the domain published, as a receiver would; with
-rspamd gone, the next email says so instead."""
+"""`postwire serve` with `insights.rspamd_url` pointing at a real rspamd: emails sent with the
+official `resend` SDK are delivered at once to Postfix's smtp-sink, scanned in the background
+(from the copy delivery keeps for the insights), and `GET /emails/{id}` shows rspamd's verdict
+and heaviest symbols among each one's insights. rspamd asks the tests' Knot DNS, so it
+verifies Postwire's DKIM signature against the record the domain published, as a receiver
+would; with rspamd gone, the next email says so instead."""
 
 from __future__ import annotations
 
-import socket
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -17,25 +18,24 @@ from tests.dns_server import AuthoritativeDnsServer
 from tests.e2e.conftest import LiveServer, verified_domain, wait_until, write_config
 from tests.peers import require_peer
 from tests.rspamd_server import rspamd_binary, running_rspamd
+from tests.smtp_sink import running_smtp_sink, smtp_sink_binary, sunk_messages
 
 SENDER_DOMAIN = "rspamd-mail.test"
 
 
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def insights_of(live: LiveServer, api_key: str, email_id: str) -> list[dict[str, Any]]:
+def email_of(live: LiveServer, api_key: str, email_id: str) -> dict[str, Any]:
     answer = httpx.get(
         f"{live.base_url}/emails/{email_id}",
         headers={"Authorization": f"Bearer {api_key}"},
         timeout=10,
     )
     assert answer.status_code == 200, answer.text
-    insights: list[dict[str, Any]] = answer.json().get("insights", [])
+    email: dict[str, Any] = answer.json()
+    return email
+
+
+def insights_of(live: LiveServer, api_key: str, email_id: str) -> list[dict[str, Any]]:
+    insights: list[dict[str, Any]] = email_of(live, api_key, email_id).get("insights", [])
     return insights
 
 
@@ -51,29 +51,37 @@ def wait_for_code(live: LiveServer, api_key: str, email_id: str, code: str) -> l
     return found[0]
 
 
+def params(subject: str, to: str = "bob@example.org") -> resend.Emails.SendParams:
+    return {
+        "from": f"Acme News <news@{SENDER_DOMAIN}>",
+        "to": [to],
+        "subject": subject,
+        "html": '<p>You won!</p><p><a href="https://bit.ly/3xYzAbc">Claim it now</a></p>',
+    }
+
+
 def send(subject: str) -> str:
-    sent = resend.Emails.send(
-        {
-            "from": f"Acme News <news@{SENDER_DOMAIN}>",
-            "to": ["bob@example.org"],
-            "subject": subject,
-            "html": '<p>You won!</p><p><a href="https://bit.ly/3xYzAbc">Claim it now</a></p>',
-        }
-    )
-    return str(sent["id"])
+    return str(resend.Emails.send(params(subject))["id"])
 
 
 def test_insights_show_rspamds_verdict(dns_server: AuthoritativeDnsServer, tmp_path: Path) -> None:
     require_peer(rspamd_binary(), "rspamd", "rspamd")
-    with running_rspamd(nameserver=dns_server.nameserver) as rspamd:
+    require_peer(smtp_sink_binary(), "Postfix's smtp-sink", "postfix")
+    # Outside tmp_path, which `nobody` cannot enter: smtp-sink writes as `nobody` under root.
+    sink_dir = Path(tempfile.mkdtemp(prefix="postwire-sink-"))
+    sink_dir.chmod(0o777)
+    with (
+        running_rspamd(nameserver=dns_server.nameserver) as rspamd,
+        running_smtp_sink(sink_dir) as (sink_host, sink_port),
+    ):
         live = LiveServer(config_path=tmp_path / "postwire.toml", data_dir=tmp_path / "data")
-        # Deliveries go to a closed port and wait for a retry: the message stays in the
-        # spool, where the insights service reads it to scan.
+        # A receiver that accepts at once: most emails are delivered before the insights
+        # service gets to them, and it scans the copy the delivery's commit kept.
         write_config(
             live.config_path,
             live.data_dir,
             nameservers=(dns_server.nameserver,),
-            routes={"example.org": f"127.0.0.1:{closed_port()}"},
+            routes={"example.org": f"{sink_host}:{sink_port}"},
         )
         with live.config_path.open("a") as config:
             config.write(f'\n[insights]\nrspamd_url = "{rspamd.url}"\n')
@@ -101,6 +109,18 @@ def test_insights_show_rspamds_verdict(dns_server: AuthoritativeDnsServer, tmp_p
             assert caps["message"].endswith("The subject is written in capital letters.")
             assert caps["fix"] == "Write the subject in normal sentence case."
             assert {"code", "severity", "message", "fix"} == set(caps)
+
+            # A batch, delivered at once: every email still gets rspamd's verdict.
+            batch = [params(f"Offer {n}", f"reader{n}@example.org") for n in range(10)]
+            ids = [str(sent["id"]) for sent in resend.Batch.send(batch)["data"]]
+            for batch_id in ids:
+                insights = wait_for_code(live, api_key, batch_id, "rspamd_score")
+                assert "rspamd_skipped" not in {i["code"] for i in insights}
+            wait_until(
+                lambda: all(email_of(live, api_key, i)["last_event"] == "delivered" for i in ids),
+                "every email delivered",
+            )
+            assert len(sunk_messages(sink_dir)) == 1 + len(ids)
 
             rspamd.stop()
             later = send("A quieter subject")
