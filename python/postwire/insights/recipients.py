@@ -49,12 +49,23 @@ def role_of(address: str) -> str | None:
     return local if local in ROLE_LOCAL_PARTS else None
 
 
+def _accepted_ms(email_id: str) -> int:
+    """When the email was accepted: its id is a UUIDv7, whose first 48 bits are that time in
+    ms (an id of any other shape counts as accepted now)."""
+    try:
+        return int(email_id[:8] + email_id[9:13], 16)
+    except ValueError:
+        return 2**63
+
+
 def _history(spool: Spool, team_id: str, email_id: str, address: str) -> Finding | None:
     """The address's suppression, or else the earlier of the team's emails to it that
     bounced without suppressing it (a full mailbox, a refused content, a deferral that ran
     out of time): read from the email index, no email record decoded."""
     suppression = SUPPRESSIONS.get(spool, suppression_key(team_id, address))
-    if suppression is not None:
+    # A suppression made after this email was accepted (by its own bounce, say, when it was
+    # delivered before its insights were computed) did not stop it, and is not its history.
+    if suppression is not None and suppression.created_at_ms <= _accepted_ms(email_id):
         code = {
             "bounce": "recipient_bounced_before",
             "complaint": "recipient_complained_before",

@@ -87,3 +87,14 @@ async def test_earlier_bounces_that_did_not_suppress(spool: Spool) -> None:
         ("recipient_bounced_recently", "1", "3")
     ]
     assert recipient_findings(spool, TEAM, records[0].id, ["ann@example.com"], 0, None) == []
+
+
+async def test_a_suppression_made_after_the_email_is_not_its_history(spool: Spool) -> None:
+    # The email's own bounce suppressed the address before its insights were computed: it
+    # was sent to, so it is not "suppressed before"; its bounce shows on its own page.
+    accepted_ms = int(EMAIL[:8] + EMAIL[9:13], 16)
+    batch = WriteBatch()
+    later = new_suppression("gone@example.com", "bounce", accepted_ms + 900, source_id=EMAIL)
+    SUPPRESSIONS.put(batch, suppression_key(TEAM, "gone@example.com"), later)
+    await spool.commit(batch)
+    assert recipient_findings(spool, TEAM, EMAIL, ["gone@example.com"], 0, None) == []
