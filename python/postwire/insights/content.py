@@ -102,6 +102,8 @@ class _HtmlScan(HTMLParser):
 
 def organizational_domain(host: str) -> str:
     """`www.news.example.co.uk` -> `example.co.uk`, approximately (see _REGISTRY_LABELS)."""
+    if _ip(host) is not None:
+        return host  # an address has no organization to shorten it to
     labels = host.lower().rstrip(".").split(".")
     if len(labels) >= 3 and len(labels[-1]) == 2 and labels[-2] in _REGISTRY_LABELS:
         return ".".join(labels[-3:])
@@ -260,7 +262,8 @@ def body_findings(facts: ContentFacts) -> list[Finding]:
     if facts.html is not None:
         size = len(facts.html.encode())
         if size > GMAIL_CLIP_BYTES:
-            found.append(finding("html_clipped", size_kb=round(size / 1024)))
+            # One decimal: 102.4 KB shown as "102 KB" would not read as over Gmail's 102 KB.
+            found.append(finding("html_clipped", size_kb=round(size / 1024, 1)))
     if scan.images_without_alt:
         found.append(
             finding(
