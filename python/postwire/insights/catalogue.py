@@ -250,8 +250,9 @@ CATALOGUE: Final[dict[str, Entry]] = {
     "content_not_checked": Entry(
         "content",
         "info",
-        "The content was not checked: this email's body was no longer kept when its insights "
-        "were computed (it was delivered first).",
+        "The content was not checked: this email was delivered before its insights were "
+        "computed and its message was not kept for them (the spool was short of room, or "
+        "insights were off).",
         "",
     ),
     # --- recipients ----------------------------------------------------------------------------
@@ -307,8 +308,8 @@ CATALOGUE: Final[dict[str, Entry]] = {
     "rspamd_skipped": Entry(
         "scoring",
         "info",
-        "Not scanned by rspamd: this email's message was no longer kept when its insights "
-        "were computed.",
+        "Not scanned by rspamd: this email was delivered before its insights were computed "
+        "and its message was not kept for them.",
         "",
     ),
 }
