@@ -30,10 +30,18 @@ from postwire.domains import store as domain_store
 from postwire.domains.verification import build_resolver
 from postwire.insights.email_checks import EmailChecker
 from postwire.insights.reading import read_email_insights
-from postwire.insights.service import BACKLOG_MS, InsightsTail, drop_kept_bodies, recheck_due
+from postwire.insights.service import (
+    BACKLOG_MS,
+    BATCH,
+    InsightsTail,
+    drop_kept_bodies,
+    recheck_due,
+    serve_insights,
+)
+from postwire.services import ServiceDeps
 from postwire.store.broadcasts import BroadcastRecord, put_broadcast
 from postwire.store.deliveries import SUPPRESSIONS, new_suppression, suppression_key
-from postwire.store.email_insights import keep_body, kept_body, kept_bytes
+from postwire.store.email_insights import keep_body, kept_body, kept_bytes, scan_kept_bodies
 from postwire.store.email_search import id_floor
 from postwire.store.metric_counters import count_event
 from postwire.store.spool import TABLES, Spool
@@ -301,6 +309,47 @@ async def test_no_copy_is_kept_with_insights_off(world: World, smtp_sink: tuple[
     await world.domain("sunk.test", dmarc="v=DMARC1; p=reject")
     ids = await deliver_through(world, smtp_sink, insights=False)
     assert all(kept_body(world.spool, TEAM, email_id) is None for email_id in ids)
+
+
+async def test_no_copy_past_its_share_of_the_spool(
+    world: World, smtp_sink: tuple[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Room for one message's copy only: the second is delivered without one, and judged
+    # without its content rather than cost the spool's room.
+    await world.domain("sunk.test", dmarc="v=DMARC1; p=reject")
+    sample = await world.submit(["cy@example.org"], BULK_SUBMISSION.replace(b"bulk", b"sunk"))
+    signed = world.spool.message_body(sample)
+    assert signed is not None
+    batch = _core.WriteBatch()
+    batch.remove(sample, world.clock.ms)
+    await world.spool.commit(batch)
+    room = len(signed) * 3 // 2
+    monkeypatch.setattr(
+        "postwire.delivery.engine.KEPT_BYTES_SHARE", room / world.config.spool.map_size
+    )
+    ids = await deliver_through(world, smtp_sink, insights=True)
+    kept = [email_id for email_id in ids if kept_body(world.spool, TEAM, email_id) is not None]
+    assert len(kept) == 1
+    (without,) = set(ids) - set(kept)
+    assert "content_not_checked" in await world.insights(without)
+    assert "list_unsubscribe_missing" in await world.insights(kept[0])
+    assert kept_bytes(world.spool) == 0
+
+
+async def test_insights_off_at_start_drops_every_copy(world: World) -> None:
+    batch = _core.WriteBatch()
+    for n in range(BATCH + 5):  # more than one scan's worth
+        keep_body(batch, TEAM, id_floor(world.clock.ms) + f"-7000-8000-{n:012x}", b"M\r\n")
+    await world.spool.commit(batch)
+    config = dataclasses.replace(world.config, insights=InsightsConfig(enabled=False))
+    deps = ServiceDeps(world.spool)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(serve_insights, config, deps)
+        with trio.fail_after(10):
+            while kept_bytes(world.spool):
+                await trio.sleep(0.02)
+        deps.stopping.set()
+    assert scan_kept_bodies(world.spool, None, 10) == []
 
 
 async def test_leftover_copies_are_dropped(world: World) -> None:

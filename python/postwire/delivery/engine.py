@@ -115,6 +115,7 @@ class DeliveryEngine:
         self.own_addresses = own_addresses(config.delivery.sending_ips)
         self._usage_checked_at = float("-inf")  # see `_room_for_copies`
         self._copies_fit = False
+        self._copies_in_flight = 0  # bytes of copies in batches being committed
 
     def now_ms(self) -> int:
         return int(self.now().timestamp() * 1000)
@@ -410,29 +411,39 @@ class DeliveryEngine:
             attempt.record(now_ms, covered, suppressed),
         )
         final = not updated.pending
+        kept = 0
         if final:
             DELIVERIES.delete(batch, message_id)
-            self._keep_for_insights(batch, team, message_id, attempt.body)
+            kept = self._keep_for_insights(batch, team, message_id, attempt.body)
         else:
             DELIVERIES.put(batch, message_id, updated)
         if final != (delivery.attempts == 0):  # it enters retry (first failure) or leaves it
             batch.add_counter("counters", RETRY_BACKLOG_KEY, -1 if final else 1)
         self._end_lease(batch, message_id, retry_at=None if final else retry_at)
-        return await self._commit_outcome(message_id, team, batch, last_event)
+        try:
+            return await self._commit_outcome(message_id, team, batch, last_event)
+        finally:
+            self._copies_in_flight -= kept
 
     def _keep_for_insights(
         self, batch: _core.WriteBatch, team: str, message_id: str, body: bytes
-    ) -> None:
+    ) -> int:
         """The ack drops the message's body: keep a copy for the insights service when it has
         not read the message yet (it drops the copy when it stores the insights), up to
-        `KEPT_BYTES_SHARE` of the spool. The sandbox inbox keeps its own copy."""
+        `KEPT_BYTES_SHARE` of the spool. The sandbox inbox keeps its own copy. Returns the
+        bytes kept, counted as in flight until the batch's commit is over."""
         config = self.config
         if not config.insights.enabled or config.sandbox or not self._room_for_copies():
-            return
+            return 0
         if has_insights(self.spool, team, message_id):
-            return
-        if kept_bytes(self.spool) + len(body) <= config.spool.map_size * KEPT_BYTES_SHARE:
-            keep_body(batch, team, message_id, body)
+            return 0
+        # Copies in batches not yet committed count too: a group commit holds many acks.
+        kept = kept_bytes(self.spool) + self._copies_in_flight
+        if kept + len(body) > config.spool.map_size * KEPT_BYTES_SHARE:
+            return 0
+        keep_body(batch, team, message_id, body)
+        self._copies_in_flight += len(body)
+        return len(body)
 
     def _room_for_copies(self) -> bool:
         now = trio.current_time()
