@@ -18,7 +18,9 @@ window.PostwireEditor = window.PostwireEditor || {};
       this.dirty = false;
       this.stopped = false; // a refusal that only a reload can cure (409, 403)
       window.addEventListener("beforeunload", (event) => {
-        if (this.dirty || this.inFlight) event.preventDefault();
+        if (!this.dirty && !this.inFlight) return;
+        event.preventDefault();
+        event.returnValue = ""; // what older browsers look at to ask
       });
       // Leaving with a change not yet sent: send it anyway (the browser finishes the request).
       window.addEventListener("pagehide", () => {
