@@ -40,7 +40,7 @@ from postwire.insights.service import (
 )
 from postwire.services import ServiceDeps
 from postwire.store.broadcasts import BroadcastRecord, put_broadcast
-from postwire.store.deliveries import SUPPRESSIONS, new_suppression, suppression_key
+from postwire.store.deliveries import DELIVERIES, SUPPRESSIONS, new_suppression, suppression_key
 from postwire.store.email_insights import keep_body, kept_body, kept_bytes, scan_kept_bodies
 from postwire.store.email_search import id_floor
 from postwire.store.metric_counters import count_event
@@ -266,19 +266,33 @@ async def test_a_delivered_smtp_email_is_judged_without_its_content(world: World
     assert "list_unsubscribe_missing" not in found
 
 
-async def deliver_through(world: World, sink: tuple[str, int], *, insights: bool) -> list[str]:
-    """Submit BULK_SUBMISSION twice and let a real delivery engine deliver both to `sink` (which
-    accepts at once) before any insights are computed; return the emails' ids."""
+async def deliver_through(
+    world: World,
+    sink: tuple[str, int],
+    *,
+    insights: bool,
+    rspamd_url: str = "",
+    broadcast_id: str | None = None,
+) -> list[str]:
+    """Submit BULK_SUBMISSION twice (as a broadcast's messages with `broadcast_id`) and let a
+    real delivery engine deliver both to `sink` (which accepts at once) before any insights
+    are computed; return the emails' ids."""
     host, port = sink
     delivery = dataclasses.replace(world.config.delivery, routes={"example.org": f"{host}:{port}"})
-    config = dataclasses.replace(
-        world.config, delivery=delivery, insights=InsightsConfig(enabled=insights)
-    )
+    insights_config = InsightsConfig(enabled=insights, rspamd_url=rspamd_url)
+    config = dataclasses.replace(world.config, delivery=delivery, insights=insights_config)
     engine = DeliveryEngine(config, world.spool, MxResolver(config))
     ids = [
         await world.submit([to], BULK_SUBMISSION.replace(b"bulk.test", b"sunk.test"))
         for to in ("ann@example.org", "bo@example.org")
     ]
+    if broadcast_id is not None:
+        batch = _core.WriteBatch()
+        for email_id in ids:
+            record = DELIVERIES.get(world.spool, email_id)
+            assert record is not None
+            DELIVERIES.put(batch, email_id, dataclasses.replace(record, broadcast_id=broadcast_id))
+        await world.spool.commit(batch)
     stopping = trio.Event()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(engine.run, stopping)
@@ -309,6 +323,20 @@ async def test_no_copy_is_kept_with_insights_off(world: World, smtp_sink: tuple[
     await world.domain("sunk.test", dmarc="v=DMARC1; p=reject")
     ids = await deliver_through(world, smtp_sink, insights=False)
     assert all(kept_body(world.spool, TEAM, email_id) is None for email_id in ids)
+
+
+async def test_a_broadcasts_messages_are_kept_only_for_rspamd(
+    world: World, smtp_sink: tuple[str, int]
+) -> None:
+    # Without rspamd a broadcast's email is judged by the broadcast and the fields its engine
+    # writes: its message is not needed, so not kept.
+    await world.domain("sunk.test", dmarc="v=DMARC1; p=reject")
+    plain = await deliver_through(world, smtp_sink, insights=True, broadcast_id="b-1")
+    assert all(kept_body(world.spool, TEAM, email_id) is None for email_id in plain)
+    scored = await deliver_through(
+        world, smtp_sink, insights=True, broadcast_id="b-1", rspamd_url="http://127.0.0.1:9"
+    )
+    assert all(kept_body(world.spool, TEAM, email_id) is not None for email_id in scored)
 
 
 async def test_no_copy_past_its_share_of_the_spool(

@@ -414,7 +414,7 @@ class DeliveryEngine:
         kept = 0
         if final:
             DELIVERIES.delete(batch, message_id)
-            kept = self._keep_for_insights(batch, team, message_id, attempt.body)
+            kept = self._keep_for_insights(batch, delivery, message_id, attempt.body)
         else:
             DELIVERIES.put(batch, message_id, updated)
         if final != (delivery.attempts == 0):  # it enters retry (first failure) or leaves it
@@ -426,7 +426,7 @@ class DeliveryEngine:
             self._copies_in_flight -= kept
 
     def _keep_for_insights(
-        self, batch: _core.WriteBatch, team: str, message_id: str, body: bytes
+        self, batch: _core.WriteBatch, delivery: DeliveryRecord, message_id: str, body: bytes
     ) -> int:
         """The ack drops the message's body: keep a copy for the insights service when it has
         not read the message yet (it drops the copy when it stores the insights), up to
@@ -435,6 +435,9 @@ class DeliveryEngine:
         config = self.config
         if not config.insights.enabled or config.sandbox or not self._room_for_copies():
             return 0
+        if delivery.broadcast_id is not None and not config.insights.rspamd_url:
+            return 0  # judged by its broadcast's content and the fields the engine wrote
+        team = delivery.team_id
         if has_insights(self.spool, team, message_id):
             return 0
         # Copies in batches not yet committed count too: a group commit holds many acks.
