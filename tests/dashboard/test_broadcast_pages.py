@@ -5,10 +5,11 @@ sent to a segment from its page shows its progress live until `sent`, with deliv
 one is scheduled then canceled; the checklist blocks sending on a missing alt text, an
 unverified from-domain and an empty segment; images are uploaded, served from
 `api.public_url` with their cache headers, refused when too large, SVG or not an image, and
-another team lists none of them; every control is labelled and reachable by keyboard.
+another team lists none of them; every control is labelled and reachable by keyboard; and a
+broadcast written in the editor is tested as a contact and sent to its segment.
 
-The audience and the broadcasts' HTML are written through the REST API, so these tests need
-nothing of the editor but its address."""
+The audience and, but for the last test, the broadcasts' HTML are written through the REST
+API, so the others need nothing of the editor but its address."""
 
 from __future__ import annotations
 
@@ -496,3 +497,68 @@ def test_every_control_is_labelled_and_reachable_by_keyboard(world: World, owner
     owner.keyboard.type("keys.only@example.net")
     owner.keyboard.press("Enter")
     expect(owner.locator(".flash")).to_contain_text("keys.only@example.net")
+
+
+def test_a_broadcast_written_in_the_editor_is_tested_then_sent_to_its_segment(
+    world: World, owner: Page
+) -> None:
+    """The whole way a marketer goes, with nothing written through the API but the audience:
+    the brand kit's postal address, a document edited in the editor (its greeting chip left
+    as the new document has it), the checklist passed, a test filled as a contact, the send
+    and its progress to `sent`, and the emails the contacts receive."""
+    segment_id = api_created(world.api, "/segments", {"name": "Editor readers"})
+    for address, first_name in (("dee@example.org", "Dee"), ("eli@example.org", None)):
+        contact: dict[str, Any] = {"email": address, "segments": [segment_id]}
+        if first_name:
+            contact["first_name"] = first_name
+        api_created(world.api, "/contacts", contact)
+
+    owner.goto(world.server.url("/brand"))
+    owner.fill("#brand-postal-address", "Acme Ltd\n1 Harbour Street")
+    owner.click("#brand-form button[type=submit]")
+    expect(owner.locator(".flash")).to_contain_text("Brand kit saved")
+
+    owner.goto(world.server.url("/broadcasts"))
+    owner.fill("#new-broadcast-name", "Written in the editor")
+    owner.select_option("#new-broadcast-segment", label="Editor readers")
+    owner.click("button:has-text('New broadcast')")
+    expect(owner).to_have_url(re.compile(rf"/broadcasts/{UUID}/edit$"))
+    broadcast_id = owner.url.rsplit("/", 2)[1]
+    owner.fill("#field-subject", "Fresh from the editor")
+    owner.fill("[data-envelope=from]", SENDER)
+    heading = owner.locator("#canvas > .block-heading [data-runs]")
+    heading.click()
+    owner.keyboard.press("Control+A")
+    owner.keyboard.type("Editor news")
+    owner.click("[data-add=button]")
+    button = owner.locator("#canvas > .block-button")
+    button.locator("[data-field=label]").fill("Read the news")
+    button.locator("[data-field=url]").fill("https://example.com/editor-news")
+    expect(owner.locator("#save-status")).to_have_text(re.compile(r"^Saved at"), timeout=10_000)
+
+    owner.click("a:has-text('Review and send')")
+    expect(owner.locator("h1")).to_contain_text("Written in the editor")
+    expect(owner.locator("#send-now")).to_be_enabled()
+    owner.fill("#test-to", "editor.proof@example.net")
+    owner.fill("#test-contact", "dee@example.org")
+    owner.click("#send-test")
+    expect(owner.locator(".flash")).to_contain_text("A test was sent to editor.proof@example.net")
+    wait_until(lambda: bool(messages_to(world.receiver, "editor.proof@example.net")), "the test")
+    (proof,) = messages_to(world.receiver, "editor.proof@example.net")
+    assert proof["Subject"] == "[Test] Fresh from the editor"
+    assert "Editor news" in body_text(proof) and "Hi Dee," in body_text(proof)
+
+    owner.once("dialog", lambda dialog: dialog.accept())
+    owner.click("#send-now")
+    expect(owner.locator("#progress-status")).to_have_text("sent", timeout=30_000)
+    expect(owner.locator("[data-count='delivered']")).to_have_text("2", timeout=30_000)
+    wait_until(lambda: bool(messages_to(world.receiver, "eli@example.org")), "Eli's message")
+    (to_dee,) = messages_to(world.receiver, "dee@example.org")
+    (to_eli,) = messages_to(world.receiver, "eli@example.org")
+    assert "Hi Dee," in body_text(to_dee) and "Hi there," in body_text(to_eli)
+    assert "Acme Ltd" in body_text(to_eli) and "List-Unsubscribe" in to_eli
+    html_part = to_dee.get_body(("html",))
+    assert html_part is not None
+    html = str(html_part.get_content())
+    assert "Editor news" in html and "https://example.com/editor-news" in html
+    assert world.api.get(f"/broadcasts/{broadcast_id}").json()["status"] == "sent"
