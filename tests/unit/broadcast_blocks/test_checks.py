@@ -93,8 +93,18 @@ def test_links_must_be_web_or_mailto_addresses() -> None:
         {"id": "b", "type": "social", "links": [{"network": "x", "url": "javascript:x"}]},
     )
     assert failed(two) == {
-        "links_valid": "2 links are not a valid web or mailto address, such as https://."
+        "links_valid": "2 links are not a valid web or mailto address, "
+        "such as https:// on the button \u201cGo\u201d."
     }
+    social = document_of(
+        {"id": "a", "type": "social", "links": [{"network": "x", "url": "https://"}]},
+        {"id": "b", "type": "paragraph", "content": [{"text": "x", "link": "ftp://x.example/"}]},
+    )
+    assert failed(social)["links_valid"].endswith("such as https:// among the social links.")
+    in_text = document_of(
+        {"id": "a", "type": "list", "items": [[{"text": "x", "link": "javascript:x"}]]}
+    )
+    assert failed(in_text)["links_valid"].endswith("such as javascript:x in a list's text.")
 
 
 def test_buttons_need_a_label_and_the_footer_an_unsubscribe_text() -> None:

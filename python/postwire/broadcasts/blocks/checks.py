@@ -72,14 +72,14 @@ def _image_check(blocks: list[Block]) -> Check:
 
 
 def _link_check(blocks: list[Block]) -> Check:
-    bad = [url for url in _links(blocks) if not is_safe_link(url)]
+    bad = [(url, where) for url, where in _links(blocks) if not is_safe_link(url)]
     if bad:
-        shown = bad[0] or "(empty)"
+        url, where = bad[0]
         return Check(
             "links_valid",
             False,
             f"{_count(len(bad), 'link', 'is', 'are')} not a valid web or mailto address, "
-            f"such as {shown}.",
+            f"such as {url or '(empty)'} {where}.",
         )
     return Check("links_valid", True, "Every link is a valid web or mailto address.")
 
@@ -124,17 +124,21 @@ def _all_blocks(blocks: tuple[Block, ...]) -> Iterator[Block]:
             yield from column
 
 
-def _links(blocks: list[Block]) -> Iterator[str]:
+def _links(blocks: list[Block]) -> Iterator[tuple[str, str]]:
+    """Each link with where it sits, in words, so a failed check says which one to fix."""
     for block in blocks:
         runs: list[Run] = list(block.content)
         for item in block.items:
             runs.extend(item)
-        yield from (run.link for run in runs if run.link)
+        yield from ((run.link, f"in a {block.type}'s text") for run in runs if run.link)
         if block.type == "button":
-            yield block.url
+            yield (
+                block.url,
+                f"on the button \u201c{block.label}\u201d" if block.label else "on a button",
+            )
         elif block.type == "image" and block.link:
-            yield block.link
-        yield from (link.url for link in block.links)
+            yield block.link, "on an image"
+        yield from ((link.url, "among the social links") for link in block.links)
 
 
 def _count(number: int, noun: str, one: str = "has", many: str = "have") -> str:
