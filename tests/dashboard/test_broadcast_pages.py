@@ -197,6 +197,16 @@ def test_new_broadcast_makes_a_draft_and_opens_the_editor(world: World, owner: P
     odd_cursor = owner.goto(world.server.url("/broadcasts?after=" + "x" * 5000))
     assert odd_cursor is not None and odd_cursor.status == 200
 
+    # The segment may be chosen later: the checklist then asks for one.
+    owner.fill("#new-broadcast-name", "Audience undecided")
+    owner.click("button:has-text('New broadcast')")
+    owner.wait_for_url(re.compile(rf"/broadcasts/{UUID}/edit$"))
+    undecided = owner.url.rsplit("/", 2)[1]
+    assert world.api.get(f"/broadcasts/{undecided}").json()["segment_id"] == ""
+    owner.goto(world.server.url(f"/broadcasts/{undecided}"))
+    expect(owner.locator("[data-check='segment']")).to_contain_text("Choose the segment")
+    expect(owner.locator("#send-now")).to_be_disabled()
+
 
 def test_a_test_send_arrives_personalized_and_is_an_ordinary_email(
     world: World, owner: Page

@@ -175,3 +175,27 @@ async def test_drafts_schedule_cancel_and_delete_with_the_document(
     assert get_document(spool, TEAM, copy.id) is not None
     with pytest.raises(ApiError):
         drafts.find(TEAM, record.id)
+
+
+async def test_a_draft_may_wait_for_its_segment_but_is_not_sent_without_one(
+    spool: Spool, tmp_path: Path
+) -> None:
+    """The dashboard's new broadcast offers "Choose later": a draft whose segment is ""."""
+    await world(spool, tmp_path, members=1)
+    drafts = BroadcastDrafts(spool, Acceptor(spool))
+    fields = {"name": "Later", "segment_id": "", "sender": "", "subject": ""}
+    record = await drafts.create(TEAM, fields, NOW)
+    assert drafts.find(TEAM, record.id).segment_id == ""
+    with pytest.raises(ApiError) as unknown:
+        await drafts.create(TEAM, fields | {"segment_id": EMPTY_SEGMENT.replace("c2", "c9")}, NOW)
+    assert unknown.value.status == 404
+    ready = replace(record, html=HTML, sender="News <news@example.com>", subject="Hi")
+    batch = WriteBatch()
+    put_broadcast(batch, ready)
+    await spool.commit(batch)
+    with pytest.raises(ApiError) as refused:
+        await drafts.send(TEAM, record.id, NOW)
+    assert (refused.value.status, refused.value.message) == (
+        422,
+        "Missing `segment_id` field",
+    )

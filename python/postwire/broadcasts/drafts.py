@@ -75,9 +75,10 @@ class BroadcastDrafts:
         return record
 
     def check_references(self, team_id: str, fields: Mapping[str, Any]) -> None:
-        """The segment and topic `fields` name are the team's (else 404)."""
+        """The segment and topic `fields` name are the team's (else 404). A draft's segment may
+        be "" (the dashboard's "Choose later": the API always names one); sending refuses it."""
         segment = fields.get("segment_id")
-        if segment is not None and get_segment(self.spool, team_id, segment) is None:
+        if segment and get_segment(self.spool, team_id, segment) is None:
             raise ApiError(404, "not_found", "Segment not found")
         topic = fields.get("topic_id")
         if topic is not None and get_topic(self.spool, team_id, topic) is None:
@@ -87,6 +88,8 @@ class BroadcastDrafts:
         """It has content, its segment and topic exist, and its sender may send (the 403)."""
         if not record.html and not record.text:
             raise ApiError(422, "missing_required_field", "Missing `html` or `text` field")
+        if not record.segment_id:
+            raise ApiError(422, "missing_required_field", "Missing `segment_id` field")
         self.check_references(
             record.team_id, {"segment_id": record.segment_id, "topic_id": record.topic_id}
         )
