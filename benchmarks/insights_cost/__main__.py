@@ -99,10 +99,12 @@ class Measured:
     # Side -> its processes' CPU over every timed round (between runs too: the other side's
     # runs, when work it put off may run) over the messages it took, in ms.
     whole_cpu_ms: dict[str, float]
+    server: str  # the commit the servers started from (others may commit during the run)
 
 
 def run_benchmark(args: argparse.Namespace, work: Path, profile_base: Path | None) -> Measured:
     dns, sink = AuthoritativeDnsServer(), SmtpSink()
+    server = server_source()
     sides: list[Side] = []
     dns.start()
     try:
@@ -147,7 +149,7 @@ def run_benchmark(args: argparse.Namespace, work: Path, profile_base: Path | Non
             title = f"the {way} with {ON} (an extra run of {args.profile_messages:,} messages)"
             parts = profile.inclusive_shares(collapsed, PROFILE_PARTS)
             profiles.append(Profiled(title, None, raw.name, profile.hot_spots(collapsed), parts))
-        return Measured(list(figures.values()), profiles, whole_cpu_ms)
+        return Measured(list(figures.values()), profiles, whole_cpu_ms, server)
     except BaseException:
         for side in sides:
             progress(f"server log ({side.name}, tail):\n" + side.server.log())
@@ -190,7 +192,7 @@ def report(args: argparse.Namespace, measured: Measured, load: LoadAverages) -> 
         f"emails a call, {POST_THREADS} client threads. {args.messages:,} messages of 4 KiB a "
         f"run; {args.rounds} rounds, each running both ways (their order rotates) on both "
         f"servers (taking turns going first). Load average before {load.before:.2f}, after "
-        f"{load.after:.2f}. Server: {server_source()}.",
+        f"{load.after:.2f}. Server: {measured.server}.",
         "",
         "| way | server | delivered/s | settled/s | server CPU a message |",
         "|---|---|---:|---:|---:|",
