@@ -15,6 +15,7 @@ from postwire.audiences.csv_rows import (
     read_header,
     read_records,
     resolve_columns,
+    target_named_like,
 )
 from postwire.errors import ApiError
 
@@ -177,3 +178,19 @@ def test_column_indexes_follow_the_header() -> None:
 )  # fmt: skip
 def test_numbers(text: str, value: float | None) -> None:
     assert parse_number(text) == value
+
+
+@pytest.mark.parametrize(
+    ("column", "target"),
+    [
+        ("E-mail", "email"),
+        ("Email Address", "email"),
+        ("e-mail address", "email"),
+        ("FirstName", "first_name"),
+        ("Given name", "first_name"),
+        ("Surname", "last_name"),
+        ("Family Name", "last_name"),
+    ],
+)
+def test_headers_of_common_exports_are_read_as_their_field(column: str, target: str) -> None:
+    assert target_named_like(column, {}) == target

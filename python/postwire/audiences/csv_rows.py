@@ -14,7 +14,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from postwire.audiences.contact_rules import MAX_NAME_LENGTH, MAX_PROPERTY_STRING
 from postwire.compose.addresses import recipient_problem
@@ -157,8 +157,23 @@ def target_named_like(column: str, property_types: Mapping[str, str]) -> str | N
     return PROPERTY_PREFIX + key if key in property_types else None
 
 
+# Headers spreadsheets and other senders' exports commonly give these fields.
+_FIELD_ALIASES: Final = {
+    "e_mail": "email",
+    "email_address": "email",
+    "e_mail_address": "email",
+    "mail": "email",
+    "firstname": "first_name",
+    "given_name": "first_name",
+    "lastname": "last_name",
+    "surname": "last_name",
+    "family_name": "last_name",
+}
+
+
 def _field_named_like(column: str) -> str:
-    return re.sub(r"[\s-]+", "_", column.strip().lower())
+    name = re.sub(r"[\s-]+", "_", column.strip().lower())
+    return _FIELD_ALIASES.get(name, name)
 
 
 def resolve_columns(
