@@ -113,6 +113,12 @@ def total(samples: Samples, name: str, **labels: str) -> float:
     return sum(v for (n, ls), v in samples.items() if n == name and wanted <= set(ls))
 
 
+def by_destination(samples: Samples) -> dict[str, float]:
+    """The retry backlog by recipient domain, as its gauge shows it."""
+    name = "postwire_retry_backlog_destination_messages"
+    return {dict(ls)["destination"]: v for (n, ls), v in samples.items() if n == name}
+
+
 def by_process(samples: Samples, name: str, **labels: str) -> dict[str, float]:
     found: dict[str, float] = {}
     wanted = set(labels.items())
@@ -222,6 +228,7 @@ def test_every_documented_series_with_the_numbers_of_what_happened(
         assert outcomes == {"2": 5, "4": 1, "5": 1, "dns": 0, "connection": 0, "local": 0}
         # The deferred message waits for its retry; the others are finished.
         assert total(samples, "postwire_retry_backlog_messages") == 1
+        assert by_destination(samples) == {"example.org": 1}
         assert total(samples, "postwire_queue_messages") == 1
         assert total(samples, "postwire_signing_seconds_count") == 7
         assert total(samples, "postwire_signing_seconds_bucket", le="+Inf") == 7

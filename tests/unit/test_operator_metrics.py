@@ -29,10 +29,12 @@ from postwire.metrics.operator_registry import (
     OPERATOR_METRICS,
     OTHER_DESTINATIONS,
     RETRY_BACKLOG_KEY,
+    RETRY_DESTINATION_PREFIX,
     SIGNING_BUCKETS,
     OperatorMetrics,
     destinations,
     outcome_class,
+    retry_destination_changes,
 )
 from postwire.store.spool import Spool
 
@@ -91,7 +93,7 @@ def test_the_exposition_parses_and_labels_each_process() -> None:
     first.signing.observe(0.0007, 4)
     worker.signing.observe(2.0)  # beyond the last bucket: +Inf only
     worker.destination_taken('we"ird\\domain', "m1", 1_000)
-    facts = SpoolFacts(7, 2, 3, 4096, 1 << 30, 8192)
+    facts = SpoolFacts(7, 2, {"gmail.com": 2}, 3, 4096, 1 << 30, 8192)
     page = render([record(1, worker, 5_000), record(0, first, 5_000)], facts, 2)
 
     families = {f.name: f for f in text_string_to_metric_families(page)}
@@ -118,6 +120,8 @@ def test_the_exposition_parses_and_labels_each_process() -> None:
     assert in_hand.labels == {"process": "1", "destination": 'we"ird\\domain'}
     (age,) = families["postwire_queue_oldest_age_seconds"].samples
     assert age.value == 4.0
+    (waiting,) = families["postwire_retry_backlog_destination_messages"].samples
+    assert waiting.labels == {"destination": "gmail.com"} and waiting.value == 2
     gauges = {
         name: families[name].samples[0].value
         for name in (
@@ -189,3 +193,15 @@ async def test_the_retry_backlog_is_read_from_the_counters_table(spool: Spool) -
     batch.add_counter("counters", RETRY_BACKLOG_KEY, -5)  # a spool older than the count
     await spool.commit(batch)
     assert spool_facts(spool, Path("/nonexistent/data.mdb")).retry_backlog == 0
+
+
+def test_a_retried_message_counts_for_each_domain_it_waits_on_until_it_leaves_it() -> None:
+    key = RETRY_DESTINATION_PREFIX
+    entering = retry_destination_changes([], ["a@Gmail.com", "b@gmail.com", "c@example.org"])
+    assert entering == [(key + b"example.org", 1), (key + b"gmail.com", 1)]
+    # example.org delivered at the next attempt, gmail.com still deferred.
+    assert retry_destination_changes(
+        ["a@gmail.com", "b@gmail.com", "c@example.org"], ["a@gmail.com"]
+    ) == [(key + b"example.org", -1)]
+    assert retry_destination_changes(["a@gmail.com"], []) == [(key + b"gmail.com", -1)]
+    assert retry_destination_changes([], []) == []

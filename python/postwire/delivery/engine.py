@@ -41,7 +41,11 @@ from postwire.delivery.retry_policy import next_attempt_at, stable_jitter
 from postwire.delivery.sandbox import held_outcomes
 from postwire.delivery.site_pool import Job, SitePool
 from postwire.errors import DestinationRefused, LeaseLostError, NoSuchMessageError, SpoolFullError
-from postwire.metrics.operator_registry import OPERATOR_METRICS, RETRY_BACKLOG_KEY
+from postwire.metrics.operator_registry import (
+    OPERATOR_METRICS,
+    RETRY_BACKLOG_KEY,
+    retry_destination_changes,
+)
 from postwire.smtp.client_connection import SmtpConnection, TlsPolicy, open_smtp_connection
 from postwire.store.broadcasts import add_count
 from postwire.store.deliveries import (
@@ -419,6 +423,10 @@ class DeliveryEngine:
             DELIVERIES.put(batch, message_id, updated)
         if final != (delivery.attempts == 0):  # it enters retry (first failure) or leaves it
             batch.add_counter("counters", RETRY_BACKLOG_KEY, -1 if final else 1)
+        waiting_before = delivery.pending if delivery.attempts else []
+        waiting_after = [] if final else updated.pending
+        for key, delta in retry_destination_changes(waiting_before, waiting_after):
+            batch.add_counter("counters", key, delta)
         self._end_lease(batch, message_id, retry_at=None if final else retry_at)
         try:
             return await self._commit_outcome(message_id, team, batch, last_event)

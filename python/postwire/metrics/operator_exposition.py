@@ -18,13 +18,18 @@ from typing import Any, Final
 
 from postwire.metrics.operator_publication import ProcessMetricsRecord
 from postwire.metrics.operator_registry import (
+    MAX_DESTINATIONS,
+    OTHER_DESTINATIONS,
     RETRY_BACKLOG_KEY,
+    RETRY_DESTINATION_PREFIX,
     SIGNING_BUCKETS,
     WEBHOOK_BUCKETS,
 )
 from postwire.store.spool import Spool
 
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
+# Counter keys read per scan of the retry backlog's domains.
+_SCAN_CHUNK: Final = 1_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +54,9 @@ SERIES: Final = (
            "Messages in the spool not yet finished (due, scheduled, waiting to retry, in hand)"),
     Series("postwire_retry_backlog_messages", "gauge", (),
            "Messages that failed at least one attempt and wait to be tried again"),
+    Series("postwire_retry_backlog_destination_messages", "gauge", ("destination",),
+           "Messages waiting to be tried again with a recipient at this domain (the deepest "
+           "20 domains, the rest as other)"),
     Series("postwire_webhook_backlog_messages", "gauge", (),
            "Webhook events not yet fanned out plus webhook messages waiting for a POST"),
     Series("postwire_webhook_attempts_total", "counter", ("process", "result"),
@@ -74,6 +82,7 @@ class SpoolFacts:
 
     messages: int
     retry_backlog: int
+    retry_destinations: dict[str, int]  # the deepest domains, the rest as "other"
     webhook_backlog: int
     used_bytes: int
     map_size_bytes: int
@@ -92,11 +101,37 @@ def spool_facts(spool: Spool, data_file: Path) -> SpoolFacts:
         # Kept as messages enter and leave retry; never shown below zero (a spool older than
         # the count may hold retries it never saw enter).
         retry_backlog=max(0, spool.counter("counters", RETRY_BACKLOG_KEY)),
+        retry_destinations=retry_destinations(spool),
         webhook_backlog=spool.core.count("outbox") + spool.core.count("webhook_due"),
         used_bytes=used,
         map_size_bytes=map_size,
         file_bytes=file_bytes,
     )
+
+
+def retry_destinations(spool: Spool) -> dict[str, int]:
+    """Recipient domain -> messages waiting to retry for it: the deepest `MAX_DESTINATIONS`,
+    the others summed as "other". One scan of the domains' keys (each a domain with a retry
+    now or before; those at zero are skipped)."""
+    counts: dict[str, int] = {}
+    cursor: bytes | None = None
+    while True:
+        rows = spool.scan(
+            "counters", prefix=RETRY_DESTINATION_PREFIX, cursor=cursor, limit=_SCAN_CHUNK
+        )
+        for key, raw in rows:
+            count = int(raw)
+            if count > 0:
+                counts[key[len(RETRY_DESTINATION_PREFIX) :].decode()] = count
+        if len(rows) < _SCAN_CHUNK:
+            break
+        cursor = rows[-1][0]
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    shown = dict(ranked[:MAX_DESTINATIONS])
+    rest = sum(count for _, count in ranked[MAX_DESTINATIONS:])
+    if rest:
+        shown[OTHER_DESTINATIONS] = rest
+    return shown
 
 
 def render(
@@ -118,6 +153,12 @@ def render(
     }
     for name, value in gauges.items():
         values[name].append(_sample(name, {}, value))
+    for destination, count in facts.retry_destinations.items():
+        values["postwire_retry_backlog_destination_messages"].append(
+            _sample(
+                "postwire_retry_backlog_destination_messages", {"destination": destination}, count
+            )
+        )
     lines: list[str] = []
     for series in SERIES:
         lines.append(f"# HELP {series.name} {series.help}.")

@@ -37,6 +37,9 @@ WEBHOOK_BUCKETS: Final = (
 # The `counters` table's count of messages waiting to retry: the delivery engine adds to it
 # in the commit that first reschedules a message and takes from it in the one that ends it.
 RETRY_BACKLOG_KEY: Final = b"operator/retry_backlog"
+# The same per recipient domain (`{prefix}{domain}`): messages waiting to retry with a pending
+# recipient there, kept in the commits that change which recipients a retried message waits on.
+RETRY_DESTINATION_PREFIX: Final = RETRY_BACKLOG_KEY + b"/"
 
 # Destinations reported per process: the deepest ones; the rest are summed as "other".
 MAX_DESTINATIONS: Final = 20
@@ -116,6 +119,24 @@ class OperatorMetrics:
             "webhook_delivery": self.webhook_delivery.snapshot(),
             "destinations": destinations(self.in_hand, now_ms),
         }
+
+
+def retry_destination_changes(
+    waiting_before: Iterable[str], waiting_after: Iterable[str]
+) -> list[tuple[bytes, int]]:
+    """The per-destination retry counts to change when a message that waited to retry for
+    the recipients `waiting_before` (none: it was not in retry) now waits for `waiting_after`
+    (none: it is finished or was never retried): -1 for a domain it leaves, +1 for one it
+    enters."""
+    before = {_domain_of(address) for address in waiting_before}
+    after = {_domain_of(address) for address in waiting_after}
+    return [(RETRY_DESTINATION_PREFIX + d.encode(), -1) for d in sorted(before - after)] + [
+        (RETRY_DESTINATION_PREFIX + d.encode(), 1) for d in sorted(after - before)
+    ]
+
+
+def _domain_of(address: str) -> str:
+    return address.rpartition("@")[2].lower()
 
 
 def destinations(in_hand: dict[str, dict[str, int]], now_ms: int) -> dict[str, list[float]]:
