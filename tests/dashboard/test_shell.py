@@ -41,7 +41,8 @@ def test_login_lands_on_emails_and_sign_out_ends_the_session(
     assert path_of(page) == "/emails"
     nav = page.locator("nav.nav a")
     assert nav.all_inner_texts() == [
-        "Emails", "Metrics", "Domains", "API keys", "Webhooks", "Suppressions", "Team", "Account",
+        "Emails", "Metrics", "Broadcasts", "Audience", "Domains", "API keys", "Webhooks",
+        "Suppressions", "Team", "Account",
     ]  # fmt: skip
     assert page.locator(".team-name").inner_text() == "Acme"
     cookie = next(c for c in page.context.cookies() if c["name"] == "pw_session")
