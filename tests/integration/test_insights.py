@@ -307,7 +307,13 @@ async def test_an_smtp_email_delivered_at_once_still_gets_content_and_header_che
     world: World, smtp_sink: tuple[str, int]
 ) -> None:
     await world.domain("sunk.test", dmarc="v=DMARC1; p=reject")
-    first, second = await deliver_through(world, smtp_sink, insights=True)
+    unscored = await deliver_through(world, smtp_sink, insights=True)
+    # Without rspamd no copy is kept (its cost to the relay rate): judged without content.
+    assert all(kept_body(world.spool, TEAM, email_id) is None for email_id in unscored)
+    assert "content_not_checked" in await world.insights(unscored[0])
+    first, second = await deliver_through(
+        world, smtp_sink, insights=True, rspamd_url="http://127.0.0.1:9"
+    )
     assert kept_body(world.spool, TEAM, first) is not None, "kept in the ack's commit"
     found = await world.insights(first)
     # Read from the copy delivery kept: the text part and the bulk headers were checked.
@@ -355,7 +361,7 @@ async def test_no_copy_past_its_share_of_the_spool(
     monkeypatch.setattr(
         "postwire.delivery.engine.KEPT_BYTES_SHARE", room / world.config.spool.map_size
     )
-    ids = await deliver_through(world, smtp_sink, insights=True)
+    ids = await deliver_through(world, smtp_sink, insights=True, rspamd_url="http://127.0.0.1:9")
     kept = [email_id for email_id in ids if kept_body(world.spool, TEAM, email_id) is not None]
     assert len(kept) == 1
     (without,) = set(ids) - set(kept)
