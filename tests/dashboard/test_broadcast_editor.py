@@ -232,6 +232,7 @@ def test_a_chip_is_previewed_as_a_contact_and_with_its_fallback(
     page.once("dialog", lambda dialog: dialog.accept("https://shop.example/more"))
     page.keyboard.press("Control+K")
     expect(paragraph.locator("a")).to_have_attribute("href", "https://shop.example/more")
+    expect(paragraph.locator("a")).to_have_text("more")
     wait_saved(page)
     linked = re.compile(r'href="https://shop\.example/more"[^>]*>more</a>')
     wait_until(

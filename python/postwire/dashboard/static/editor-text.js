@@ -162,6 +162,7 @@ window.PostwireEditor = window.PostwireEditor || {};
   class TextCommands {
     constructor(root) {
       this.savedRange = null;
+      this.refusal = "";
       document.addEventListener("selectionchange", () => {
         const selection = document.getSelection();
         if (!selection.rangeCount) return;
@@ -183,17 +184,26 @@ window.PostwireEditor = window.PostwireEditor || {};
       return editable;
     }
 
-    // Bold, italic or link the selection; the rich text changed, or null (no text selected,
-    // or the link's address not given).
+    // Bold, italic or link the selection; the rich text changed, or null with `refusal` saying
+    // why (empty when the person cancelled the link's address).
     format(kind) {
+      this.refusal = "Select some text in a block first.";
       const active = document.activeElement;
       const editable = active && active.isContentEditable ? active : this.restoreSelection();
       if (!editable) return null;
+      // The live selection, not `savedRange`: "selectionchange" is dispatched later, so a key
+      // pressed right after a selection was made would otherwise act on the one before it.
+      const selection = document.getSelection();
+      const range = selection.rangeCount ? selection.getRangeAt(0).cloneRange() : null;
       document.execCommand("styleWithCSS", false, false);
       if (kind === "link") {
+        if (!range || range.collapsed) return null;
         const url = window.prompt("Link address (https://… or mailto:…)", "https://");
+        this.refusal = "";
         if (!url) return null;
-        this.restoreSelection();
+        editable.focus();
+        selection.removeAllRanges();
+        selection.addRange(range);
         document.execCommand("createLink", false, url.trim());
       } else {
         document.execCommand(kind);

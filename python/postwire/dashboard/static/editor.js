@@ -333,7 +333,7 @@ document.addEventListener("DOMContentLoaded", () => {
   function format(kind) {
     const editable = commands.format(kind);
     if (editable) afterFormatting(editable);
-    else if (kind !== "link") announce("Select some text in a block first.");
+    else if (commands.refusal) announce(commands.refusal);
   }
 
   for (const button of document.querySelectorAll("[data-format]")) {
