@@ -50,7 +50,6 @@ from benchmarks.insights_cost.runs import (
     QUIET_SHARE,
     QUIET_WINDOW,
     SLUGS,
-    WAYS,
     Figure,
     Run,
     Side,
@@ -116,14 +115,15 @@ def run_benchmark(args: argparse.Namespace, work: Path, profile_base: Path | Non
             return one_run(side, way, messages, sink, label, args.deliver_timeout)
 
         for side in sides:
-            for way in WAYS:
+            for way in args.ways:
                 progress(f"warm-up: {args.warmup} messages, {way}, {side.name} ...")
                 run(side, way, args.warmup, "warm-up")
-        figures = {(way, side.name): Figure(way, side.name) for way in WAYS for side in sides}
+        figures = {(way, side.name): Figure(way, side.name) for way in args.ways for side in sides}
         cpu_before = {side.name: process_tree_cpu(side.server.pid) for side in sides}
         for number in range(args.rounds):
             label = f"round {number + 1}/{args.rounds}"
-            for index, way in enumerate(WAYS[number % 2 :] + WAYS[: number % 2]):
+            ways = args.ways[number % 2 :] + args.ways[: number % 2]
+            for index, way in enumerate(ways):
                 turn = (number + index) % 2
                 for side in sides[turn:] + sides[:turn]:
                     measured = run(side, way, args.messages, label)
@@ -133,13 +133,14 @@ def run_benchmark(args: argparse.Namespace, work: Path, profile_base: Path | Non
                         f"delivered/s, {measured.settled_per_s:,.0f} settled/s, "
                         f"{measured.cpu_ms_per_message:.2f} ms CPU a message"
                     )
-        messages = args.rounds * len(WAYS) * args.messages
+        messages = args.rounds * len(args.ways) * args.messages
         whole_cpu_ms = {
             side.name: 1000 * (process_tree_cpu(side.server.pid) - cpu_before[side.name]) / messages
             for side in sides
         }
         profiles: list[Profiled] = []
-        for way, slug in SLUGS.items() if profile_base is not None else ():
+        for way in args.ways if profile_base is not None else ():
+            slug = SLUGS[way]
             assert profile_base is not None
             raw = profile_base.with_name(f"{profile_base.name}-profile-{slug}.txt")
             progress(f"profiling an extra {way} run, {ON} -> {raw} ...")
@@ -173,7 +174,8 @@ def ratios(figures: list[Figure], way: str, value: str) -> list[float]:
 def named_figures(figures: list[Figure]) -> dict[str, float]:
     """The release gate's names: `insights.smtp.settled.on/off` and the like (medians)."""
     named = {}
-    for way, slug in SLUGS.items():
+    for way in dict.fromkeys(figure.way for figure in figures):
+        slug = SLUGS[way]
         for value, word in (("settled_per_s", "settled"), ("delivered_per_s", "delivered")):
             named[f"insights.{slug}.{word}.on/off"] = statistics.median(ratios(figures, way, value))
     return named
@@ -209,7 +211,7 @@ def report(args: argparse.Namespace, measured: Measured, load: LoadAverages) -> 
         f"settled/s >= {GOAL} |",
         "|---|---:|---:|---:|---|",
     ]
-    for way in WAYS:
+    for way in args.ways:
         settled = statistics.median(ratios(figures, way, "settled_per_s"))
         delivered = statistics.median(ratios(figures, way, "delivered_per_s"))
         cpu = statistics.median(ratios(figures, way, "cpu_ms_per_message"))
@@ -234,16 +236,16 @@ def report(args: argparse.Namespace, measured: Measured, load: LoadAverages) -> 
         "",
         "Per round, on/off (settled/s; delivered/s):",
         "",
-        "| round | " + " | ".join(WAYS) + " |",
-        "|---:|" + "---:|" * len(WAYS),
+        "| round | " + " | ".join(args.ways) + " |",
+        "|---:|" + "---:|" * len(args.ways),
     ]
     per_way = {
         way: list(zip(ratios(figures, way, "settled_per_s"),
                       ratios(figures, way, "delivered_per_s"), strict=True))
-        for way in WAYS
+        for way in args.ways
     }  # fmt: skip
     for index in range(args.rounds):
-        cells = [f"{per_way[way][index][0]:.3f}; {per_way[way][index][1]:.3f}" for way in WAYS]
+        cells = [f"{per_way[way][index][0]:.3f}; {per_way[way][index][1]:.3f}" for way in args.ways]
         lines.append(f"| {index + 1} | " + " | ".join(cells) + " |")
     for profiled in measured.profiles:
         lines += profile_section(
@@ -265,6 +267,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=300, help="messages a way and server")
     parser.add_argument("--processes", type=int, default=2, help="each server's `processes`")
     parser.add_argument("--deliver-timeout", type=float, default=300.0)
+    parser.add_argument(
+        "--ways", default=",".join(SLUGS.values()), help="which ways to run: smtp, batch or both"
+    )
     add_report_options(
         parser,
         report_name="insights",
@@ -277,6 +282,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser, args, at_least_one=("rounds", "messages", "warmup", "processes"),
         make_target="bench-insights",
     )  # fmt: skip
+    by_slug = {slug: way for way, slug in SLUGS.items()}
+    chosen = [slug.strip() for slug in args.ways.split(",") if slug.strip()]
+    if not chosen or any(slug not in by_slug for slug in chosen):
+        parser.error(f"--ways takes {' and/or '.join(by_slug)}, comma-separated")
+    args.ways = tuple(by_slug[slug] for slug in chosen)
     missing = [
         name
         for name, path in (

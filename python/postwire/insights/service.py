@@ -22,6 +22,7 @@ Cancelled at shutdown between two batches or mid-batch (a batch in flight may st
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
@@ -67,6 +68,8 @@ TEAMS_REFRESH_SECONDS: Final = 5.0
 # Emails older than this when the service first sees their team get no insights (turning
 # insights on does not start a computation over years of mail).
 BACKLOG_MS: Final = 24 * 3600 * 1000
+# The longest the service computes without letting the process's other tasks run.
+SLICE_SECONDS: Final = 0.001
 # rspamd scans of one batch running at once.
 CONCURRENT_EMAILS: Final = 8
 
@@ -151,9 +154,15 @@ class InsightsTail:
 
         if self.checker.scanner is None:
             # One after the other: all but an identity's first DNS check is answered from
-            # memory, and a task per email would cost more than its checks.
+            # memory, and a task per email would cost more than its checks. Those checks
+            # need no checkpoint, so one is made every `SLICE_SECONDS`: a batch must not hold
+            # the process's requests and deliveries for its whole length.
+            yielded = time.perf_counter()
             for record in records:
                 await compute(record)
+                if time.perf_counter() - yielded > SLICE_SECONDS:
+                    await trio.lowlevel.checkpoint()
+                    yielded = time.perf_counter()
             return
         limiter = trio.CapacityLimiter(CONCURRENT_EMAILS)  # rspamd scans wait on the network
 
