@@ -42,6 +42,7 @@ NOT_PAGES = {
     "/broadcasts/<broadcast_id>/progress",
     "/broadcasts/<broadcast_id>/html",
     "/broadcasts/images",
+    "/broadcasts/images/<image_id>",
     "/broadcasts/<broadcast_id>/preview",
     "/brand/preview",
     "/account/mfa/totp/<device_id>/qr.svg",

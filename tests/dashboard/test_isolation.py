@@ -42,6 +42,7 @@ from postwire.dashboard.app import create_dashboard
 from postwire.dashboard.context import DashboardContext
 from postwire.store.spool import TABLES, Spool
 from tests.dashboard.conftest import CHROMIUM, DashboardServer, free_port
+from tests.dashboard.test_broadcast_editor import a_png
 from tests.dns_server import AuthoritativeDnsServer, knot_binaries
 from tests.e2e.conftest import publish_records, wait_until, write_config
 from tests.peers import require_peer
@@ -208,6 +209,13 @@ def populate(team: Team, world_server: DashboardServer, api: httpx.Client, **kw:
     )
 
     populate_audience(team, api, bearer)
+    uploaded = client.post(
+        "/broadcasts/images",
+        files={"file": ("dot.png", a_png(4, 4), "image/png")},
+        headers={"X-CSRF-Token": team.csrf},
+    )
+    assert uploaded.status_code == 201, uploaded.text
+    team.ids["image_id"] = uploaded.json()["id"]
 
     added = post(client, team.csrf, "/suppressions", email=f"gone@{team.name.lower()}-x.test")
     assert added.status_code in (200, 303), added.text

@@ -14,8 +14,9 @@ from quart import Blueprint, Response, request
 
 from postwire.api.context import ApiContext
 from postwire.broadcasts.drafts import looks_like_id
+from postwire.broadcasts.images import image_answer
 from postwire.errors import ApiError
-from postwire.store.images import get_image, image_content
+from postwire.store.images import get_image
 
 PUBLIC_PREFIX: Final = "/images/"
 IMAGE_CACHE: Final = "public, max-age=31536000, immutable"
@@ -34,20 +35,19 @@ def routes(ctx: ApiContext) -> Blueprint:
         record = get_image(ctx.spool, image_id.lower()) if looks_like_id(image_id) else None
         if record is None or record.extension != ext.lower():
             raise _not_found()
-        etag = f'"{record.sha256}"'
+        answer = image_answer(ctx.spool, record, request.headers.get("If-None-Match", ""))
+        if answer is None:
+            raise _not_found()
         headers = {
             "Cache-Control": IMAGE_CACHE,
-            "ETag": etag,
+            "ETag": answer.etag,
             "X-Content-Type-Options": "nosniff",
             "Content-Security-Policy": IMAGE_POLICY,
-            # Shown by pages of other origins (the dashboard's editor, webmail).
+            # Shown by pages of other origins (webmail, the preview of the dashboard's editor).
             "Cross-Origin-Resource-Policy": "cross-origin",
         }
-        if etag in request.headers.get("If-None-Match", ""):
-            return Response(b"", status=304, headers=headers)
-        content = image_content(ctx.spool, record.id)
-        if content is None:
-            raise _not_found()
-        return Response(content, content_type=record.mimetype, headers=headers)
+        return Response(
+            answer.content, status=answer.status, content_type=answer.mimetype, headers=headers
+        )
 
     return blueprint

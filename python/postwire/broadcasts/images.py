@@ -20,7 +20,7 @@ from postwire import _core
 from postwire._core import WriteBatch
 from postwire.errors import ApiError
 from postwire.store.accounts import contract_timestamp
-from postwire.store.images import ImageRecord, put_image
+from postwire.store.images import ImageRecord, image_content, put_image
 from postwire.store.spool import Spool
 
 # Wider or taller than this is no email image (and a decompression bomb for the reader's device).
@@ -102,6 +102,27 @@ async def save_image(
 
 def image_url(public_url: str, record: ImageRecord) -> str:
     return f"{public_url.rstrip('/')}/images/{record.id}.{record.extension}"
+
+
+@dataclass(frozen=True, slots=True)
+class ImageAnswer:
+    """What a GET of an image answers (the public route, the editor's canvas)."""
+
+    status: int  # 200, or 304: the asker's copy, named by If-None-Match, is current
+    content: bytes  # empty for a 304
+    mimetype: str
+    etag: str  # the bytes never change: their digest names them
+
+
+def image_answer(spool: Spool, record: ImageRecord, if_none_match: str) -> ImageAnswer | None:
+    """The answer to a GET of `record`'s image; None when its bytes are gone."""
+    etag = f'"{record.sha256}"'
+    if etag in if_none_match:
+        return ImageAnswer(304, b"", record.mimetype, etag)
+    content = image_content(spool, record.id)
+    if content is None:
+        return None
+    return ImageAnswer(200, content, record.mimetype, etag)
 
 
 def _png(data: bytes) -> ImageFacts | None:

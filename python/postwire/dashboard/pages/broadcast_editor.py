@@ -160,6 +160,8 @@ def routes(ctx: DashboardContext) -> Blueprint:
             "default_padding": PADDING[2],
             "networks": SOCIAL_NETWORKS,
             "brand": documents.team_brand(spool, record.team_id).to_json(),
+            # The canvas shows these (the team's uploads) through `GET /broadcasts/images/<id>`.
+            "uploaded_images": f"{ctx.config.api.public_url.rstrip('/')}/images/",
         }
 
     def _sender_options(team: str) -> list[str]:

@@ -132,7 +132,9 @@ window.PostwireEditor = window.PostwireEditor || {};
   }
 
   function imageBody(block, context) {
-    const body = [];
+    const picture = element("div", { className: "picture-holder", id: controlId(block, "picture") });
+    fillPicture(picture, block, context);
+    const body = [picture];
     const upload = element("input", {
       id: controlId(block, "file"),
       type: "file",
@@ -145,8 +147,57 @@ window.PostwireEditor = window.PostwireEditor || {};
     body.push(field(block, "alt", "Alt text (required)", { type: "text", maxlength: 500, autocomplete: "off" }, "Describes the image to people who cannot see it, and where images are blocked."));
     body.push(field(block, "width", "Width in pixels", { type: "number", min: 16, max: 600, step: 1 }));
     body.push(field(block, "link", "Link when clicked (optional)", { type: "url", placeholder: "https://", autocomplete: "off" }));
-    body.push(element("p", { className: "image-source hint", id: controlId(block, "source"), text: block.src ? `Image: ${block.src}` : "No image yet" }));
     return body;
+  }
+
+  // The dashboard's policy loads images from its own origin only: a picture uploaded to
+  // Postwire (at `context.uploadedImages` + "<id>.<ext>") is shown through the team's
+  // GET /broadcasts/images/<id>; any other address is left to the preview's frame.
+  const UPLOADED_NAME = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.(png|jpg|gif|webp)$/i;
+
+  function thumbnailUrl(src, context) {
+    const prefix = context.uploadedImages;
+    if (!prefix || !src || !src.startsWith(prefix)) return null;
+    const match = UPLOADED_NAME.exec(src.slice(prefix.length));
+    return match ? `/broadcasts/images/${match[1].toLowerCase()}` : null;
+  }
+
+  function pictureNote(text, className = "") {
+    return element("p", { className: `hint picture-note ${className}`.trim(), text });
+  }
+
+  // Fill `holder` with what the canvas shows of the block's picture; an image already shown
+  // from the same address is kept (its attributes updated), so typing alt text does not flicker.
+  function fillPicture(holder, block, context) {
+    if (!block.src) {
+      holder.replaceChildren(pictureNote("No image yet: upload one, or give its address."));
+      return;
+    }
+    const url = thumbnailUrl(block.src, context);
+    if (!url) {
+      holder.replaceChildren(pictureNote("External image: it shows in the preview below, not here (the editor shows the images uploaded to Postwire)."));
+      return;
+    }
+    let picture = holder.querySelector("img.picture");
+    if (!picture || picture.getAttribute("src") !== url) {
+      picture = element("img", { className: "picture", src: url, decoding: "async" });
+      picture.addEventListener("error", () => {
+        holder.replaceChildren(pictureNote("This image could not be shown here (it is not one of this team's uploads); the preview shows what recipients get.", "hint-warn"));
+      });
+    }
+    picture.alt = block.alt || "";
+    const width = Math.round(Number(block.width));
+    if (width > 0) picture.setAttribute("width", String(width));
+    else picture.removeAttribute("width");
+    const parts = [picture];
+    if (!block.alt) parts.push(pictureNote("Add alt text: this image has none yet.", "hint-warn picture-alt-missing"));
+    holder.replaceChildren(...parts);
+  }
+
+  // Redraw the picture of `block` after its address, alt text or width changed.
+  function drawPicture(block, context) {
+    const holder = block && document.getElementById(controlId(block, "picture"));
+    if (holder) fillPicture(holder, block, context);
   }
 
   function socialBody(block, context) {
@@ -264,5 +315,5 @@ window.PostwireEditor = window.PostwireEditor || {};
     window.PostwireEditor.styles.applyDocumentStyle(canvas, doc, context);
   }
 
-  window.PostwireEditor.blocks = { drawCanvas, controlId, NAMES, element };
+  window.PostwireEditor.blocks = { drawCanvas, drawPicture, controlId, NAMES, element };
 })();

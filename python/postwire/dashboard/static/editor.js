@@ -26,6 +26,7 @@ document.addEventListener("DOMContentLoaded", () => {
     shapes: data.shapes,
     alignments: data.alignments,
     defaultPadding: data.default_padding,
+    uploadedImages: data.uploaded_images,
     selectedId: null,
   };
   const TYPING_STEP_MS = 800;
@@ -124,10 +125,7 @@ document.addEventListener("DOMContentLoaded", () => {
     }
     if (target.dataset.field && target.tagName === "INPUT" && target.type !== "checkbox") {
       if (setField(target)) typed();
-      if (target.dataset.field === "src") {
-        const source = document.getElementById(E.blocks.controlId({ id: blockOf(target) }, "source"));
-        if (source) source.textContent = target.value ? `Image: ${target.value}` : "No image yet";
-      }
+      if (["src", "alt", "width"].includes(target.dataset.field)) E.blocks.drawPicture(model.find(blockOf(target)), context);
       return;
     }
     if (target.dataset.linkField) {
