@@ -100,6 +100,9 @@ def test_an_uploaded_image_shows_in_the_canvas_and_follows_its_fields(
     source.fill("https://cdn.example/leaves.png")
     expect(note(page)).to_contain_text("External image: it shows in the preview")
     expect(picture(page)).to_have_count(0)
+    # An address shaped like an upload that is none of this team's says so instead.
+    source.fill(re.sub(r"[0-9a-f-]{36}", "01234567-89ab-7def-8123-456789abcdef", uploaded))
+    expect(note(page)).to_contain_text("could not be shown here", timeout=LOADING_MS)
     source.fill(uploaded)
     assert loaded_width(picture(page)) == 320
 
