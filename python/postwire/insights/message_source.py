@@ -5,6 +5,7 @@ record keeps none (SMTP submissions)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Collection
 from email import message_from_bytes
@@ -25,16 +26,26 @@ def split_message(raw: bytes) -> tuple[bytes, bytes]:
 _FIELD = re.compile(rb"^([!-9;-~]+)[ \t]*:(.*(?:\r?\n[ \t].*)*)", re.MULTILINE)
 
 
+@functools.lru_cache(maxsize=16)
+def _named_fields(names: frozenset[str]) -> re.Pattern[bytes]:
+    """`_FIELD` for these names only (any case): the regex engine skips every other field,
+    long DKIM signatures included, without a Python step per field."""
+    alternatives = b"|".join(re.escape(name.encode("ascii")) for name in sorted(names))
+    return re.compile(
+        rb"^(" + alternatives + rb")[ \t]*:(.*(?:\r?\n[ \t].*)*)", re.MULTILINE | re.IGNORECASE
+    )
+
+
 def header_fields(raw: bytes, names: Collection[str] | None = None) -> list[tuple[str, str]]:
     """Each header field's name and unfolded value, in order (RFC 5322 2.2.3); only those
     named in `names` (lower case) if given."""
     head, _ = split_message(raw)
+    pattern = _FIELD if names is None else _named_fields(frozenset(names))
     fields = []
-    for match in _FIELD.finditer(head):
+    for match in pattern.finditer(head):
         name = match.group(1).decode("ascii")
-        if names is None or name.lower() in names:
-            value = b" ".join(line.strip() for line in match.group(2).splitlines())
-            fields.append((name, value.decode("utf-8", "replace").strip()))
+        value = b" ".join(line.strip() for line in match.group(2).splitlines())
+        fields.append((name, value.decode("utf-8", "replace").strip()))
     return fields
 
 
