@@ -172,6 +172,14 @@ def test_both_processes_accept_and_every_message_is_delivered_once(
     )
     assert subjects == sorted(sent)
 
+    # The worker computes insights (the first process serves the API alone): every email has
+    # them, its sending domain's authentication among them.
+    def insights_of_all() -> list[list[dict[str, str]]]:
+        return [list(resend.Emails.get(str(e["id"])).get("insights", [])) for e in all_emails()]
+
+    wait_until(lambda: all(insights_of_all()), "every email's insights", timeout=60)
+    assert all(any(i["code"] == "dkim_aligned" for i in found) for found in insights_of_all())
+
 
 def test_a_killed_worker_is_started_again_and_none_outlives_the_service(
     two_processes: LiveServer,
