@@ -251,7 +251,7 @@ def report(args: argparse.Namespace, measured: Measured, load: LoadAverages) -> 
         lines += profile_section(
             profiled,
             why_the_gil="each process's Trio thread runs submission, the API, delivery and "
-            "(in the first process) the insights service; every process's samples count together",
+            "(in the last process) the insights service; every process's samples count together",
         )
     return "\n".join(lines) + "\n"
 
