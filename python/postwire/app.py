@@ -224,32 +224,21 @@ async def _start_processing(stage: Stage, config: Config, deps: ServiceDeps) -> 
     deps = dataclasses.replace(deps, domain_verifier=verifier, delivery=engine, webhooks=webhooks)
     await stage.start(serve_contact_imports, config, deps)
     await stage.start(serve_broadcasts, config, deps)
-    if insights_process(config) == 0:
-        await stage.start(serve_insights, config, deps)
+    await stage.start(serve_insights, config, deps)
     await stage.start(serve_domain_health, config, deps)
     await stage.start(serve_prometheus, config, deps)
     return deps
 
 
 async def _start_worker_processing(stage: Stage, config: Config, deps: ServiceDeps) -> ServiceDeps:
-    """A worker's processing stage: delivery (it leaves earlier runs' leases alone), the
-    publication of its operator metrics for the first process's Prometheus listener, and in the
-    last worker the insights service."""
+    """A worker's processing stage: delivery (it leaves earlier runs' leases alone), and the
+    publication of its operator metrics for the first process's Prometheus listener."""
     from postwire.delivery.engine import serve_delivery
-    from postwire.insights.service import serve_insights
     from postwire.metrics.operator_publication import serve_metrics_publication
 
     engine = await stage.start(serve_delivery, config, deps)
     await stage.start(serve_metrics_publication, config, deps)
-    if insights_process(config) == deps.process_index:
-        await stage.start(serve_insights, config, deps)
     return dataclasses.replace(deps, delivery=engine)
-
-
-def insights_process(config: Config) -> int:
-    """The one process that computes insights: the last. The first serves the REST API and
-    the dashboard alone, so insights there would slow every request the API answers."""
-    return process_count(config) - 1
 
 
 async def _start_intake(stage: Stage, config: Config, deps: ServiceDeps) -> None:

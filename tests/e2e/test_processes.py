@@ -172,8 +172,8 @@ def test_both_processes_accept_and_every_message_is_delivered_once(
     )
     assert subjects == sorted(sent)
 
-    # The worker computes insights (the first process serves the API alone): every email has
-    # them, its sending domain's authentication among them.
+    # Insights are computed once per email whichever process accepted or delivered it: every
+    # email has them, its sending domain's authentication among them.
     def insights_of_all() -> list[list[dict[str, str]]]:
         return [list(resend.Emails.get(str(e["id"])).get("insights", [])) for e in all_emails()]
 

@@ -274,8 +274,7 @@ async def serve_insights(
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Own the insights computation (in one process: `app.insights_process`); return once
-    `deps.stopping` is set.
+    """Own the insights computation of the first process; return once `deps.stopping` is set.
     With `insights.enabled` false no email is looked at: it drops the message copies kept
     while insights were on, then waits."""
     if not config.insights.enabled:
