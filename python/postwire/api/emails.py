@@ -28,6 +28,7 @@ from postwire.insights.reading import insights_json, read_email_insights
 from postwire.store import emails as email_store
 from postwire.store.accounts import contract_timestamp
 from postwire.store.deliveries import email_attempts
+from postwire.store.emails import EmailRecord
 from postwire.store.idempotency import IdempotencyScope, body_fingerprint, validate_key
 from postwire.templates.published import published_templates
 
@@ -35,6 +36,29 @@ ParsedT = TypeVar("ParsedT")
 
 # Bodies above this are parsed off the Trio thread (html-to-text is slow on big pages).
 _PARSE_IN_THREAD_BYTES = 256 * 1024
+
+
+def email_json(record: EmailRecord, *, full: bool) -> EmailObject:
+    """The contract's Email object (section 3.5); list items leave out html, text and tags."""
+    body: EmailObject = {
+        "object": "email",
+        "id": record.id,
+        "to": record.to,
+        "from": record.sender,
+        "created_at": record.created_at,
+        "subject": record.subject,
+        "bcc": record.bcc,
+        "cc": record.cc,
+        "reply_to": record.reply_to,
+        "last_event": record.last_event,
+        "scheduled_at": record.scheduled_at,
+        "message_id": record.message_id,
+    }
+    if full:
+        body["html"] = record.html
+        body["text"] = record.text
+        body["tags"] = record.tags
+    return body
 
 
 def routes(ctx: ApiContext) -> Blueprint:
@@ -138,13 +162,13 @@ def routes(ctx: ApiContext) -> Blueprint:
             after=page.after,
             before=page.before,
         )
-        data = [dict(email_store.email_json(record, full=False)) for record in records]
+        data = [dict(email_json(record, full=False)) for record in records]
         return list_response(data, has_more)
 
     @blueprint.get("/emails/<id:email_id>")
     async def get_email(email_id: str) -> EmailObject:
         record = email_store.get_email(ctx.spool, current_caller().team_id, email_id)
-        body = email_store.email_json(record, full=True)
+        body = email_json(record, full=True)
         body["attempts"] = email_attempts(ctx.spool, record.team_id, record.id, ctx.now_ms())
         found = read_email_insights(ctx.spool, record.team_id, record.id)
         if found is not None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
+from postwire.store.deliveries import DeliveryAttempt
+
 # --- shared ------------------------------------------------------------------------------------
 
 
@@ -123,26 +125,6 @@ class BatchResult(TypedDict):
 
 class RescheduleBody(TypedDict):
     scheduled_at: str
-
-
-class AttemptRecipient(TypedDict):
-    email: str
-    status: Literal["delivered", "bounced", "delivery_delayed", "suppressed"]
-    diagnostic: str | None  # the server's reply, or Postwire's reason ("smtp; 250 ...")
-
-
-class DeliveryAttempt(TypedDict):
-    """One hand-out of the email to the delivery engine (a Postwire extension of the Email
-    object; SDKs ignore it). `interrupted`: the service stopped or lost the message's lease
-    before the outcome was recorded, so the next attempt is a `redelivery` and recipients
-    the interrupted one reached may receive the email twice (same id and Message-ID)."""
-
-    number: int
-    status: Literal["in_progress", "completed", "interrupted"]
-    started_at: str | None
-    finished_at: str | None
-    redelivery: bool
-    recipients: list[AttemptRecipient]
 
 
 class InsightObject(TypedDict):

@@ -10,17 +10,36 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, Literal, TypedDict, cast
 
 from postwire import _core
 from postwire._core import WriteBatch
-from postwire.api.models import AttemptRecipient, DeliveryAttempt
 from postwire.store.accounts import contract_timestamp
 from postwire.store.broadcasts import count_email_event
 from postwire.store.email_index import index_email_event
 from postwire.store.metric_counters import count_event
 from postwire.store.spool import Spool
 from postwire.store.tables import Table
+
+
+class AttemptRecipient(TypedDict):
+    email: str
+    status: Literal["delivered", "bounced", "delivery_delayed", "suppressed"]
+    diagnostic: str | None  # the server's reply, or Postwire's reason ("smtp; 250 ...")
+
+
+class DeliveryAttempt(TypedDict):
+    """One hand-out of the email to the delivery engine (a Postwire extension of the Email
+    object; SDKs ignore it). `interrupted`: the service stopped or lost the message's lease
+    before the outcome was recorded, so the next attempt is a `redelivery` and recipients
+    the interrupted one reached may receive the email twice (same id and Message-ID)."""
+
+    number: int
+    status: Literal["in_progress", "completed", "interrupted"]
+    started_at: str | None
+    finished_at: str | None
+    redelivery: bool
+    recipients: list[AttemptRecipient]
 
 
 @dataclass(frozen=True, slots=True)

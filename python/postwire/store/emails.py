@@ -10,7 +10,6 @@ from dataclasses import dataclass, field, replace
 from typing import Final
 
 from postwire._core import WriteBatch
-from postwire.api.models import EmailObject
 from postwire.errors import ApiError, LeaseLostError, NoSuchMessageError
 from postwire.store.email_index import TABLE as INDEX_TABLE
 from postwire.store.email_index import index_new_email, move_status
@@ -122,29 +121,6 @@ def list_emails(
     cursor = None if after is None else email_key(team_id, after)
     older = EMAILS.scan(spool, prefix=prefix, cursor=cursor, reverse=True, limit=limit + 1)
     return [record for _, record in older[:limit]], len(older) > limit
-
-
-def email_json(record: EmailRecord, *, full: bool) -> EmailObject:
-    """The contract's Email object (section 3.5); list items leave out html, text and tags."""
-    body: EmailObject = {
-        "object": "email",
-        "id": record.id,
-        "to": record.to,
-        "from": record.sender,
-        "created_at": record.created_at,
-        "subject": record.subject,
-        "bcc": record.bcc,
-        "cc": record.cc,
-        "reply_to": record.reply_to,
-        "last_event": record.last_event,
-        "scheduled_at": record.scheduled_at,
-        "message_id": record.message_id,
-    }
-    if full:
-        body["html"] = record.html
-        body["text"] = record.text
-        body["tags"] = record.tags
-    return body
 
 
 async def _change_scheduled(
