@@ -359,7 +359,7 @@ async def test_no_copy_past_its_share_of_the_spool(
     await world.spool.commit(batch)
     room = len(signed) * 3 // 2
     monkeypatch.setattr(
-        "postwire.delivery.engine.KEPT_BYTES_SHARE", room / world.config.spool.map_size
+        "postwire.delivery.insights_copies.KEPT_BYTES_SHARE", room / world.config.spool.map_size
     )
     ids = await deliver_through(world, smtp_sink, insights=True, rspamd_url="http://127.0.0.1:9")
     kept = [email_id for email_id in ids if kept_body(world.spool, TEAM, email_id) is not None]

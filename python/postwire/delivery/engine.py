@@ -34,8 +34,10 @@ import trio
 
 from postwire import _core
 from postwire.concurrency import first_of
-from postwire.delivery.bounces import Outcome, classify_failure, should_suppress
+from postwire.delivery.bounces import Outcome, classify_failure
 from postwire.delivery.destination_policy import guard_destination, own_addresses
+from postwire.delivery.insights_copies import InsightsCopies
+from postwire.delivery.outcome_events import add_outcomes
 from postwire.delivery.resolver import Destination, DestinationError, MxResolver
 from postwire.delivery.retry_policy import next_attempt_at, stable_jitter
 from postwire.delivery.sandbox import held_outcomes
@@ -51,16 +53,11 @@ from postwire.store.broadcasts import add_count
 from postwire.store.deliveries import (
     ATTEMPTS,
     DELIVERIES,
-    SUPPRESSIONS,
     AttemptRecord,
     DeliveryRecord,
-    add_event,
     attempt_key,
     is_suppressed,
-    new_suppression,
-    suppression_key,
 )
-from postwire.store.email_insights import has_insights, keep_body, kept_bytes
 from postwire.store.emails import EMAILS, email_key, record_last_event
 from postwire.store.metric_counters import add_count as add_metric_count
 from postwire.store.sandbox_inbox import hold_message
@@ -82,14 +79,6 @@ MAX_MESSAGES_IN_HAND = 2000
 IDLE_POLL_SECONDS = 0.5
 # How long a commit refused by a full spool waits before it is tried again.
 FULL_SPOOL_RETRY_SECONDS = 1.0
-# Delivered messages kept for the insights service (read within a tenth of a second unless the
-# service is stalled) take at most this share of the spool's map, and are kept only while the
-# spool's live data stays under `KEEP_WHILE_USED_BELOW` of it: well short of where intake stops
-# (at least half of the map), so the copies never cost an accepted message.
-KEPT_BYTES_SHARE = 1 / 64
-KEEP_WHILE_USED_BELOW = 3 / 8
-# How often the spool's use is read again for that (reading it walks LMDB's free list).
-USAGE_CHECK_SECONDS = 1.0
 
 
 class DeliveryEngine:
@@ -117,9 +106,7 @@ class DeliveryEngine:
         self.wakeup = trio.Event()
         self.nursery: trio.Nursery | None = None
         self.own_addresses = own_addresses(config.delivery.sending_ips)
-        self._usage_checked_at = float("-inf")  # see `_room_for_copies`
-        self._copies_fit = False
-        self._copies_in_flight = 0  # bytes of copies in batches being committed
+        self.insights_copies = InsightsCopies(config, spool)
 
     def now_ms(self) -> int:
         return int(self.now().timestamp() * 1000)
@@ -299,7 +286,9 @@ class DeliveryEngine:
             while True:
                 now_ms = self.now_ms()
                 batch = _core.WriteBatch()
-                last_event = self._add_outcomes(batch, message_id, attempt, finished, None, now_ms)
+                attempt.delivery, last_event = add_outcomes(
+                    batch, message_id, attempt.delivery, finished, None, now_ms
+                )
                 DELIVERIES.put(batch, message_id, attempt.delivery)
                 batch.renew(message_id, self.in_hand.get(message_id, 0), now_ms + LEASE_MS)
                 if await self._commit_outcome(message_id, before.team_id, batch, last_event):
@@ -307,62 +296,6 @@ class DeliveryEngine:
                 attempt.delivery = before
                 await trio.sleep(FULL_SPOOL_RETRY_SECONDS)
             attempt.recorded.update(finished)
-
-    def _add_outcomes(
-        self,
-        batch: _core.WriteBatch,
-        message_id: str,
-        attempt: _Attempt,
-        outcomes: dict[str, Outcome],
-        retry_at: datetime | None,
-        now_ms: int,
-    ) -> str | None:
-        """Add the events and suppressions of `outcomes` to `batch`, and their statuses to
-        `attempt.delivery`; returns the email's new `last_event` (None: unchanged). A
-        transient outcome is a bounce when `retry_at` is None (no retry left)."""
-        delivery = attempt.delivery
-        team, broadcast, domain = delivery.team_id, delivery.broadcast_id, delivery.domain_id
-        tags = tuple(delivery.tags)  # the metrics' counted tags
-        finished = dict(delivery.finished)
-        last_event: str | None = None
-        if delivery.first_attempt_ms is None and outcomes:
-            add_event(
-                batch, team, message_id, "email.sent", now_ms,
-                broadcast_id=broadcast, domain_id=domain, counted_tags=tags,
-            )  # fmt: skip
-            last_event = "sent"
-            delivery = replace(delivery, first_attempt_ms=now_ms)
-        for address, outcome in outcomes.items():
-            if outcome.status == "delivered":
-                finished[address] = "delivered"
-                add_event(
-                    batch, team, message_id, "email.delivered", now_ms,
-                    broadcast_id=broadcast, domain_id=domain, counted_tags=tags, to=address,
-                )  # fmt: skip
-                last_event = "delivered"
-            elif outcome.status == "permanent" or retry_at is None:
-                finished[address] = "bounced"
-                add_event(
-                    batch, team, message_id, "email.bounced", now_ms,
-                    broadcast_id=broadcast, domain_id=domain, counted_tags=tags, to=address,
-                    bounce=outcome.bounce(),
-                )  # fmt: skip
-                last_event = "bounced"
-                if should_suppress(outcome):
-                    SUPPRESSIONS.put(
-                        batch,
-                        suppression_key(team, address),
-                        new_suppression(address, "bounce", now_ms, message_id),
-                    )
-            else:
-                add_event(
-                    batch, team, message_id, "email.delivery_delayed", now_ms,
-                    broadcast_id=broadcast, domain_id=domain, counted_tags=tags, to=address,
-                    diagnostic=outcome.diagnostic,
-                )  # fmt: skip
-                last_event = "delivery_delayed"
-        attempt.delivery = replace(delivery, finished=finished)
-        return last_event
 
     async def _record(self, message_id: str, attempt: _Attempt, suppressed: list[str]) -> None:
         """One commit: the attempt, its events, statuses, suppressions, and the ack or the
@@ -393,7 +326,9 @@ class DeliveryEngine:
             max_age=timedelta(hours=self.config.delivery.max_age_hours),
             jitter=stable_jitter(message_id),
         )
-        last_event = self._add_outcomes(batch, message_id, attempt, outcomes, retry_at, now_ms)
+        attempt.delivery, last_event = add_outcomes(
+            batch, message_id, attempt.delivery, outcomes, retry_at, now_ms
+        )
         if suppressed:
             if delivery.broadcast_id is not None:  # suppressed after the walk enqueued it
                 add_count(batch, team, delivery.broadcast_id, "suppressed", len(suppressed))
@@ -418,7 +353,7 @@ class DeliveryEngine:
         kept = 0
         if final:
             DELIVERIES.delete(batch, message_id)
-            kept = self._keep_for_insights(batch, delivery, message_id, attempt.body)
+            kept = self.insights_copies.keep(batch, delivery, message_id, attempt.body)
         else:
             DELIVERIES.put(batch, message_id, updated)
         if final != (delivery.attempts == 0):  # it enters retry (first failure) or leaves it
@@ -431,41 +366,7 @@ class DeliveryEngine:
         try:
             return await self._commit_outcome(message_id, team, batch, last_event)
         finally:
-            self._copies_in_flight -= kept
-
-    def _keep_for_insights(
-        self, batch: _core.WriteBatch, delivery: DeliveryRecord, message_id: str, body: bytes
-    ) -> int:
-        """The ack drops the message's body: keep a copy for the insights service's rspamd scan
-        when it has not read the message yet (it drops the copy when it stores the insights), up to
-        `KEPT_BYTES_SHARE` of the spool. The sandbox inbox keeps its own copy. Returns the
-        bytes kept, counted as in flight until the batch's commit is over."""
-        config = self.config
-        if not config.insights.enabled or config.sandbox or not self._room_for_copies():
-            return 0
-        if not config.insights.rspamd_url:
-            # Only rspamd needs the message as sent. Copying every delivered message cost the
-            # SMTP relay about a tenth of its rate (release gate); without rspamd an SMTP
-            # email delivered first is judged without its content (`content_not_checked`).
-            return 0
-        team = delivery.team_id
-        if has_insights(self.spool, team, message_id):
-            return 0
-        # Copies in batches not yet committed count too: a group commit holds many acks.
-        kept = kept_bytes(self.spool) + self._copies_in_flight
-        if kept + len(body) > config.spool.map_size * KEPT_BYTES_SHARE:
-            return 0
-        keep_body(batch, team, message_id, body)
-        self._copies_in_flight += len(body)
-        return len(body)
-
-    def _room_for_copies(self) -> bool:
-        now = trio.current_time()
-        if now >= self._usage_checked_at + USAGE_CHECK_SECONDS:
-            in_use, map_size = self.spool.core.usage()
-            self._copies_fit = in_use <= map_size * KEEP_WHILE_USED_BELOW
-            self._usage_checked_at = now
-        return self._copies_fit
+            self.insights_copies.settled(kept)
 
     def _end_lease(
         self, batch: _core.WriteBatch, message_id: str, *, retry_at: datetime | None
