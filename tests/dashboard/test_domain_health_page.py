@@ -1,7 +1,8 @@
 """Domain health in chromium, against a live server whose receiver refuses five addresses of a
 hundred: the domain's hard bounce rate reaches 5%, critical, and within a round of evaluation
 the Domains page says so, the domain's page shows each window's rates against the thresholds,
-and a banner on every page names the domain and leads to its health."""
+a banner on every page names the domain and leads to its health, and the Metrics page flags
+the rate too."""
 
 from __future__ import annotations
 
@@ -84,3 +85,11 @@ def test_a_critical_domain_shows_on_its_pages_and_in_a_banner(
     complaints = next(r for r in rows if "Last 7 days" in r and "Complaint rate" in r)
     assert re.search(r"0\.0%\s+0\.1%\s+0\.3%\s+95\s+too few to judge", complaints), complaints
     screenshot(page, "domain-health-section")
+
+    # The Metrics page flags the same rate, judged the same way.
+    page.goto(dashboard_server.url("/metrics"))
+    bounce = page.locator('[data-metric="bounce_rate"]')
+    assert "stat-alarm" in (bounce.get_attribute("class") or "")
+    assert "5.0% hard · warning at 2.0%" in bounce.inner_text()
+    complaints_stat = page.locator('[data-metric="complaint_rate"]')
+    assert "stat-alarm" not in (complaints_stat.get_attribute("class") or "")

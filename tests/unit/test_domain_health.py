@@ -34,6 +34,14 @@ def test_a_window_is_judged_past_its_minimum_volume_only() -> None:
     assert (bounce.metric, bounce.rate, bounce.state) == ("hard_bounce_rate", 1.96, "ok")
 
 
+def test_a_rate_is_judged_before_it_is_rounded_for_show() -> None:
+    # 999 complaints in a million deliveries is 0.0999%: shown as 0.1, but under the warning.
+    complaints, _ = window_checks("24h", {"delivered": 1_000_000, "complained": 999})
+    assert (complaints.rate, complaints.state) == (0.1, "ok")
+    complaints, _ = window_checks("24h", {"delivered": 1_000_000, "complained": 1_000})
+    assert (complaints.rate, complaints.state) == (0.1, "warning")
+
+
 @pytest.mark.parametrize(
     ("complained", "hard", "state"),
     [(0, 0, "ok"), (1, 0, "warning"), (2, 0, "warning"), (3, 0, "critical"), (0, 21, "warning"),

@@ -20,6 +20,7 @@ from postwire.dashboard.charts import Series, bar_chart, line_chart
 from postwire.dashboard.context import DashboardContext
 from postwire.domains.store import list_domains, load_domain
 from postwire.metrics.counters import MAX_COUNTED_TAGS, OTHER_TAG, TEAM, Granularity, Scope
+from postwire.metrics.health import MIN_VOLUME, THRESHOLDS, window_checks
 from postwire.metrics.views import (
     PRESETS,
     MetricsRange,
@@ -211,6 +212,11 @@ def routes(ctx: DashboardContext) -> Blueprint:
             max_tags=MAX_COUNTED_TAGS,
             charts=charts(report),
             rows=active,
+            # The range's rates judged as domain health judges a window (same thresholds and
+            # minimum volume), so the page and the Domains page never disagree.
+            health={check.metric: check for check in window_checks("range", report.totals)},
+            thresholds={threshold.metric: threshold for threshold in THRESHOLDS},
+            min_volume=MIN_VOLUME,
         )
 
     return bp
