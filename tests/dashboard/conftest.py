@@ -211,8 +211,11 @@ def browser(playwright_driver: Playwright) -> Iterator[Browser]:
 
 @pytest.fixture
 def context(browser: Browser) -> Iterator[BrowserContext]:
-    """A fresh profile for each test: no cookies, storage or credentials carried over."""
-    profile = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
+    """A fresh profile for each test: no cookies, storage or credentials carried over; its
+    clock is in UTC whatever the machine's time zone, so pages read the same everywhere."""
+    profile = browser.new_context(
+        viewport={"width": 1280, "height": 900}, locale="en-US", timezone_id="UTC"
+    )
     profile.set_default_timeout(PAGE_TIMEOUT_MS)
     yield profile
     profile.close()

@@ -337,6 +337,39 @@ def test_scheduled_then_canceled(world: World, owner: Page) -> None:
     expect(owner.locator(".flash-error")).to_contain_text("must be in the future")
 
 
+def test_scheduled_in_the_browsers_time_zone(world: World, browser: Browser) -> None:
+    broadcast_id = draft(world, name="Local time")
+    due = int(time.time()) // 60 * 60 + 86_400
+    utc = time.strftime("%Y-%m-%d %H:%M", time.gmtime(due))
+    tokyo = time.strftime("%Y-%m-%dT%H:%M", time.gmtime(due + 9 * 3600))  # UTC+9, no DST
+    with browser.new_context(locale="en-US", timezone_id="Asia/Tokyo") as there:
+        tab = there.new_page()
+        tab.set_default_timeout(PAGE_TIMEOUT_MS)
+        log_in(tab, world.server, OWNER, PASSWORD)
+        tab.goto(world.server.url(f"/broadcasts/{broadcast_id}"))
+        # The browser's zone is chosen for the person, who gives the time on their clock.
+        expect(tab.locator("#schedule-zone")).to_have_value("Asia/Tokyo")
+        tab.fill("#schedule-at", tokyo)
+        tab.click("#schedule-send")
+        expect(tab.locator(".flash")).to_contain_text(
+            f"scheduled for {utc} UTC ({tokyo.replace('T', ' ')} Asia/Tokyo)"
+        )
+        got = world.api.get(f"/broadcasts/{broadcast_id}").json()
+        assert got["scheduled_at"].replace("T", " ").startswith(utc)
+        expect(tab.locator("#scheduled-at .local-time")).to_contain_text("Asia/Tokyo")
+        screenshot(tab, "broadcast-scheduled-local-time")
+        tab.click("#cancel-schedule")
+        expect(tab.locator("#broadcast-status")).to_have_text("draft")
+
+        # A time the clocks skip is refused in words (Paris goes from 02:00 to 03:00).
+        tab.select_option("#schedule-zone", "Europe/Paris")
+        tab.fill("#schedule-at", "2027-03-28T02:30")
+        tab.click("#schedule-send")
+        expect(tab.locator(".flash-error")).to_contain_text(
+            "2027-03-28 02:30 does not exist in Europe/Paris"
+        )
+
+
 def test_a_scheduled_broadcast_left_open_follows_its_time_to_sent(
     world: World, owner: Page
 ) -> None:
@@ -494,12 +527,19 @@ def test_every_control_is_labelled_and_reachable_by_keyboard(world: World, owner
                  'main input:not([type=hidden]), main select, main button:not([disabled])'))
                .map(el => el.id).filter(Boolean)"""
     )
-    assert {"audience-segment", "test-to", "test-contact", "send-test", "schedule-at"} <= set(
-        controls
-    )
+    expected = {"audience-segment", "test-to", "test-contact", "send-test", "schedule-at"}
+    assert expected | {"schedule-zone"} <= set(controls)
     reached = reached_by_tab(owner, 60)
     assert set(controls) <= reached, set(controls) - reached
     owner.set_viewport_size({"width": 375, "height": 800})
+    assert owner.evaluate("document.documentElement.scrollWidth") <= 375
+    inside = """() => {
+        const card = document.getElementById("schedule-zone").closest(".card");
+        const padding = parseFloat(getComputedStyle(card).paddingRight);
+        return document.getElementById("schedule-zone").getBoundingClientRect().right
+            <= card.getBoundingClientRect().right - padding + 0.5;
+    }"""
+    assert owner.evaluate(inside), "the time zone list sticks out of its card"
     screenshot(owner, "broadcast-page-phone")
     owner.set_viewport_size({"width": 1280, "height": 900})
     # Sending by keyboard alone: focus the address field, type, press Enter.

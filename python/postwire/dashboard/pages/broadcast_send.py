@@ -5,7 +5,8 @@ schedule, cancel, delete, duplicate.
     POST /broadcasts/<id>/test        to (up to 5 addresses), contact (an address or id: fill
                                       the placeholders as this contact)
     POST /broadcasts/<id>/send        after the checklist passes
-    POST /broadcasts/<id>/schedule    scheduled_at: a date and time in UTC (datetime-local)
+    POST /broadcasts/<id>/schedule    scheduled_at: a date and time (datetime-local) in the
+                                      IANA zone `time_zone` (UTC when absent)
     POST /broadcasts/<id>/cancel      a scheduled one goes back to draft; a sending one stops
     POST /broadcasts/<id>/delete      a draft or scheduled one
     POST /broadcasts/<id>/duplicate   a new draft of the same content (any status)
@@ -29,6 +30,7 @@ from postwire.broadcasts.drafts import BroadcastDrafts, Schedule, looks_like_id,
 from postwire.broadcasts.proof_sends import parse_proof_recipients, send_proofs
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.pages.refusals import Redirect, done, refused
+from postwire.dashboard.time_zones import in_zone, local_to_utc
 from postwire.errors import ApiError, validation_error
 from postwire.store.broadcasts import BroadcastRecord
 from postwire.store.contacts import find_contact
@@ -41,17 +43,20 @@ MAX_CONTACT_REFERENCE: Final = 320
 MAX_SCHEDULE_AHEAD: Final = timedelta(days=30)
 
 
-def parse_schedule_input(value: str, now: datetime) -> datetime:
-    """A `datetime-local` value (`2026-11-25T09:30`), read as UTC; in the next 30 days."""
+def parse_schedule_input(value: str, zone_name: str, now: datetime) -> datetime:
+    """A `datetime-local` value (`2026-11-25T09:30`) in the time zone `zone_name`, as UTC; in
+    the next 30 days."""
     try:
         moment = datetime.fromisoformat(value.strip())
     except ValueError:
         raise validation_error(
             "Give the date and time to send at, such as 2026-12-01 09:30."
         ) from None
-    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    if moment.tzinfo is None:
+        moment = local_to_utc(moment, zone_name.strip() or "UTC")
+    moment = moment.astimezone(UTC)
     if moment <= now:
-        raise validation_error("The time to send at must be in the future (times are UTC).")
+        raise validation_error("The time to send at must be in the future.")
     if moment > now + MAX_SCHEDULE_AHEAD:
         raise validation_error("A broadcast can be scheduled at most 30 days ahead.")
     return moment
@@ -133,13 +138,17 @@ def add_routes(
     @bp.post("/broadcasts/<broadcast_id>/schedule")
     async def schedule(broadcast_id: str) -> Redirect:
         record = team_broadcast(broadcast_id)
-        value = (await request.form).get("scheduled_at", "")
+        form = await request.form
+        value, zone = form.get("scheduled_at", ""), form.get("time_zone", "UTC")
         try:
-            sent = await send_checked(record, lambda now: parse_schedule_input(value, now))
+            sent = await send_checked(record, lambda now: parse_schedule_input(value, zone, now))
         except ApiError as error:
             return await refused(error, page_of(record))
-        moment = (sent.scheduled_at or "")[:16]
-        return await done(f"The broadcast is scheduled for {moment} UTC.", page_of(record))
+        moment = datetime.strptime((sent.scheduled_at or "")[:16], "%Y-%m-%d %H:%M")
+        words = f"{moment:%Y-%m-%d %H:%M} UTC"
+        if zone not in ("", "UTC"):
+            words += f" ({in_zone(moment.replace(tzinfo=UTC), zone):%Y-%m-%d %H:%M} {zone})"
+        return await done(f"The broadcast is scheduled for {words}.", page_of(record))
 
     @bp.post("/broadcasts/<broadcast_id>/cancel")
     async def cancel(broadcast_id: str) -> Redirect:

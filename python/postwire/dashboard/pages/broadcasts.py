@@ -26,6 +26,7 @@ from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.pages import broadcast_images, broadcast_send
 from postwire.dashboard.pages.broadcast_editor import preview_policy
 from postwire.dashboard.pages.refusals import Redirect, refused
+from postwire.dashboard.time_zones import time_zones
 from postwire.errors import ApiError
 from postwire.store.broadcast_documents import get_document
 from postwire.store.broadcasts import (
@@ -207,6 +208,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
             progress_words=PROGRESS,
             when=when,
             suggested_contacts=suggested_contacts(ctx, record) if editable else [],
+            time_zones=time_zones() if editable else (),
         )
 
     @bp.get("/broadcasts/<broadcast_id>/progress")

@@ -62,7 +62,31 @@
     }
   }
 
+  // The schedule form starts at the browser's own time zone when the list has it, and a
+  // scheduled time (UTC on the page) is also given on the browser's clock.
+  function useBrowserZone() {
+    const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    const choice = document.getElementById("schedule-zone");
+    if (choice && zone && Array.from(choice.options).some((option) => option.value === zone)) {
+      choice.value = zone;
+    }
+    if (!zone || zone === "UTC") {
+      return;
+    }
+    const format = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+    for (const node of document.querySelectorAll("time[data-local-time]")) {
+      const moment = new Date(node.getAttribute("datetime"));
+      if (!Number.isNaN(moment.getTime())) {
+        const local = document.createElement("span");
+        local.className = "muted local-time";
+        local.textContent = ` (${format.format(moment)} ${zone})`;
+        node.after(local);
+      }
+    }
+  }
+
   document.addEventListener("DOMContentLoaded", () => {
+    useBrowserZone();
     const section = document.getElementById("progress");
     if (section && section.hasAttribute("data-live")) {
       window.setTimeout(() => poll(section), INTERVAL_MS);
