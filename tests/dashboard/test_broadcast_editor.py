@@ -288,9 +288,18 @@ def test_the_brand_kit_is_saved_and_styles_a_new_document(world: EditorWorld, pa
     expect(page.locator("#logo-upload-status")).to_contain_text("Uploaded logo.png")
     expect(page.locator("#brand-logo-url")).to_have_value(re.compile(r"/images/[0-9a-f-]+\.png$"))
     expect(page.locator("#brand-logo-width")).to_have_value("120")
+    # The upload shows at once, from the dashboard's own origin, and asks for its alt text.
+    thumbnail = page.locator("#brand-logo-image")
+    expect(thumbnail).to_be_visible()
+    expect(thumbnail).to_have_attribute("src", re.compile(r"^/broadcasts/images/[0-9a-f-]+$"))
+    expect(page.locator("#brand-logo-note")).to_have_text("The logo as uploaded: add its alt text.")
+    page.wait_for_function("document.getElementById('brand-logo-image').naturalWidth === 120")
     page.fill("#brand-logo-alt", "Quay Shop")
+    expect(thumbnail).to_have_attribute("alt", "Quay Shop")
     page.click("#brand-form button[type=submit]")
     expect(page.locator(".flash-success")).to_contain_text("Brand kit saved")
+    expect(page.locator("#brand-logo-image")).to_have_attribute("alt", "Quay Shop")  # reloaded
+    page.wait_for_function("document.getElementById('brand-logo-image').naturalWidth === 120")
     expect(page.locator("#brand-button_background")).to_have_value("#aa3300")
     expect(page.frame_locator(".brand-frame").locator("body")).to_contain_text(
         "1 Quay Street, Bristol"
@@ -298,6 +307,15 @@ def test_the_brand_kit_is_saved_and_styles_a_new_document(world: EditorWorld, pa
     logo = page.frame_locator(".brand-frame").locator("img[alt='Quay Shop']")
     expect(logo).to_have_attribute("src", page.locator("#brand-logo-url").input_value())
     screenshot(page, "editor-05-brand-kit")
+    # An address elsewhere is not loaded by the page (its image policy is its own origin).
+    uploaded = page.locator("#brand-logo-url").input_value()
+    page.fill("#brand-logo-url", "https://cdn.example.net/logo.png")
+    expect(thumbnail).to_be_hidden()
+    expect(page.locator("#brand-logo-note")).to_have_text(
+        "An image at another address shows in the sample only."
+    )
+    page.fill("#brand-logo-url", uploaded)
+    expect(thumbnail).to_be_visible()
 
     broadcast_id = world.new_broadcast("Branded")
     open_editor(page, world, broadcast_id)

@@ -10,7 +10,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from postwire.broadcasts.images import MAX_SIDE, image_facts, image_url, save_image
+from postwire.broadcasts.images import (
+    MAX_SIDE,
+    image_facts,
+    image_url,
+    save_image,
+    uploaded_image_id,
+)
 from postwire.errors import ApiError
 from postwire.store.images import get_team_image, image_content, team_images
 from postwire.store.spool import Spool
@@ -123,6 +129,19 @@ async def test_an_image_is_kept_served_by_id_and_listed_for_its_team_only(spool:
     assert image_url("https://mail.example.com/", record) == (
         f"https://mail.example.com/images/{record.id}.png"
     )
+    # And back: the pages show an upload through their own origin, by its id.
+    url = image_url("https://mail.example.com", record)
+    assert uploaded_image_id("https://mail.example.com/", url) == record.id
+    shouted = url.replace(record.id, record.id.upper()).replace(".png", ".PNG")
+    assert uploaded_image_id("https://mail.example.com", shouted) == record.id
+    for elsewhere in (
+        f"https://cdn.example.net/images/{record.id}.png",
+        f"https://mail.example.com/images/{record.id}.svg",
+        f"https://mail.example.com/images/{record.id}.png?x=1",
+        f"https://mail.example.com/images/../{record.id}.png",
+        "",
+    ):
+        assert uploaded_image_id("https://mail.example.com", elsewhere) is None, elsewhere
     assert [image.id for image in team_images(spool, "team-a", limit=10)] == [record.id]
     assert team_images(spool, "team-b", limit=10) == []
     assert get_team_image(spool, "team-b", record.id) is None

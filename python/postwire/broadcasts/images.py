@@ -11,6 +11,7 @@ the bytes uploaded.
 from __future__ import annotations
 
 import hashlib
+import re
 import struct
 from dataclasses import dataclass
 from datetime import datetime
@@ -102,6 +103,22 @@ async def save_image(
 
 def image_url(public_url: str, record: ImageRecord) -> str:
     return f"{public_url.rstrip('/')}/images/{record.id}.{record.extension}"
+
+
+_UPLOADED_NAME: Final = re.compile(
+    r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.(?:png|jpg|gif|webp)",
+    re.IGNORECASE,
+)
+
+
+def uploaded_image_id(public_url: str, url: str) -> str | None:
+    """The id of the upload that `url` serves (`image_url`'s form), or None for any other
+    address. Whose upload it is, is for the caller to check."""
+    prefix = f"{public_url.rstrip('/')}/images/"
+    if not url.startswith(prefix):
+        return None
+    named = _UPLOADED_NAME.fullmatch(url[len(prefix) :])
+    return None if named is None else named.group(1).lower()
 
 
 @dataclass(frozen=True, slots=True)

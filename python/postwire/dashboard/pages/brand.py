@@ -19,6 +19,7 @@ from quart import Blueprint, Response, g, render_template, request
 from postwire.broadcasts import documents
 from postwire.broadcasts.blocks.brand import ALIGNMENTS, BUTTON_SHAPES, FONT_STACKS, BrandKit
 from postwire.broadcasts.blocks.document import empty_document
+from postwire.broadcasts.images import uploaded_image_id
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.pages.broadcast_editor import (
     FONT_NAMES,
@@ -86,9 +87,15 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @blueprint.get("/brand")
     async def brand_page() -> str:
+        kit = documents.team_brand(ctx.spool, team_id())
+        uploaded = uploaded_image_id(ctx.config.api.public_url, kit.logo_url)
         return await render_template(
             "brand.html",
-            kit=documents.team_brand(ctx.spool, team_id()),
+            kit=kit,
+            # The page's policy loads images from its own origin: an uploaded logo is shown
+            # through `GET /broadcasts/images/<id>`; another address only in the sample.
+            logo_thumbnail=None if uploaded is None else f"/broadcasts/images/{uploaded}",
+            uploaded_images=f"{ctx.config.api.public_url.rstrip('/')}/images/",
             colours=COLOURS,
             fonts=[(key, FONT_NAMES.get(key, key)) for key in FONT_STACKS],
             shapes=BUTTON_SHAPES,

@@ -150,18 +150,6 @@ window.PostwireEditor = window.PostwireEditor || {};
     return body;
   }
 
-  // The dashboard's policy loads images from its own origin only: a picture uploaded to
-  // Postwire (at `context.uploadedImages` + "<id>.<ext>") is shown through the team's
-  // GET /broadcasts/images/<id>; any other address is left to the preview's frame.
-  const UPLOADED_NAME = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.(png|jpg|gif|webp)$/i;
-
-  function thumbnailUrl(src, context) {
-    const prefix = context.uploadedImages;
-    if (!prefix || !src || !src.startsWith(prefix)) return null;
-    const match = UPLOADED_NAME.exec(src.slice(prefix.length));
-    return match ? `/broadcasts/images/${match[1].toLowerCase()}` : null;
-  }
-
   function pictureNote(text, className = "") {
     return element("p", { className: `hint picture-note ${className}`.trim(), text });
   }
@@ -173,7 +161,7 @@ window.PostwireEditor = window.PostwireEditor || {};
       holder.replaceChildren(pictureNote("No image yet: upload one, or give its address."));
       return;
     }
-    const url = thumbnailUrl(block.src, context);
+    const url = window.PostwireUploads.thumbnailUrl(block.src, context.uploadedImages);
     if (!url) {
       holder.replaceChildren(pictureNote("External image: it shows in the preview below, not here (the editor shows the images uploaded to Postwire)."));
       return;
