@@ -85,7 +85,7 @@ def test_a_csv_is_uploaded_mapped_imported_and_its_refused_rows_downloaded(
     expect(refused).to_have_count(1)
     expect(refused.first).to_contain_text("3")
     expect(refused.first).to_contain_text("not-an-address")
-    expect(refused.first).to_contain_text("is not a valid address")
+    expect(refused.first).to_contain_text("is not an email address: it should look like name@")
     screenshot(page, "audience-import-done")
     check_accessible(page, "the import's page")
 
@@ -95,7 +95,7 @@ def test_a_csv_is_uploaded_mapped_imported_and_its_refused_rows_downloaded(
     rows = list(csv.reader(io.StringIO(text)))
     assert rows[0] == ["row", "email", "reason"]
     assert rows[1][0] == "3" and rows[1][1] == "not-an-address"
-    assert "is not a valid address" in rows[1][2]
+    assert "is not an email address" in rows[1][2]
     assert len(rows) == 2
 
     page.goto(server.url(f"/contacts?segment={readers}"))
@@ -121,7 +121,9 @@ def test_a_file_without_an_email_column_is_refused_at_the_mapping_step(
     submit(page, "form[action='/contacts/import']")
     expect(page.locator("#column-0")).to_have_value("ignore")
     submit(page, "#mapping-form")
-    expect(page.locator(".flash-error")).to_contain_text("The CSV has no email column")
+    expect(page.locator(".flash-error")).to_contain_text(
+        "Choose the column that holds the email addresses"
+    )
     page.select_option("#column-0", "email")
     submit(page, "#mapping-form")
     expect(page.locator("#import-status")).to_have_text("Completed", timeout=30_000)

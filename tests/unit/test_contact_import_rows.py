@@ -141,7 +141,7 @@ ROW_CASES: list[tuple[list[str], ContactRow | str]] = [
      ContactRow("a@example.org", None, None, None, {"age": -150.0})),
     (["a@example.org"], ContactRow("a@example.org", None, None, None, {})),  # short row
     (["", "Ann"], "the row has no email address"),
-    (["not-an-address"], "`not-an-address` is not a valid address"),
+    (["not-an-address"], "`not-an-address` is not an email address: it should look like name@"),
     (["a@localhost"], "`a@localhost` is not a valid address"),
     (["a@example.org", "", "maybe"], "`unsubscribed` must be true or false"),
     (["a@example.org", "", "", "", "forty"], "`age` is a number, not `forty`"),

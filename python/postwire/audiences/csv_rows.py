@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final, NamedTuple
 
 from postwire.audiences.contact_rules import MAX_NAME_LENGTH, MAX_PROPERTY_STRING
-from postwire.compose.addresses import recipient_problem
+from postwire.compose.addresses import NOT_AN_ADDRESS, recipient_problem
 from postwire.errors import validation_error
 from postwire.store.contacts import ContactRecord
 
@@ -263,6 +263,8 @@ def contact_row(
     if email is None:
         return "the row has no email address"
     problem = recipient_problem(email)
+    if problem == NOT_AN_ADDRESS:  # the people reading these lists are not reading RFC 5321
+        return f"`{email}` is not an email address: it should look like name@example.com"
     if problem is not None:
         return f"`{email}` is not a valid address: {problem}"
     for name in ("first_name", "last_name"):

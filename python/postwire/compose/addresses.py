@@ -95,7 +95,8 @@ INTERNAL_DOMAIN_SUFFIXES = (
 )
 
 
-_NOT_AN_ADDRESS = "Not an email address: local-part@domain, with a dot-atom local part"
+# What `recipient_problem` says of text that is no address at all.
+NOT_AN_ADDRESS = "Not an email address: local-part@domain, with a dot-atom local part"
 
 
 def recipient_problem(address: str) -> str | None:
@@ -107,7 +108,7 @@ def recipient_problem(address: str) -> str | None:
         return "The null path <> is not a recipient"
     local, at, domain = address.rpartition("@")
     if not at or not local:
-        return _NOT_AN_ADDRESS
+        return NOT_AN_ADDRESS
     if domain.startswith("["):
         return "Address literals are not accepted as recipients: use the domain's name"
     name = domain.lower().rstrip(".")
@@ -117,7 +118,7 @@ def recipient_problem(address: str) -> str | None:
         if name == suffix or name.endswith("." + suffix):
             return f"Internal names (.{suffix}) are not mail domains of the public internet"
     if not is_address(address):
-        return _NOT_AN_ADDRESS
+        return NOT_AN_ADDRESS
     return None
 
 

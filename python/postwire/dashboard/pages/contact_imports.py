@@ -238,6 +238,9 @@ def routes(ctx: DashboardContext) -> Blueprint:
                 message = f"Two columns are mapped to {target.removeprefix(PROPERTY_PREFIX)}."
                 return await refused(validation_error(message), back)
             targets[target] = (column, None)
+        if "email" not in targets:  # the API's own refusal speaks of `column_map`
+            message = "Choose the column that holds the email addresses (set it to Email)."
+            return await refused(validation_error(message), back)
         topics = [
             {"id": topic_id, "subscription": form[TOPIC_FIELD + topic_id]}
             for topic_id in team_topics(spool, draft.team_id)
