@@ -121,6 +121,13 @@ def test_crossing_the_complaint_threshold_warns_once(
     assert (data["state"], data["previous_state"]) == ("critical", "ok")
     assert {"window": "24h", "metric": "complaint_rate", "rate": 1.0, "threshold": 0.3,
             "volume": VOLUME, "state": "critical"} in data["crossed"]  # fmt: skip
+    # The domain's API answer carries the same verdict (a field the SDK passes through).
+    health = dict(resend.Domains.get(domain["id"]))["health"]
+    assert health["state"] == "critical" and health["since"] <= health["evaluated_at"]
+    complaints = {"window": "24h", "metric": "complaint_rate", "rate": 1.0, "volume": VOLUME,
+                  "state": "critical", "warning_at": 0.1, "critical_at": 0.3}  # fmt: skip
+    assert complaints in health["checks"]
+    assert len(health["checks"]) == 4
 
     # Still past the threshold: a second complaint is judged (the rate doubles) but not warned.
     complain(ids[1], "c1@example.org")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any, cast
 
 from quart import Blueprint, request
@@ -10,6 +11,7 @@ from postwire.api.auth import current_caller
 from postwire.api.context import ApiContext
 from postwire.api.models import (
     DeletedReference,
+    DomainHealth,
     DomainObject,
     DomainSummary,
     ListBody,
@@ -20,7 +22,10 @@ from postwire.api.pagination import list_response, parse_page_request
 from postwire.api.request_body import json_body, json_object, require_a_change
 from postwire.domains import store
 from postwire.errors import ApiError
+from postwire.metrics.health import RANK, threshold_of
 from postwire.sandbox import SANDBOX_DOMAIN as SANDBOX
+from postwire.store.accounts import contract_timestamp
+from postwire.store.domain_health import DomainHealthRecord, get_domain_health
 
 
 def routes(ctx: ApiContext) -> Blueprint:
@@ -28,6 +33,26 @@ def routes(ctx: ApiContext) -> Blueprint:
 
     def domain_json(domain: store.DomainRecord) -> DomainObject:
         return cast(DomainObject, store.to_json(domain, ctx.config))
+
+    def health_json(record: DomainHealthRecord) -> DomainHealth:
+        checks = []
+        for check in record.checks:
+            threshold = threshold_of(str(check["metric"]))
+            state = check.get("state")
+            checks.append({
+                "window": check["window"], "metric": check["metric"],
+                "rate": float(check["rate"]), "volume": int(check["volume"]),
+                "state": state if state in RANK else None,
+                "warning_at": threshold.warning, "critical_at": threshold.critical,
+            })  # fmt: skip
+        return cast(DomainHealth, {
+            "state": record.state,
+            "since": contract_timestamp(datetime.fromtimestamp(record.since_ms / 1000, UTC)),
+            "evaluated_at": contract_timestamp(
+                datetime.fromtimestamp(record.evaluated_at_ms / 1000, UTC)
+            ),
+            "checks": checks,
+        })  # fmt: skip
 
     def domain_summary(domain: store.DomainRecord) -> DomainSummary:
         return cast(DomainSummary, store.to_json(domain, ctx.config, include_records=False))
@@ -65,7 +90,11 @@ def routes(ctx: ApiContext) -> Blueprint:
     @blueprint.get("/domains/<id:domain_id>")
     async def get_domain(domain_id: str) -> DomainObject:
         domain = store.get_domain(ctx.spool, current_caller().team_id, domain_id)
-        return domain_json(domain)
+        body = domain_json(domain)
+        health = get_domain_health(ctx.spool, domain.team_id, domain.id)
+        if health is not None:
+            body["health"] = health_json(health)
+        return body
 
     @blueprint.patch("/domains/<id:domain_id>")
     async def update_domain(domain_id: str) -> Reference:

@@ -236,6 +236,26 @@ class DomainWarning(TypedDict):
     message: str
 
 
+class DomainHealthCheck(TypedDict):
+    window: Literal["24h", "7d"]
+    metric: Literal["complaint_rate", "hard_bounce_rate"]
+    rate: float  # percent, two decimals
+    volume: int  # the messages it is a share of
+    state: Literal["ok", "warning", "critical"] | None  # None: too few messages to judge
+    warning_at: float  # percent
+    critical_at: float
+
+
+class DomainHealth(TypedDict):
+    """The domain's last health verdict (a Postwire extension of the Domain object; SDKs ignore
+    it): judged every 30 s from its complaint and hard bounce rates (docs/domain-health.md)."""
+
+    state: Literal["ok", "warning", "critical"]
+    since: str
+    evaluated_at: str
+    checks: list[DomainHealthCheck]
+
+
 class DomainObject(TypedDict):
     object: Literal["domain"]
     id: str
@@ -249,6 +269,8 @@ class DomainObject(TypedDict):
     capabilities: DomainCapabilities
     records: list[DomainMxRecord | DomainTxtRecord]
     warnings: NotRequired[list[DomainWarning]]
+    # Absent until the domain is first judged, and with `metrics.count_events = false`.
+    health: NotRequired[DomainHealth]
 
 
 # --- suppressions ------------------------------------------------------------------------------
