@@ -151,7 +151,20 @@ async def test_drafts_schedule_cancel_and_delete_with_the_document(
         drafts.find(TEAM, "x" * 5000)
     assert missing.value.status == 404
     later = NOW + timedelta(days=1)
-    scheduled = await drafts.send(TEAM, record.id, NOW, schedule=lambda now: later)
+    # A check (the dashboard's checklist) that refuses leaves the draft as it was.
+    seen = []
+
+    def refuse(checked: BroadcastRecord) -> None:
+        seen.append(checked)
+        raise ApiError(422, "validation_error", "Not sent: no.")
+
+    with pytest.raises(ApiError, match="Not sent"):
+        await drafts.send(TEAM, record.id, NOW, schedule=lambda now: later, check=refuse)
+    assert [checked.id for checked in seen] == [record.id]
+    assert drafts.find(TEAM, record.id).status == "draft" and due_entries(spool, limit=10) == []
+    scheduled = await drafts.send(
+        TEAM, record.id, NOW, schedule=lambda now: later, check=seen.append
+    )
     assert scheduled.status == "scheduled"
     assert [entry.broadcast_id for _, entry in due_entries(spool, limit=10)] == [record.id]
     canceled = await drafts.cancel(TEAM, record.id, NOW)

@@ -180,9 +180,14 @@ class BroadcastDrafts:
         *,
         schedule: Schedule = send_now,
         key: ApiKeyRecord | None = None,
+        check: Callable[[BroadcastRecord], None] | None = None,
     ) -> BroadcastRecord:
-        """Queue the broadcast now, or schedule it for `schedule(now)`."""
+        """Queue the broadcast now, or schedule it for `schedule(now)`. `check` (the dashboard's
+        checklist) sees the broadcast under its record lock, which document saves take too, so
+        what it passes is what is sent; it raises to refuse."""
         async with self.changing(team_id, broadcast_id, "send") as change:
+            if check is not None:
+                check(change.record)
             sent = self.ready_to_send(change.record, schedule, now, key)
             set_due(change.batch, change.record, sent.due_at_ms)
             put_broadcast(change.batch, sent)

@@ -78,9 +78,9 @@ def add_routes(
             raise validation_error(f"Not sent: {reasons}")
 
     async def send_checked(record: BroadcastRecord, schedule: Schedule) -> BroadcastRecord:
-        refuse_unready(record)
-        sent = await drafts.send(record.team_id, record.id, ctx.now(), schedule=schedule)
-        return sent
+        return await drafts.send(
+            record.team_id, record.id, ctx.now(), schedule=schedule, check=refuse_unready
+        )
 
     @bp.post("/broadcasts/<broadcast_id>/audience")
     async def choose_audience(broadcast_id: str) -> Redirect:
