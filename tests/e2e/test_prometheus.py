@@ -14,6 +14,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -175,6 +176,7 @@ def test_every_documented_series_with_the_numbers_of_what_happened(
     receiver: ScriptedSmtpReceiver,
     hooks: WebhookReceiver,
 ) -> None:
+    started = time.time()
     with relaying(tmp_path, dns_server, receiver, allow_private_webhooks=True) as live:
         resend.Webhooks.create({"endpoint": hooks.url, "events": ["email.delivered"]})
         # REST: three single sends (one refused for good, one deferred) and a batch of two.
@@ -229,6 +231,10 @@ def test_every_documented_series_with_the_numbers_of_what_happened(
         # The deferred message waits for its retry; the others are finished.
         assert total(samples, "postwire_retry_backlog_messages") == 1
         assert by_destination(samples) == {"example.org": 1}
+        age = "postwire_retry_backlog_destination_oldest_age_seconds"
+        waited = {dict(ls)["destination"]: v for (n, ls), v in samples.items() if n == age}
+        assert set(waited) == {"example.org"}
+        assert 0 < waited["example.org"] < time.time() - started + 1
         assert total(samples, "postwire_queue_messages") == 1
         assert total(samples, "postwire_signing_seconds_count") == 7
         assert total(samples, "postwire_signing_seconds_bucket", le="+Inf") == 7

@@ -18,6 +18,7 @@ from postwire.inbound.reports import parse_report
 from postwire.inbound.verp import verp_address
 from postwire.store.accounts import contract_timestamp
 from postwire.store.deliveries import email_attempts, email_events, is_suppressed
+from postwire.store.retry_waiting import oldest_waiting_ms
 from tests.integration.delivery_harness import TEAM, engine_for, received, route
 
 DATA = Path(__file__).parent.parent / "data"
@@ -87,6 +88,8 @@ async def test_temporary_failure_is_retried_on_schedule(tmp_path: Path, smtp_rec
         await harness.until(lambda: harness.last_event(email_id) == "delivery_delayed")
         state = harness.spool.message_state(email_id)
         assert state is not None and state.attempts == 1
+        # It waits in example.org's retry queue, under the time it was accepted.
+        assert oldest_waiting_ms(harness.spool, "example.org") == state.enqueued_at_ms
         first_try = harness.clock[0]
         # The retry is due about five minutes later; nothing happens before that.
         assert state.due_at_ms >= int((first_try + timedelta(minutes=5)).timestamp() * 1000)
@@ -98,6 +101,7 @@ async def test_temporary_failure_is_retried_on_schedule(tmp_path: Path, smtp_rec
             "email.delivery_delayed",
             "email.delivered",
         ]
+        assert oldest_waiting_ms(harness.spool, "example.org") is None  # left with the ack
     assert len(await trio.to_thread.run_sync(receiver.received)) == 1
 
 

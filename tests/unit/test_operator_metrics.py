@@ -35,8 +35,12 @@ from postwire.metrics.operator_registry import (
     destinations,
     outcome_class,
     retry_destination_changes,
+    retry_destination_key,
 )
+from postwire.store.retry_waiting import mark_waiting, oldest_waiting_ms
 from postwire.store.spool import Spool
+
+NOW_MS = 1_795_000_000_000
 
 DOCS = Path(__file__).parents[2] / "docs"
 HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
@@ -93,7 +97,9 @@ def test_the_exposition_parses_and_labels_each_process() -> None:
     first.signing.observe(0.0007, 4)
     worker.signing.observe(2.0)  # beyond the last bucket: +Inf only
     worker.destination_taken('we"ird\\domain', "m1", 1_000)
-    facts = SpoolFacts(7, 2, {"gmail.com": 2}, 3, 4096, 1 << 30, 8192)
+    facts = SpoolFacts(
+        7, 2, {"gmail.com": 2, "other": 5}, {"gmail.com": 90.5}, 3, 4096, 1 << 30, 8192
+    )
     page = render([record(1, worker, 5_000), record(0, first, 5_000)], facts, 2)
 
     families = {f.name: f for f in text_string_to_metric_families(page)}
@@ -120,8 +126,10 @@ def test_the_exposition_parses_and_labels_each_process() -> None:
     assert in_hand.labels == {"process": "1", "destination": 'we"ird\\domain'}
     (age,) = families["postwire_queue_oldest_age_seconds"].samples
     assert age.value == 4.0
-    (waiting,) = families["postwire_retry_backlog_destination_messages"].samples
-    assert waiting.labels == {"destination": "gmail.com"} and waiting.value == 2
+    waiting = families["postwire_retry_backlog_destination_messages"].samples
+    assert {s.labels["destination"]: s.value for s in waiting} == {"gmail.com": 2, "other": 5}
+    (waited,) = families["postwire_retry_backlog_destination_oldest_age_seconds"].samples
+    assert waited.labels == {"destination": "gmail.com"} and waited.value == 90.5
     gauges = {
         name: families[name].samples[0].value
         for name in (
@@ -185,23 +193,40 @@ async def test_the_retry_backlog_is_read_from_the_counters_table(spool: Spool) -
     batch = WriteBatch()
     batch.add_counter("counters", RETRY_BACKLOG_KEY, 3)
     await spool.commit(batch)
-    facts = spool_facts(spool, Path("/nonexistent/data.mdb"))
+    facts = spool_facts(spool, Path("/nonexistent/data.mdb"), NOW_MS)
     assert facts.retry_backlog == 3 and facts.file_bytes == 0
     used, map_size = spool.core.usage()
     assert facts.used_bytes == used and facts.map_size_bytes == map_size
     batch = WriteBatch()
     batch.add_counter("counters", RETRY_BACKLOG_KEY, -5)  # a spool older than the count
     await spool.commit(batch)
-    assert spool_facts(spool, Path("/nonexistent/data.mdb")).retry_backlog == 0
+    assert spool_facts(spool, Path("/nonexistent/data.mdb"), NOW_MS).retry_backlog == 0
 
 
 def test_a_retried_message_counts_for_each_domain_it_waits_on_until_it_leaves_it() -> None:
-    key = RETRY_DESTINATION_PREFIX
     entering = retry_destination_changes([], ["a@Gmail.com", "b@gmail.com", "c@example.org"])
-    assert entering == [(key + b"example.org", 1), (key + b"gmail.com", 1)]
+    assert entering == [("example.org", 1), ("gmail.com", 1)]
+    assert retry_destination_key("gmail.com") == RETRY_DESTINATION_PREFIX + b"gmail.com"
     # example.org delivered at the next attempt, gmail.com still deferred.
     assert retry_destination_changes(
         ["a@gmail.com", "b@gmail.com", "c@example.org"], ["a@gmail.com"]
-    ) == [(key + b"example.org", -1)]
-    assert retry_destination_changes(["a@gmail.com"], []) == [(key + b"gmail.com", -1)]
+    ) == [("example.org", -1)]
+    assert retry_destination_changes(["a@gmail.com"], []) == [("gmail.com", -1)]
     assert retry_destination_changes([], []) == []
+
+
+async def test_a_domains_retry_queue_is_aged_by_its_longest_waiting_message(
+    spool: Spool,
+) -> None:
+    batch = WriteBatch()
+    batch.add_counter("counters", retry_destination_key("gmail.com"), 2)
+    mark_waiting(batch, "gmail.com", NOW_MS - 60_000, "m-late", waiting=True)
+    mark_waiting(batch, "gmail.com", NOW_MS - 600_000, "m-early", waiting=True)
+    mark_waiting(batch, "gmail.co", NOW_MS - 900_000, "m-other-domain", waiting=True)
+    await spool.commit(batch)
+    facts = spool_facts(spool, Path("/nonexistent/data.mdb"), NOW_MS)
+    assert facts.retry_ages == {"gmail.com": 600.0}
+    batch = WriteBatch()
+    mark_waiting(batch, "gmail.com", NOW_MS - 600_000, "m-early", waiting=False)
+    await spool.commit(batch)
+    assert oldest_waiting_ms(spool, "gmail.com") == NOW_MS - 60_000

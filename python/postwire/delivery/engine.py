@@ -47,6 +47,7 @@ from postwire.metrics.operator_registry import (
     OPERATOR_METRICS,
     RETRY_BACKLOG_KEY,
     retry_destination_changes,
+    retry_destination_key,
 )
 from postwire.smtp.client_connection import SmtpConnection, TlsPolicy, open_smtp_connection
 from postwire.store.broadcasts import add_count
@@ -60,6 +61,7 @@ from postwire.store.deliveries import (
 )
 from postwire.store.emails import EMAILS, email_key, record_last_event
 from postwire.store.metric_counters import add_count as add_metric_count
+from postwire.store.retry_waiting import mark_waiting
 from postwire.store.sandbox_inbox import hold_message
 from postwire.store.spool import Spool
 
@@ -208,7 +210,7 @@ class DeliveryEngine:
                 "delivering %s again: an earlier attempt was interrupted (a lease expired or "
                 "the service restarted) before its outcome was recorded", message_id,
             )  # fmt: skip
-        attempt = _Attempt(leased.deliveries, started_ms, delivery, body)
+        attempt = _Attempt(leased.deliveries, started_ms, leased.enqueued_at_ms, delivery, body)
         suppressed = [r for r in delivery.pending if is_suppressed(self.spool, delivery.team_id, r)]
         to_send = [r for r in delivery.pending if r not in suppressed]
         by_domain: dict[str, list[str]] = defaultdict(list)
@@ -360,8 +362,9 @@ class DeliveryEngine:
             batch.add_counter("counters", RETRY_BACKLOG_KEY, -1 if final else 1)
         waiting_before = delivery.pending if delivery.attempts else []
         waiting_after = [] if final else updated.pending
-        for key, delta in retry_destination_changes(waiting_before, waiting_after):
-            batch.add_counter("counters", key, delta)
+        for domain, delta in retry_destination_changes(waiting_before, waiting_after):
+            batch.add_counter("counters", retry_destination_key(domain), delta)
+            mark_waiting(batch, domain, attempt.enqueued_ms, message_id, waiting=delta > 0)
         self._end_lease(batch, message_id, retry_at=None if final else retry_at)
         try:
             return await self._commit_outcome(message_id, team, batch, last_event)
@@ -412,6 +415,7 @@ class _Attempt:
 
     number: int  # the hand-out's number: the spool's count of hand-outs, this one included
     started_ms: int
+    enqueued_ms: int  # when the message entered the spool (its retry rows are kept under it)
     delivery: DeliveryRecord  # as it will be once what is recorded so far commits
     body: bytes  # the message as spooled
     outcomes: dict[str, Outcome] = field(default_factory=dict)

@@ -25,6 +25,7 @@ from postwire.metrics.operator_registry import (
     SIGNING_BUCKETS,
     WEBHOOK_BUCKETS,
 )
+from postwire.store.retry_waiting import oldest_waiting_ms
 from postwire.store.spool import Spool
 
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
@@ -57,6 +58,9 @@ SERIES: Final = (
     Series("postwire_retry_backlog_destination_messages", "gauge", ("destination",),
            "Messages waiting to be tried again with a recipient at this domain (the deepest "
            "20 domains, the rest as other)"),
+    Series("postwire_retry_backlog_destination_oldest_age_seconds", "gauge", ("destination",),
+           "Age since acceptance of the oldest message waiting to be tried again for this "
+           "domain (the deepest 20 domains)"),
     Series("postwire_webhook_backlog_messages", "gauge", (),
            "Webhook events not yet fanned out plus webhook messages waiting for a POST"),
     Series("postwire_webhook_attempts_total", "counter", ("process", "result"),
@@ -83,25 +87,33 @@ class SpoolFacts:
     messages: int
     retry_backlog: int
     retry_destinations: dict[str, int]  # the deepest domains, the rest as "other"
+    retry_ages: dict[str, float]  # seconds the oldest of each deepest domain has waited
     webhook_backlog: int
     used_bytes: int
     map_size_bytes: int
     file_bytes: int
 
 
-def spool_facts(spool: Spool, data_file: Path) -> SpoolFacts:
+def spool_facts(spool: Spool, data_file: Path, now_ms: int) -> SpoolFacts:
     used, map_size = spool.core.usage()
     try:
         # The file is sparse, created at the map's size: what it takes is its blocks.
         file_bytes = os.stat(data_file).st_blocks * 512
     except OSError:
         file_bytes = 0
+    destinations = retry_destinations(spool)
+    ages = {}
+    for domain in destinations:
+        enqueued_ms = None if domain == OTHER_DESTINATIONS else oldest_waiting_ms(spool, domain)
+        if enqueued_ms is not None:  # none for retries older than the rows (see retry_waiting)
+            ages[domain] = max(0.0, (now_ms - enqueued_ms) / 1000)
     return SpoolFacts(
         messages=spool.core.message_count(),
         # Kept as messages enter and leave retry; never shown below zero (a spool older than
         # the count may hold retries it never saw enter).
         retry_backlog=max(0, spool.counter("counters", RETRY_BACKLOG_KEY)),
-        retry_destinations=retry_destinations(spool),
+        retry_destinations=destinations,
+        retry_ages=ages,
         webhook_backlog=spool.core.count("outbox") + spool.core.count("webhook_due"),
         used_bytes=used,
         map_size_bytes=map_size,
@@ -153,12 +165,13 @@ def render(
     }
     for name, value in gauges.items():
         values[name].append(_sample(name, {}, value))
-    for destination, count in facts.retry_destinations.items():
-        values["postwire_retry_backlog_destination_messages"].append(
-            _sample(
-                "postwire_retry_backlog_destination_messages", {"destination": destination}, count
-            )
-        )
+    by_destination_series: tuple[tuple[str, dict[str, Any]], ...] = (
+        ("postwire_retry_backlog_destination_messages", facts.retry_destinations),
+        ("postwire_retry_backlog_destination_oldest_age_seconds", facts.retry_ages),
+    )
+    for name, by_destination in by_destination_series:
+        for destination, amount in by_destination.items():
+            values[name].append(_sample(name, {"destination": destination}, amount))
     lines: list[str] = []
     for series in SERIES:
         lines.append(f"# HELP {series.name} {series.help}.")

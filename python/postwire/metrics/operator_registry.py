@@ -123,16 +123,18 @@ class OperatorMetrics:
 
 def retry_destination_changes(
     waiting_before: Iterable[str], waiting_after: Iterable[str]
-) -> list[tuple[bytes, int]]:
-    """The per-destination retry counts to change when a message that waited to retry for
-    the recipients `waiting_before` (none: it was not in retry) now waits for `waiting_after`
-    (none: it is finished or was never retried): -1 for a domain it leaves, +1 for one it
-    enters."""
+) -> list[tuple[str, int]]:
+    """The recipient domains whose retry queue a message enters (+1) or leaves (-1) when it
+    waited to retry for the recipients `waiting_before` (none: it was not in retry) and now
+    waits for `waiting_after` (none: it is finished or was never retried). The delivery
+    engine adds each to the domain's count (`retry_destination_key`) and its waiting rows."""
     before = {_domain_of(address) for address in waiting_before}
     after = {_domain_of(address) for address in waiting_after}
-    return [(RETRY_DESTINATION_PREFIX + d.encode(), -1) for d in sorted(before - after)] + [
-        (RETRY_DESTINATION_PREFIX + d.encode(), 1) for d in sorted(after - before)
-    ]
+    return [(d, -1) for d in sorted(before - after)] + [(d, 1) for d in sorted(after - before)]
+
+
+def retry_destination_key(domain: str) -> bytes:
+    return RETRY_DESTINATION_PREFIX + domain.encode()
 
 
 def _domain_of(address: str) -> str:

@@ -40,7 +40,7 @@ def exposition(config: Config, spool: Spool, process_index: int) -> str:
     now_ms = int(time.time() * 1000)
     records = [r for r in published_records(spool, now_ms) if r.index != process_index]
     records.append(own_record(process_index, now_ms))
-    facts = spool_facts(spool, Path(config.data_dir) / "spool" / "data.mdb")
+    facts = spool_facts(spool, Path(config.data_dir) / "spool" / "data.mdb", now_ms)
     return render(records, facts, process_count(config))
 
 

@@ -92,8 +92,10 @@ TABLES: tuple[str, ...] = (
     "insights_due",
     # Per-domain health (bounce and complaint rates against mailbox providers' thresholds).
     "domain_health",
-    # Operator metrics each process publishes for the Prometheus listener.
+    # Operator metrics each process publishes for the Prometheus listener, and the messages
+    # waiting to retry by recipient domain (the age of each domain's retry queue).
     "process_metrics",
+    "retry_waiting",
 )
 
 
