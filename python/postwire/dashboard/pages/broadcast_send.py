@@ -30,7 +30,7 @@ from postwire.broadcasts.drafts import BroadcastDrafts, Schedule, looks_like_id,
 from postwire.broadcasts.proof_sends import parse_proof_recipients, send_proofs
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.pages.refusals import Redirect, done, refused
-from postwire.dashboard.time_zones import in_zone, local_to_utc
+from postwire.dashboard.time_zones import in_zone, local_to_utc, time_zones
 from postwire.errors import ApiError, validation_error
 from postwire.store.broadcasts import BroadcastRecord
 from postwire.store.contacts import find_contact
@@ -146,7 +146,8 @@ def add_routes(
             return await refused(error, page_of(record))
         moment = datetime.strptime((sent.scheduled_at or "")[:16], "%Y-%m-%d %H:%M")
         words = f"{moment:%Y-%m-%d %H:%M} UTC"
-        if zone not in ("", "UTC"):
+        # Only a listed zone is named back: a value with its own offset was never read in one.
+        if zone != "UTC" and zone in time_zones():
             words += f" ({in_zone(moment.replace(tzinfo=UTC), zone):%Y-%m-%d %H:%M} {zone})"
         return await done(f"The broadcast is scheduled for {words}.", page_of(record))
 
