@@ -101,8 +101,13 @@ async def save_image(
     return record
 
 
+def uploads_url(public_url: str) -> str:
+    """Where uploads are served to mail clients: `<api.public_url>/images/`."""
+    return f"{public_url.rstrip('/')}/images/"
+
+
 def image_url(public_url: str, record: ImageRecord) -> str:
-    return f"{public_url.rstrip('/')}/images/{record.id}.{record.extension}"
+    return f"{uploads_url(public_url)}{record.id}.{record.extension}"
 
 
 _UPLOADED_NAME: Final = re.compile(
@@ -114,7 +119,7 @@ _UPLOADED_NAME: Final = re.compile(
 def uploaded_image_id(public_url: str, url: str) -> str | None:
     """The id of the upload that `url` serves (`image_url`'s form), or None for any other
     address. Whose upload it is, is for the caller to check."""
-    prefix = f"{public_url.rstrip('/')}/images/"
+    prefix = uploads_url(public_url)
     if not url.startswith(prefix):
         return None
     named = _UPLOADED_NAME.fullmatch(url[len(prefix) :])

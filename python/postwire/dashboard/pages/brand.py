@@ -19,7 +19,7 @@ from quart import Blueprint, Response, g, render_template, request
 from postwire.broadcasts import documents
 from postwire.broadcasts.blocks.brand import ALIGNMENTS, BUTTON_SHAPES, FONT_STACKS, BrandKit
 from postwire.broadcasts.blocks.document import empty_document
-from postwire.broadcasts.images import uploaded_image_id
+from postwire.broadcasts.images import uploaded_image_id, uploads_url
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.pages.broadcast_editor import (
     FONT_NAMES,
@@ -95,7 +95,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
             # The page's policy loads images from its own origin: an uploaded logo is shown
             # through `GET /broadcasts/images/<id>`; another address only in the sample.
             logo_thumbnail=None if uploaded is None else f"/broadcasts/images/{uploaded}",
-            uploaded_images=f"{ctx.config.api.public_url.rstrip('/')}/images/",
+            uploaded_images=uploads_url(ctx.config.api.public_url),
             colours=COLOURS,
             fonts=[(key, FONT_NAMES.get(key, key)) for key in FONT_STACKS],
             shapes=BUTTON_SHAPES,

@@ -39,6 +39,7 @@ from postwire.broadcasts.blocks.document import (
     default_block,
     empty_document,
 )
+from postwire.broadcasts.images import uploads_url
 from postwire.broadcasts.messages import compile_broadcast
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.pages.refusals import Redirect, done, refused
@@ -161,7 +162,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
             "networks": SOCIAL_NETWORKS,
             "brand": documents.team_brand(spool, record.team_id).to_json(),
             # The canvas shows these (the team's uploads) through `GET /broadcasts/images/<id>`.
-            "uploaded_images": f"{ctx.config.api.public_url.rstrip('/')}/images/",
+            "uploaded_images": uploads_url(ctx.config.api.public_url),
         }
 
     def _sender_options(team: str) -> list[str]:
