@@ -700,6 +700,8 @@ async def serve_submission(
     # Controller) no longer work. Only a process that serves SMTP should pay that.
     import trio_asyncio
 
+    from postwire.smtp.asyncio_bridge import batch_callbacks
+
     cert, key = await ensure_tls_material(config)
     tls_context = server_tls_context(cert, key)
     handler = SubmissionHandler(
@@ -731,6 +733,7 @@ async def serve_submission(
     if listeners is None:
         listeners = bind_submission_sockets(config)
     async with trio_asyncio.open_loop() as loop:
+        batch_callbacks(loop)
         servers: list[asyncio.Server] = []
         bound: dict[bool, list[tuple[str, int]]] = {False: [], True: []}
         try:
