@@ -7,10 +7,12 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from email import message_from_bytes
 from email.policy import default
+from email.utils import format_datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 
-from postwire.smtp.received import SubmissionTrace, protocol, received_field
+from postwire.smtp.received import SubmissionTrace, protocol, received_field, rfc5322_date
 
 NOW = datetime(2025, 10, 7, 12, 0, tzinfo=UTC)
 TRACE = SubmissionTrace(
@@ -79,3 +81,16 @@ def test_helo(helo: str | None, address: str, first_line: bytes) -> None:
     parsed = message_from_bytes(field + b"\r\n\r\n", policy=default)
     assert list(parsed.keys()) == ["Received"]
     assert all(line[:1] == b"\t" for line in field.split(b"\r\n")[1:])
+
+
+@pytest.mark.parametrize(
+    "moment",
+    [
+        datetime(2025, 10, 7, 12, 0, tzinfo=UTC),
+        datetime(2024, 2, 29, 23, 59, 59, 999_999, tzinfo=UTC),
+        datetime(2027, 1, 3, 0, 0, 1, tzinfo=UTC),
+        datetime(2026, 6, 1, 2, 30, tzinfo=ZoneInfo("Europe/Paris")),  # written in UTC
+    ],
+)
+def test_the_date_is_what_the_email_package_writes_in_utc(moment: datetime) -> None:
+    assert rfc5322_date(moment) == format_datetime(moment.astimezone(UTC))

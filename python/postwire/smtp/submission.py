@@ -26,7 +26,6 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from email.utils import getaddresses
 from typing import TYPE_CHECKING, Any, AnyStr, TypeVar
 
 import trio
@@ -39,6 +38,7 @@ from postwire.accept import (
     IdempotentRequest,
     PreparedEmail,
     SubmittedMessage,
+    header_addresses,
 )
 from postwire.config import Config, split_host_port
 from postwire.domains.records import parse_domain_name
@@ -249,6 +249,8 @@ class _Session(Session):
 
     # The credential whose AUTH just failed, until the failure is counted in the store.
     failed_credential: str | None = None
+    # Whether the peer is in `smtp.trusted_networks`: asked at every MAIL, RCPT and DATA.
+    trusted_peer: bool | None = None
 
     @property
     def login_data(self) -> None:
@@ -382,10 +384,12 @@ class SubmissionHandler:
         self.in_flight.idle.set()
 
     def facts(self, session: Session) -> SessionFacts:
-        return SessionFacts(
-            authenticated=bool(session.authenticated),
-            trusted_peer=self.config.smtp.is_trusted(_peer_host(session)),
-        )
+        trusted = session.trusted_peer if isinstance(session, _Session) else None
+        if trusted is None:
+            trusted = self.config.smtp.is_trusted(_peer_host(session))
+            if isinstance(session, _Session):
+                session.trusted_peer = trusted
+        return SessionFacts(authenticated=bool(session.authenticated), trusted_peer=trusted)
 
     def authenticator(
         self, server: SMTP, session: Session, envelope: Envelope, mechanism: str, auth_data: Any
@@ -660,7 +664,7 @@ def _team_domain_of_sender(
     """Among `verified` domains (of every team), the one the From address falls under: the
     closest, as for API mail. Several teams may have verified the same name: then the mail
     belongs to none of them."""
-    senders = getaddresses(message.values(b"from"))
+    senders = header_addresses(tuple(message.values(b"from")))
     if len(senders) != 1 or "@" not in senders[0][1]:
         return None
     try:
