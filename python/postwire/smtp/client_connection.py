@@ -157,11 +157,16 @@ class SmtpConnection:
         raise SmtpTimeout(phase, seconds)
 
     async def _next_event(self, phase: str, seconds: float) -> object:
+        event = self._protocol.next_event()
+        if event is not NEED_DATA:  # read already: a pipelined group's replies come together
+            _raise_for_event(event, phase)
+            return event
         with trio.CancelScope(deadline=trio.current_time() + seconds):
             try:
-                while (event := self._protocol.next_event()) is NEED_DATA:
+                while event is NEED_DATA:
                     received = await self._stream.receive_some(_RECEIVE_SIZE)
                     self._protocol.receive_data(bytes(received))
+                    event = self._protocol.next_event()
             except _STREAM_ERRORS as error:
                 raise _stream_failure(phase, error) from error
             _raise_for_event(event, phase)
