@@ -21,13 +21,13 @@ import base64
 import binascii
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from saml2 import BINDING_HTTP_POST, BINDING_HTTP_REDIRECT  # type: ignore[import-untyped]
-from saml2.client import Saml2Client  # type: ignore[import-untyped]
-from saml2.config import SPConfig  # type: ignore[import-untyped]
-from saml2.metadata import create_metadata_string  # type: ignore[import-untyped]
 from saml2.saml import NAMEID_FORMAT_EMAILADDRESS  # type: ignore[import-untyped]
+
+if TYPE_CHECKING:
+    from saml2.client import Saml2Client  # type: ignore[import-untyped]
 
 XMLSEC_BINARY = "/usr/bin/xmlsec1"
 _IN_RESPONSE_TO = re.compile(rb'InResponseTo="([^"]{1,200})"')
@@ -52,6 +52,11 @@ def service_provider_urls(public_url: str, team_id: str) -> tuple[str, str]:
 
 
 def _client(public_url: str, team_id: str, idp_metadata_xml: str) -> Saml2Client:
+    # Imported here, not with the module: pysaml2's client loads its XML schemas (over a second
+    # of CPU), which every start of the service would pay for a sign-in few teams use.
+    from saml2.client import Saml2Client
+    from saml2.config import SPConfig  # type: ignore[import-untyped]
+
     entity_id, acs_url = service_provider_urls(public_url, team_id)
     settings: dict[str, Any] = {
         "entityid": entity_id,
@@ -80,6 +85,8 @@ def _client(public_url: str, team_id: str, idp_metadata_xml: str) -> Saml2Client
 
 def sp_metadata(public_url: str, team_id: str) -> str:
     """The team's service provider metadata document, for the IdP's administrator."""
+    from saml2.metadata import create_metadata_string  # type: ignore[import-untyped]
+
     client = _client(public_url, team_id, "")
     metadata: bytes | str = create_metadata_string(None, config=client.config, valid=None)
     return metadata.decode() if isinstance(metadata, bytes) else metadata
