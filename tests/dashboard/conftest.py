@@ -14,7 +14,6 @@ Fixtures:
 from __future__ import annotations
 
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -26,16 +25,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page
 
+from tests.chromium import launched_chromium
 from tests.dashboard.screenshots import screenshot
 from tests.dns_server import AuthoritativeDnsServer
 from tests.e2e.conftest import DASHBOARD_READY, READY, LiveServer, _clean_env, write_config
-from tests.peers import require_peer
 from tests.processes import stop_process
 from tests.smtp_receiver import ScriptedSmtpReceiver
 
-CHROMIUM = "/usr/bin/chromium"
 START_TIMEOUT = 60.0  # generous: the suite runs beside other heavy tests on 2 cores
 SERVER_READY = re.compile(r"postwire is ready")
 # Playwright waits this long for an element or a navigation before a test fails.
@@ -194,19 +192,10 @@ def dashboard_server(start_dashboard: StartDashboard) -> DashboardServer:
 # Package scope, not session: Playwright's sync API runs an asyncio loop in the main thread
 # while it is open, and tests after this package call asyncio.run(), which that loop forbids.
 @pytest.fixture(scope="package")
-def playwright_driver() -> Iterator[Playwright]:
-    with sync_playwright() as driver:
-        yield driver
-
-
-@pytest.fixture(scope="package")
-def browser(playwright_driver: Playwright) -> Iterator[Browser]:
-    """Debian's chromium, headless, one for all the browser tests (Playwright downloads no
-    browser of its own here)."""
-    executable = require_peer(CHROMIUM if shutil.which(CHROMIUM) else None, "chromium", "chromium")
-    chromium = playwright_driver.chromium.launch(executable_path=executable, headless=True)
-    yield chromium
-    chromium.close()
+def browser() -> Iterator[Browser]:
+    """Debian's chromium, headless, one for all the browser tests of this package."""
+    with launched_chromium() as chromium:
+        yield chromium
 
 
 @pytest.fixture

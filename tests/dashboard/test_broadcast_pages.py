@@ -20,14 +20,14 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from email.message import EmailMessage
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from tests.dashboard.conftest import CHROMIUM, PAGE_TIMEOUT_MS, DashboardServer, free_port, log_in
+from tests.chromium import chromium_path
+from tests.dashboard.conftest import PAGE_TIMEOUT_MS, DashboardServer, free_port, log_in
 from tests.dashboard.screenshots import screenshot
 from tests.dns_server import AuthoritativeDnsServer, knot_binaries
 from tests.e2e.conftest import publish_records, wait_until, write_config
@@ -76,7 +76,7 @@ def new_profile(browser: Browser) -> BrowserContext:
 @pytest.fixture(scope="module")
 def world(browser: Browser, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     require_peer(knot_binaries(), "Knot DNS (knotd, knotc)", "knot")
-    require_peer(CHROMIUM if Path(CHROMIUM).exists() else None, "chromium", "chromium")
+    chromium_path()
     directory = tmp_path_factory.mktemp("broadcast-pages")
     dns, receiver = AuthoritativeDnsServer(), ScriptedSmtpReceiver()
     dns.start()

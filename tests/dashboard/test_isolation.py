@@ -26,7 +26,6 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -41,7 +40,8 @@ from postwire.dashboard.access import Access
 from postwire.dashboard.app import create_dashboard
 from postwire.dashboard.context import DashboardContext
 from postwire.store.spool import TABLES, Spool
-from tests.dashboard.conftest import CHROMIUM, DashboardServer, free_port
+from tests.chromium import chromium_path
+from tests.dashboard.conftest import DashboardServer, free_port
 from tests.dashboard.test_broadcast_editor import a_png
 from tests.dns_server import AuthoritativeDnsServer, knot_binaries
 from tests.e2e.conftest import publish_records, wait_until, write_config
@@ -300,7 +300,7 @@ def populate_audience(team: Team, api: httpx.Client, bearer: dict[str, str]) -> 
 @pytest.fixture(scope="module")
 def world(browser: Browser, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     require_peer(knot_binaries(), "Knot DNS (knotd, knotc)", "knot")
-    require_peer(CHROMIUM if Path(CHROMIUM).exists() else None, "chromium", "chromium")
+    chromium_path()
     directory = tmp_path_factory.mktemp("isolation")
     dns, smtp, hooks = AuthoritativeDnsServer(), ScriptedSmtpReceiver(), WebhookReceiver()
     dns.start()

@@ -4,22 +4,20 @@ columns side by side on a desktop and stacked on a phone, every image shown."""
 
 from __future__ import annotations
 
-import shutil
 import struct
 import zlib
 from collections.abc import Iterator
 from typing import Literal
 
 import pytest
-from playwright.sync_api import Browser, Page, Route, sync_playwright
+from playwright.sync_api import Browser, Page, Route
 
 from postwire.broadcasts.blocks.document import BLOCK_TYPES, parse_document
 from postwire.broadcasts.blocks.render import render_document
+from tests.chromium import launched_chromium
 from tests.dashboard.screenshots import screenshot_path
-from tests.peers import require_peer
 from tests.unit.broadcast_blocks.sample_documents import BRAND, full_document, single_block
 
-CHROMIUM = "/usr/bin/chromium"
 WIDTHS = (600, 375)
 CASES = {kind: single_block(kind) for kind in BLOCK_TYPES} | {"full": full_document()}
 
@@ -46,11 +44,8 @@ IMAGE = solid_png(1200, 600, (79, 70, 229))
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    executable = require_peer(CHROMIUM if shutil.which(CHROMIUM) else None, "chromium", "chromium")
-    with sync_playwright() as driver:
-        chromium = driver.chromium.launch(executable_path=executable, headless=True)
+    with launched_chromium() as chromium:
         yield chromium
-        chromium.close()
 
 
 def serve_images(route: Route) -> None:
