@@ -30,11 +30,17 @@ from playwright.sync_api import Browser, BrowserContext, Page
 from tests.chromium import launched_chromium
 from tests.dashboard.screenshots import screenshot
 from tests.dns_server import AuthoritativeDnsServer
-from tests.e2e.conftest import DASHBOARD_READY, READY, LiveServer, _clean_env, write_config
+from tests.e2e.conftest import (
+    DASHBOARD_READY,
+    READY,
+    START_TIMEOUT,
+    LiveServer,
+    _clean_env,
+    write_config,
+)
 from tests.processes import stop_process
 from tests.smtp_receiver import ScriptedSmtpReceiver
 
-START_TIMEOUT = 60.0  # generous: the suite runs beside other heavy tests on 2 cores
 SERVER_READY = re.compile(r"postwire is ready")
 # Playwright waits this long for an element or a navigation before a test fails.
 PAGE_TIMEOUT_MS = 15_000

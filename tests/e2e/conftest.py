@@ -25,6 +25,8 @@ from tests.dns_server import AuthoritativeDnsServer
 
 READY = re.compile(r"REST API listening on (http://\S+)")
 DASHBOARD_READY = re.compile(r"dashboard listening on (http://\S+)")
+# Generous: the suite runs in parallel workers beside other heavy tests on 2 cores.
+START_TIMEOUT = 60.0
 
 
 @dataclass
@@ -43,7 +45,7 @@ class LiveServer:
             env=_clean_env(),
         )
         assert self.process.stderr is not None
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             line = self.process.stderr.readline()
             if not line:
