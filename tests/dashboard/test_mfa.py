@@ -34,7 +34,9 @@ def enrol_totp(page: Page, server: DashboardServer) -> tuple[str, list[str]]:
     screenshot(page, "mfa-account-empty")
     page.click("#add-totp")
     page.wait_for_selector("#totp-qr")
-    assert page.eval_on_selector("#totp-qr", "img => img.complete && img.naturalWidth > 0")
+    # The QR code is an image of its own: wait until it has loaded (or failed), then ask which.
+    page.wait_for_function("document.querySelector('#totp-qr').complete")
+    assert page.eval_on_selector("#totp-qr", "img => img.naturalWidth > 0")
     screenshot(page, "mfa-totp-enrolment")
     secret = page.inner_text("#totp-secret").replace(" ", "")
     page.fill('input[name="code"]', "000000")
