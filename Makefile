@@ -36,9 +36,10 @@ TEST_NEEDS := need-knot need-postfix need-swaks need-openssl need-chromium need-
 
 # Test files are spread over worker processes, a file's tests kept together (its module
 # fixtures and the browser are set up once a worker). Most tests wait on live servers, peers and
-# chromium rather than compute, so three workers suit two cores: the suite took 27 minutes in
-# one process and 16 in three. Every test picks free ports and its own directories.
-PYTEST_WORKERS ?= 3
+# chromium rather than compute: on two cores the suite took 27 minutes in one process and 16 in
+# three, which kept the load at 5 to 7 and brought out timing races in tests; two workers stay
+# nearer the cores. Every test picks free ports and its own directories.
+PYTEST_WORKERS ?= 2
 
 test: setup $(TEST_NEEDS)  ## install the tests' peers when missing, then cargo test and pytest
 	cargo test --release -p postwire-core
