@@ -293,13 +293,13 @@ def test_the_brand_kit_is_saved_and_styles_a_new_document(world: EditorWorld, pa
     expect(thumbnail).to_be_visible()
     expect(thumbnail).to_have_attribute("src", re.compile(r"^/broadcasts/images/[0-9a-f-]+$"))
     expect(page.locator("#brand-logo-note")).to_have_text("The logo as uploaded: add its alt text.")
-    page.wait_for_function("document.getElementById('brand-logo-image').naturalWidth === 120")
+    page.wait_for_function("() => document.getElementById('brand-logo-image').naturalWidth === 120")
     page.fill("#brand-logo-alt", "Quay Shop")
     expect(thumbnail).to_have_attribute("alt", "Quay Shop")
     page.click("#brand-form button[type=submit]")
     expect(page.locator(".flash-success")).to_contain_text("Brand kit saved")
     expect(page.locator("#brand-logo-image")).to_have_attribute("alt", "Quay Shop")  # reloaded
-    page.wait_for_function("document.getElementById('brand-logo-image').naturalWidth === 120")
+    page.wait_for_function("() => document.getElementById('brand-logo-image').naturalWidth === 120")
     expect(page.locator("#brand-button_background")).to_have_value("#aa3300")
     expect(page.frame_locator(".brand-frame").locator("body")).to_contain_text(
         "1 Quay Street, Bristol"
