@@ -17,10 +17,8 @@ import re
 import socket
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +30,6 @@ from tests.dashboard.screenshots import screenshot
 from tests.dns_server import AuthoritativeDnsServer
 from tests.e2e.conftest import (
     DASHBOARD_READY,
-    READY,
-    START_TIMEOUT,
     LiveServer,
     _clean_env,
     write_config,
@@ -41,7 +37,6 @@ from tests.e2e.conftest import (
 from tests.processes import stop_process
 from tests.smtp_receiver import ScriptedSmtpReceiver
 
-SERVER_READY = re.compile(r"postwire is ready")
 # Playwright waits this long for an element or a navigation before a test fails.
 PAGE_TIMEOUT_MS = 15_000
 
@@ -55,66 +50,19 @@ def free_port() -> int:
 
 @dataclass
 class DashboardServer(LiveServer):
-    """A live `postwire serve` whose whole log is read by a thread as it comes: the pipe never
-    fills, and tests can wait for lines (links written to the log when `auth.mail_from` is
-    empty: invitations, password resets, address checks)."""
+    """A live `postwire serve` and its dashboard's URL; tests wait for lines of its log (links
+    written there when `auth.mail_from` is empty: invitations, password resets, address
+    checks)."""
 
     dashboard_url: str = ""
-    _log_changed: threading.Condition = field(default_factory=threading.Condition)
-    _reader: threading.Thread | None = None
 
     def start(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "postwire", "serve", "--config", str(self.config_path)],
-            stderr=subprocess.PIPE,
-            text=True,
-            env=_clean_env(),
-        )
-        self._reader = threading.Thread(target=self._read_log, daemon=True)
-        self._reader.start()
-        api = self.wait_for_log(READY, START_TIMEOUT, what="the REST API to listen")
-        self.base_url = api.group(1)
+        super().start()
         # The dashboard starts before the server says it is ready: no line by then, none ever.
-        self.wait_for_log(SERVER_READY, START_TIMEOUT, what="postwire is ready")
         dashboard = self.wait_for_log(DASHBOARD_READY, 0, what="dashboard listening on")
         listening = dashboard.group(1).rstrip("/")
         # The public URL (localhost) is the origin cookies and WebAuthn are bound to.
         self.dashboard_url = self.public_dashboard_url() or listening
-
-    def _read_log(self) -> None:
-        assert self.process is not None and self.process.stderr is not None
-        for line in self.process.stderr:
-            with self._log_changed:
-                self.log_lines.append(line)
-                self._log_changed.notify_all()
-        with self._log_changed:
-            self._log_changed.notify_all()
-
-    def log_text(self) -> str:
-        with self._log_changed:
-            return "".join(self.log_lines)
-
-    def wait_for_log(
-        self, pattern: re.Pattern[str] | str, timeout: float = 15.0, *, what: str = ""
-    ) -> re.Match[str]:
-        """The first match of `pattern` in the log, waiting up to `timeout` seconds for it."""
-        regex = re.compile(pattern) if isinstance(pattern, str) else pattern
-        deadline = time.monotonic() + timeout
-        with self._log_changed:
-            while True:
-                if match := regex.search("".join(self.log_lines)):
-                    return match
-                exited = self.process is None or self.process.poll() is not None
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or (exited and not self._reader_alive()):
-                    raise AssertionError(
-                        f"no {what or regex.pattern!r} in the server's log"
-                        f"{' (the server exited)' if exited else ''}:\n" + "".join(self.log_lines)
-                    )
-                self._log_changed.wait(min(remaining, 0.5))
-
-    def _reader_alive(self) -> bool:
-        return self._reader is not None and self._reader.is_alive()
 
     def public_dashboard_url(self) -> str:
         match = re.search(

@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,36 +26,74 @@ from tests.dns_server import AuthoritativeDnsServer
 
 READY = re.compile(r"REST API listening on (http://\S+)")
 DASHBOARD_READY = re.compile(r"dashboard listening on (http://\S+)")
+# Logged once every service is ready, worker processes included.
+SERVER_READY = re.compile(r"postwire is ready")
 # Generous: the suite runs in parallel workers beside other heavy tests on 2 cores.
 START_TIMEOUT = 60.0
 
 
 @dataclass
 class LiveServer:
+    """A live `postwire serve` whose whole log is read by a thread as it comes: the pipe never
+    fills (a full one would block the server's logging), and tests wait for lines of it."""
+
     config_path: Path
     data_dir: Path
     process: subprocess.Popen[str] | None = None
     base_url: str = ""
     log_lines: list[str] = field(default_factory=list)
+    _log_changed: threading.Condition = field(default_factory=threading.Condition)
+    _reader: threading.Thread | None = None
 
     def start(self) -> None:
+        """Start the server and return once all of it serves: the REST API answers from its
+        first line, but SMTP and worker processes start after it."""
         self.process = subprocess.Popen(
             [sys.executable, "-m", "postwire", "serve", "--config", str(self.config_path)],
             stderr=subprocess.PIPE,
             text=True,
             env=_clean_env(),
         )
-        assert self.process.stderr is not None
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            line = self.process.stderr.readline()
-            if not line:
-                break
-            self.log_lines.append(line)
-            if match := READY.search(line):
-                self.base_url = match.group(1)
-                return
-        raise AssertionError("postwire did not start:\n" + "".join(self.log_lines))
+        self._reader = threading.Thread(target=self._read_log, daemon=True)
+        self._reader.start()
+        api = self.wait_for_log(READY, START_TIMEOUT, what="the REST API to listen")
+        self.base_url = api.group(1)
+        self.wait_for_log(SERVER_READY, START_TIMEOUT, what="postwire is ready")
+
+    def _read_log(self) -> None:
+        assert self.process is not None and self.process.stderr is not None
+        for line in self.process.stderr:
+            with self._log_changed:
+                self.log_lines.append(line)
+                self._log_changed.notify_all()
+        with self._log_changed:
+            self._log_changed.notify_all()
+
+    def log_text(self) -> str:
+        with self._log_changed:
+            return "".join(self.log_lines)
+
+    def wait_for_log(
+        self, pattern: re.Pattern[str] | str, timeout: float = 15.0, *, what: str = ""
+    ) -> re.Match[str]:
+        """The first match of `pattern` in the log, waiting up to `timeout` seconds for it."""
+        regex = re.compile(pattern) if isinstance(pattern, str) else pattern
+        deadline = time.monotonic() + timeout
+        with self._log_changed:
+            while True:
+                if match := regex.search("".join(self.log_lines)):
+                    return match
+                exited = self.process is None or self.process.poll() is not None
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or (exited and not self._reader_alive()):
+                    raise AssertionError(
+                        f"no {what or regex.pattern!r} in the server's log"
+                        f"{' (the server exited)' if exited else ''}:\n" + "".join(self.log_lines)
+                    )
+                self._log_changed.wait(min(remaining, 0.5))
+
+    def _reader_alive(self) -> bool:
+        return self._reader is not None and self._reader.is_alive()
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
         assert self.process is not None

@@ -62,22 +62,12 @@ def test_a_body_too_large_to_read_closes_the_connection(live_server: LiveServer)
         assert b"connection: close" in answer.lower(), "the client must not reuse it"
 
 
-def read_log_until(server: LiveServer, text: str) -> None:
-    assert server.process is not None and server.process.stderr is not None
-    for line in server.process.stderr:
-        server.log_lines.append(line)
-        if text in line:
-            return
-    raise AssertionError(f"no {text!r} in the log:\n" + "".join(server.log_lines))
-
-
 def signal_shutdown(server: LiveServer) -> None:
     """SIGTERM once every service is ready (a signal during start-up abandons it), then wait
     until the server says it is shutting down."""
-    assert server.process is not None
-    read_log_until(server, "postwire is ready")
+    assert server.process is not None  # started: every service is ready
     server.process.send_signal(signal.SIGTERM)
-    read_log_until(server, "shutting down")
+    server.wait_for_log("shutting down", what="shutting down")
 
 
 def exit_status(server: LiveServer) -> int:

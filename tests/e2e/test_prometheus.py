@@ -90,10 +90,8 @@ def relaying(
 
 
 def metrics_url(live: LiveServer) -> str:
-    for line in live.log_lines:
-        if match := METRICS_READY.search(line):
-            return match.group(1).rstrip("/") + "/metrics"
-    raise AssertionError("no metrics listener in the log:\n" + "".join(live.log_lines))
+    listening = live.wait_for_log(METRICS_READY, 0, what="the metrics listener")
+    return listening.group(1).rstrip("/") + "/metrics"
 
 
 def scrape(live: LiveServer) -> tuple[set[str], Samples]:
