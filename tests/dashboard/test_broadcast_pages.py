@@ -420,6 +420,20 @@ def test_the_checklist_blocks_sending_with_its_reasons(world: World, owner: Page
     assert "Add an unsubscribe link" in refused_send(owner, world, no_unsubscribe)
 
 
+def test_html_gmail_will_clip_is_a_warning_that_leaves_sending_open(
+    world: World, owner: Page
+) -> None:
+    long = HTML.replace("</body>", "<p>" + "word " * 22_000 + "</p></body>")
+    clipped = draft(world, name="Long read", html=long)
+    owner.goto(world.server.url(f"/broadcasts/{clipped}"))
+    warning = owner.locator("[data-check='html_size']")
+    expect(warning).to_have_class(re.compile("warning"))
+    expect(warning).to_contain_text("Warning: The HTML is 107 KB: Gmail clips emails over 102 KB")
+    expect(owner.locator("#send-now")).to_be_enabled()
+    expect(owner.locator("#send-blocked")).to_have_count(0)
+    screenshot(owner, "broadcast-checklist-warning")
+
+
 def upload(page: Page, world: World, name: str, content: bytes, mimetype: str) -> Any:
     page.goto(world.server.url("/broadcasts"))
     token = page.locator("input[name=csrf_token]").first.get_attribute("value") or ""

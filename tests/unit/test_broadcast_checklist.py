@@ -127,6 +127,23 @@ async def test_sending_items_need_a_subject_a_verified_domain_and_members(
     )
 
 
+async def test_html_gmail_will_clip_is_a_warning_that_does_not_block(
+    spool: Spool, tmp_path: Path
+) -> None:
+    record = await world(spool, tmp_path, members=1)
+    checks = send_checklist(spool, record, BrandKit.default())
+    (fits,) = [check for check in checks if check.code == "html_size"]
+    assert fits.passed and "under Gmail's 102 KB clip" in fits.message
+    long = replace(record, html=HTML + "<p>" + "word " * 22_000 + "</p>")
+    checks = send_checklist(spool, long, BrandKit.default())
+    (clipped,) = [check for check in checks if check.code == "html_size"]
+    assert not clipped.passed and not clipped.blocks_sending
+    assert clipped.message.startswith("The HTML is 107 KB: Gmail clips emails over 102 KB")
+    assert blocking(checks) == []
+    text_only = replace(record, html=None, text="Hello")
+    assert "html_size" not in codes(send_checklist(spool, text_only, BrandKit.default()))
+
+
 async def test_a_document_is_checked_by_its_own_content_checks(
     spool: Spool, tmp_path: Path
 ) -> None:

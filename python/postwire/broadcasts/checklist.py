@@ -5,7 +5,8 @@ postal address, alt text, links, button labels, contrast); a broadcast without a
 HTML came through the REST API) has its HTML checked here for the first three that apply to
 any HTML. The sending checks are the same for both: a subject, a from address on a verified
 domain, a segment with members (read from its counter, never by scanning contacts). Any item
-that fails blocks sending, and says why in words.
+that fails blocks sending, and says why in words, except the one warning: HTML that Gmail
+will clip.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from postwire.broadcasts.blocks.links import is_safe_link
 from postwire.broadcasts.messages import parse_sender
 from postwire.domains.store import find_verified_domain_for_sender
 from postwire.errors import ApiError
+from postwire.insights.content import GMAIL_CLIP_BYTES
 from postwire.store.broadcast_documents import get_document
 from postwire.store.broadcasts import BroadcastRecord
 from postwire.store.segments import get_segment, segment_member_count
@@ -29,11 +31,42 @@ from postwire.templates.placeholders import PLACEHOLDER, UNSUBSCRIBE_URL_NAMES
 
 def send_checklist(spool: Spool, record: BroadcastRecord, brand: BrandKit) -> list[Check]:
     """Every item, passed or not, in the order the page lists them."""
-    return [*content_items(spool, record, brand), *sending_items(spool, record)]
+    return [
+        *content_items(spool, record, brand),
+        *size_items(record),
+        *sending_items(spool, record),
+    ]
 
 
 def blocking(checks: Iterable[Check]) -> list[Check]:
-    return [check for check in checks if not check.passed]
+    return [check for check in checks if not check.passed and check.blocks_sending]
+
+
+def size_items(record: BroadcastRecord) -> list[Check]:
+    """A warning when Gmail will clip the HTML. Measured as saved: each contact's fields and
+    tracked links make the sent HTML a little larger still."""
+    if not record.html:
+        return []
+    size = len(record.html.encode())
+    if size > GMAIL_CLIP_BYTES:
+        return [
+            Check(
+                "html_size",
+                False,
+                f"The HTML is {size // 1024} KB: Gmail clips emails over "
+                f"{GMAIL_CLIP_BYTES // 1024} KB and hides the rest, the unsubscribe link "
+                "with it. Remove blocks or images to shorten it.",
+                blocks_sending=False,
+            )
+        ]
+    return [
+        Check(
+            "html_size",
+            True,
+            f"The HTML is {max(1, size // 1024)} KB, under Gmail's "
+            f"{GMAIL_CLIP_BYTES // 1024} KB clip.",
+        )
+    ]
 
 
 def content_items(spool: Spool, record: BroadcastRecord, brand: BrandKit) -> list[Check]:

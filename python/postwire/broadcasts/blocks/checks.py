@@ -22,6 +22,8 @@ class Check:
     code: str
     passed: bool
     message: str
+    # False for a warning: the item is shown, and sending goes ahead anyway.
+    blocks_sending: bool = True
 
 
 def content_checks(document: Document, brand: BrandKit | None = None) -> list[Check]:

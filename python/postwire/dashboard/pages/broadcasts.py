@@ -19,7 +19,7 @@ from typing import Any, Final
 from quart import Blueprint, Response, g, redirect, render_template, request
 from werkzeug.exceptions import NotFound
 
-from postwire.broadcasts.checklist import send_checklist
+from postwire.broadcasts.checklist import blocking, send_checklist
 from postwire.broadcasts.documents import start_blank_document, team_brand
 from postwire.broadcasts.drafts import BroadcastDrafts, looks_like_id
 from postwire.dashboard.context import DashboardContext
@@ -203,7 +203,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
             topics=team_topics(ctx) if editable else [],
             has_document=get_document(ctx.spool, record.team_id, record.id) is not None,
             checklist=checklist,
-            ready=all(check.passed for check in checklist),
+            ready=not blocking(checklist),
             progress=progress_of(ctx, record),
             progress_words=PROGRESS,
             when=when,
