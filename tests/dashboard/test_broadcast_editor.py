@@ -280,6 +280,7 @@ def test_the_brand_kit_is_saved_and_styles_a_new_document(world: EditorWorld, pa
     page.fill("#brand-button_background", "#aa3300")
     page.select_option("#brand-font", "georgia")
     page.select_option("#brand-button-shape", "pill")
+    page.select_option("#brand-language", "fr")
     page.fill("#brand-postal-address", "1 Quay Street, Bristol")
     page.set_input_files(
         "#brand-logo-file",
@@ -301,6 +302,7 @@ def test_the_brand_kit_is_saved_and_styles_a_new_document(world: EditorWorld, pa
     expect(page.locator("#brand-logo-image")).to_have_attribute("alt", "Quay Shop")  # reloaded
     page.wait_for_function("() => document.getElementById('brand-logo-image').naturalWidth === 120")
     expect(page.locator("#brand-button_background")).to_have_value("#aa3300")
+    expect(page.locator("#brand-language")).to_have_value("fr")
     expect(page.frame_locator(".brand-frame").locator("body")).to_contain_text(
         "1 Quay Street, Bristol"
     )
@@ -326,6 +328,16 @@ def test_the_brand_kit_is_saved_and_styles_a_new_document(world: EditorWorld, pa
     wait_saved(page)
     html = world.broadcast(broadcast_id)["html"].lower()
     assert "#aa3300" in html and "georgia" in html and "1 quay street, bristol" in html
+    assert '<html lang="fr" dir="auto"' in html
+    expect(page.locator("#canvas")).to_have_attribute("lang", "fr")  # spelling checked in French
+    # One email in another language, right to left: the inspector overrides the kit's.
+    expect(page.locator("#style-document-language")).to_have_value("fr")
+    page.select_option("#style-document-language", "he")
+    expect(page.locator("#canvas")).to_have_attribute("dir", "rtl")
+    wait_until(
+        lambda: '<html lang="he" dir="rtl"' in world.broadcast(broadcast_id)["html"],
+        "the email's language is saved",
+    )
 
 
 def test_every_control_is_labelled_and_reachable_with_tab(world: EditorWorld, page: Page) -> None:

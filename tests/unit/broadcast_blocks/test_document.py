@@ -185,6 +185,7 @@ def test_the_brand_kit_round_trips_and_refuses_bad_values() -> None:
     assert BrandKit.from_json({}) == BrandKit.default()
     for raw, message in [
         ({"font": "papyrus"}, "`font` must be one of"),
+        ({"language": "klingon"}, "`language` must be a language tag of the editor's list"),
         ({"logo_url": "javascript:alert(1)"}, "`logo_url` must be an http(s) URL"),
         ({"twitter": "x"}, "no field `twitter`"),
         ({"button_background": "#12345"}, "`button_background` must be a colour"),

@@ -73,6 +73,15 @@ def test_a_600_px_body_that_reflows_with_declared_colours() -> None:
     assert "color-scheme: light" in html
 
 
+def test_the_language_is_the_emails_and_right_to_left_ones_set_the_direction() -> None:
+    assert '<html lang="en" dir="auto"' in rendered(full_document()).html
+    french = rendered({**full_document(), "style": {"language": "fr"}}).html
+    assert '<html lang="fr" dir="auto"' in french
+    arabic = rendered(full_document(), BrandKit.from_json({"language": "ar"})).html
+    assert '<html lang="ar" dir="rtl"' in arabic
+    assert 'role="article" lang="ar" dir="rtl"' in arabic  # the body, for apps that drop <html>
+
+
 def test_values_are_escaped_and_unsafe_links_dropped() -> None:
     raw = document_of(
         {

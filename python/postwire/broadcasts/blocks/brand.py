@@ -11,6 +11,7 @@ import re
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Self
 
+from postwire.broadcasts.blocks.languages import LANGUAGES
 from postwire.errors import PostwireError
 
 FONT_STACKS: dict[str, str] = {
@@ -39,6 +40,7 @@ STYLE_KEYS = (
     "button_shape",
     "font",
     "align",
+    "language",
 )
 MAX_ADDRESS_LENGTH = 500
 MAX_URL_LENGTH = 2000
@@ -100,6 +102,7 @@ class BrandKit:
     button_shape: str = "rounded"
     font: str = "arial"  # a key of FONT_STACKS
     align: str = "left"
+    language: str = "en"  # a key of LANGUAGES: the email's `lang`
     logo_url: str = ""  # an http(s) URL (an image uploaded to Postwire), or "" for none
     logo_alt: str = ""
     logo_width: int = 160
@@ -168,7 +171,14 @@ def style_values(raw: dict[str, object], owner: str) -> dict[str, str]:
 
 def style_value(key: str, value: object, where: str) -> str:
     """One validated style value: a font, a button shape (`shape` in a block's style), an
-    alignment, else a colour."""
+    alignment, a language, else a colour."""
+    if key == "language":
+        if not isinstance(value, str) or value not in LANGUAGES:
+            raise StyleError(
+                f"{where} must be a language tag of the editor's list, such as en, fr or "
+                f"pt-BR, not {_shown(value)}."
+            )
+        return value
     if key == "font":
         return check_choice(value, FONT_STACKS, where)
     if key in ("button_shape", "shape"):

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 from postwire.broadcasts.blocks.brand import BrandKit
 from postwire.broadcasts.blocks.document import PADDING, SOCIAL_NETWORKS, Block, Document, Run
+from postwire.broadcasts.blocks.languages import text_direction
 from postwire.broadcasts.blocks.links import is_safe_link
 
 BODY_WIDTH = 600
@@ -31,7 +32,9 @@ COLOR_SCHEME_CSS = ":root { color-scheme: light; supported-color-schemes: light;
 
 def document_to_mjml(document: Document, brand: BrandKit) -> str:
     kit = brand.with_overrides(document.style)
-    root = ET.Element("mjml", {"lang": "en"})
+    root = ET.Element("mjml", {"lang": kit.language})
+    if text_direction(kit.language) == "rtl":  # left to right stays mrml's default, `auto`
+        root.set("dir", "rtl")
     head = ET.SubElement(root, "mj-head")
     raw = ET.SubElement(head, "mj-raw")
     for name in ("color-scheme", "supported-color-schemes"):

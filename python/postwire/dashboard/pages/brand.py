@@ -19,6 +19,7 @@ from quart import Blueprint, Response, g, render_template, request
 from postwire.broadcasts import documents
 from postwire.broadcasts.blocks.brand import ALIGNMENTS, BUTTON_SHAPES, FONT_STACKS, BrandKit
 from postwire.broadcasts.blocks.document import empty_document
+from postwire.broadcasts.blocks.languages import LANGUAGES
 from postwire.broadcasts.images import uploaded_image_id, uploads_url
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.pages.broadcast_editor import (
@@ -41,7 +42,15 @@ COLOURS: Final = (
     ("button_background", "Buttons"),
     ("button_text_color", "Button text"),
 )
-_TEXT_FIELDS: Final = ("button_shape", "font", "align", "logo_url", "logo_alt", "postal_address")
+_TEXT_FIELDS: Final = (
+    "button_shape",
+    "font",
+    "align",
+    "language",
+    "logo_url",
+    "logo_alt",
+    "postal_address",
+)
 
 
 def kit_from_form(form: Any) -> dict[str, object]:
@@ -100,6 +109,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
             fonts=[(key, FONT_NAMES.get(key, key)) for key in FONT_STACKS],
             shapes=BUTTON_SHAPES,
             alignments=ALIGNMENTS,
+            languages=LANGUAGES,
             may_edit=role_at_least(g.viewer.role, "admin"),
         )
 

@@ -39,6 +39,7 @@ from postwire.broadcasts.blocks.document import (
     default_block,
     empty_document,
 )
+from postwire.broadcasts.blocks.languages import LANGUAGES, RIGHT_TO_LEFT
 from postwire.broadcasts.images import uploads_url
 from postwire.broadcasts.messages import compile_broadcast
 from postwire.dashboard.context import DashboardContext
@@ -156,6 +157,8 @@ def routes(ctx: DashboardContext) -> Blueprint:
             "font_names": FONT_NAMES,
             "shapes": list(BUTTON_SHAPES),
             "alignments": list(ALIGNMENTS),
+            "languages": LANGUAGES,
+            "right_to_left": sorted(RIGHT_TO_LEFT),
             "block_styles": BLOCK_STYLE_KEYS,
             "document_styles": list(STYLE_KEYS),
             "default_padding": PADDING[2],

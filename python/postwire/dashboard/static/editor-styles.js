@@ -20,6 +20,7 @@ window.PostwireEditor = window.PostwireEditor || {};
     link_color: "Links",
     button_background: "Button",
     button_text_color: "Button text",
+    language: "Language",
   };
   const COLOUR_KEYS = new Set(["color", "background", "content_background", "text_color", "heading_color", "link_color", "button_background", "button_text_color"]);
 
@@ -56,6 +57,7 @@ window.PostwireEditor = window.PostwireEditor || {};
   function choices(key, context) {
     if (key === "align") return context.alignments.map((value) => [value, value[0].toUpperCase() + value.slice(1)]);
     if (key === "shape" || key === "button_shape") return context.shapes.map((value) => [value, value[0].toUpperCase() + value.slice(1)]);
+    if (key === "language") return Object.entries(context.languages);
     if (key === "font") return Object.keys(context.fonts).map((value) => [value, context.fontNames[value] || value]);
     return [];
   }
@@ -118,6 +120,9 @@ window.PostwireEditor = window.PostwireEditor || {};
 
   // The canvas looks like the email: font, colours, alignment and padding as the styles say.
   function applyDocumentStyle(canvas, doc, context) {
+    const language = documentValue(doc, context, "language");
+    canvas.lang = language;  // spelling checked in the email's language, as mail apps will
+    canvas.dir = context.rightToLeft.has(language) ? "rtl" : "ltr";
     canvas.style.fontFamily = context.fonts[documentValue(doc, context, "font")] || "";
     canvas.style.backgroundColor = documentValue(doc, context, "content_background");
     canvas.style.color = documentValue(doc, context, "text_color");

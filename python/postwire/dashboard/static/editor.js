@@ -25,6 +25,8 @@ document.addEventListener("DOMContentLoaded", () => {
     fontNames: data.font_names,
     shapes: data.shapes,
     alignments: data.alignments,
+    languages: data.languages,
+    rightToLeft: new Set(data.right_to_left),
     defaultPadding: data.default_padding,
     uploadedImages: data.uploaded_images,
     selectedId: null,
