@@ -67,7 +67,10 @@ def running_smtp_sink(dump_dir: Path | None = None) -> Iterator[tuple[str, int]]
 
 
 def sunk_messages(dump_dir: Path) -> list[SunkMessage]:
-    """The messages `smtp-sink -d` wrote to `dump_dir` so far."""
+    """The messages `smtp-sink -d` wrote to `dump_dir` so far. A file is written as its
+    transaction goes: one still without its recipients is left out, and one whose data is
+    still arriving is read as far as it goes (smtp-sink finishes a file before it answers the
+    end of its data, so a message its sender saw accepted is whole)."""
     messages = []
     for path in sorted(dump_dir.iterdir()):
         lines = path.read_bytes().split(b"\n")
@@ -75,6 +78,8 @@ def sunk_messages(dump_dir: Path) -> list[SunkMessage]:
         while lines and lines[0].split(b":", 1)[0].decode() in _DUMP_FIELDS:
             name, _, value = lines.pop(0).decode().partition(":")
             envelope.setdefault(name, []).append(value.strip().strip("<>"))
+        if "X-Rcpt-Args" not in envelope or not lines:
+            continue
         # Then smtp-sink's Received header, folded over its continuation lines.
         if lines and lines[0].startswith(b"Received: ") and b"smtp-sink" in b"".join(lines[:3]):
             lines.pop(0)

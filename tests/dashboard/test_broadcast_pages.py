@@ -1,5 +1,5 @@
 """The Broadcasts pages in chromium against a live server whose domain is verified in Knot DNS
-and whose mail goes to a real SMTP receiver: a new draft opens the editor; a test send arrives
+and whose mail goes to Postfix's smtp-sink: a new draft opens the editor; a test send arrives
 personalized (as a contact, or with fallbacks) and is listed on the Emails page; a broadcast
 sent to a segment from its page shows its progress live until `sent`, with delivered counts;
 one is scheduled then canceled; the checklist blocks sending on a missing alt text, an
@@ -15,11 +15,16 @@ from __future__ import annotations
 
 import email
 import email.policy
+import os
 import re
+import shutil
+import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from email.message import EmailMessage
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -32,7 +37,7 @@ from tests.dashboard.screenshots import screenshot
 from tests.dns_server import AuthoritativeDnsServer, knot_binaries
 from tests.e2e.conftest import publish_records, wait_until, write_config
 from tests.peers import require_peer
-from tests.smtp_receiver import ScriptedSmtpReceiver
+from tests.smtp_sink import running_smtp_sink, smtp_sink_binary, sunk_messages
 from tests.unit.test_broadcast_images import png
 
 OWNER = "owner@bcast-pages.test"
@@ -53,7 +58,7 @@ UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 @dataclass
 class World:
     server: DashboardServer
-    receiver: ScriptedSmtpReceiver
+    sink_dump: Path  # where smtp-sink keeps each message it receives
     api: httpx.Client  # the REST API with the team's key
     segment_id: str
     empty_segment_id: str
@@ -76,64 +81,75 @@ def new_profile(browser: Browser) -> BrowserContext:
 @pytest.fixture(scope="module")
 def world(browser: Browser, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     require_peer(knot_binaries(), "Knot DNS (knotd, knotc)", "knot")
+    require_peer(smtp_sink_binary(), "Postfix's smtp-sink", "postfix")
     chromium_path()
     directory = tmp_path_factory.mktemp("broadcast-pages")
-    dns, receiver = AuthoritativeDnsServer(), ScriptedSmtpReceiver()
-    dns.start()
-    receiver.start()
-    api_port, dashboard_port = free_port(), free_port()
-    server = DashboardServer(config_path=directory / "postwire.toml", data_dir=directory / "data")
-    write_config(
-        server.config_path,
-        server.data_dir,
-        nameservers=(dns.nameserver,),
-        routes={"*": f"{receiver.host}:{receiver.port}"},
-        api_listen=f"127.0.0.1:{api_port}",
-        public_url=f"http://127.0.0.1:{api_port}",
-        dashboard_listen=f"127.0.0.1:{dashboard_port}",
-        dashboard_public_url=f"http://localhost:{dashboard_port}",
-    )
-    server.start()
-    # A connection per request: an idle one the server closes between tests is never reused.
-    api = httpx.Client(
-        base_url=server.base_url, timeout=30, limits=httpx.Limits(max_keepalive_connections=0)
-    )
-    try:
-        server.create_user(OWNER, PASSWORD, team="Bcast")
-        profile = new_profile(browser)
-        page = profile.new_page()
-        log_in(page, server, OWNER, PASSWORD)
-        page.goto(server.url("/api-keys"))
-        page.fill("#key-name", "broadcast pages")
-        page.click("form[action='/api-keys'] button[type=submit]")
-        token = page.locator("#new-token").inner_text().strip()
-        api.headers["Authorization"] = f"Bearer {token}"
-        profile.close()
+    # Outside pytest's private temporary directory: smtp-sink writes as `nobody`.
+    sink_dump = Path(tempfile.mkdtemp(prefix="postwire-sink-"))
+    os.chmod(sink_dump, 0o777)
+    with ExitStack() as peers:
+        peers.callback(shutil.rmtree, sink_dump, ignore_errors=True)
+        sink_host, sink_port = peers.enter_context(running_smtp_sink(sink_dump))
+        dns = AuthoritativeDnsServer()
+        dns.start()
+        peers.callback(dns.stop)
+        api_port, dashboard_port = free_port(), free_port()
+        server = DashboardServer(
+            config_path=directory / "postwire.toml", data_dir=directory / "data"
+        )
+        write_config(
+            server.config_path,
+            server.data_dir,
+            nameservers=(dns.nameserver,),
+            routes={"*": f"{sink_host}:{sink_port}"},
+            api_listen=f"127.0.0.1:{api_port}",
+            public_url=f"http://127.0.0.1:{api_port}",
+            dashboard_listen=f"127.0.0.1:{dashboard_port}",
+            dashboard_public_url=f"http://localhost:{dashboard_port}",
+        )
+        server.start()
+        # A connection per request: an idle one the server closes between tests is never reused.
+        api = httpx.Client(
+            base_url=server.base_url, timeout=30, limits=httpx.Limits(max_keepalive_connections=0)
+        )
+        try:
+            server.create_user(OWNER, PASSWORD, team="Bcast")
+            profile = new_profile(browser)
+            page = profile.new_page()
+            log_in(page, server, OWNER, PASSWORD)
+            page.goto(server.url("/api-keys"))
+            page.fill("#key-name", "broadcast pages")
+            page.click("form[action='/api-keys'] button[type=submit]")
+            token = page.locator("#new-token").inner_text().strip()
+            api.headers["Authorization"] = f"Bearer {token}"
+            profile.close()
 
-        domain = api.post("/domains", json={"name": DOMAIN}).json()
-        publish_records(dns, domain)
-        api.post(f"/domains/{domain['id']}/verify")
-        wait_until(
-            lambda: api.get(f"/domains/{domain['id']}").json()["status"] == "verified",
-            f"{DOMAIN} verified",
-        )
-        api_created(
-            api, "/contact-properties", {"key": "plan", "type": "string", "fallback_value": "free"}
-        )
-        segment_id = api_created(api, "/segments", {"name": "Readers"})
-        empty_segment_id = api_created(api, "/segments", {"name": "Nobody yet"})
-        topic_id = api_created(api, "/topics", {"name": "News", "default_subscription": "opt_in"})
-        for address, first_name in READERS:
-            contact: dict[str, Any] = {"email": address, "segments": [segment_id]}
-            if first_name:
-                contact["first_name"] = first_name
-            api_created(api, "/contacts", contact)
-        yield World(server, receiver, api, segment_id, empty_segment_id, topic_id)
-    finally:
-        api.close()
-        server.stop()
-        receiver.stop()
-        dns.stop()
+            domain = api.post("/domains", json={"name": DOMAIN}).json()
+            publish_records(dns, domain)
+            api.post(f"/domains/{domain['id']}/verify")
+            wait_until(
+                lambda: api.get(f"/domains/{domain['id']}").json()["status"] == "verified",
+                f"{DOMAIN} verified",
+            )
+            api_created(
+                api,
+                "/contact-properties",
+                {"key": "plan", "type": "string", "fallback_value": "free"},
+            )
+            segment_id = api_created(api, "/segments", {"name": "Readers"})
+            empty_segment_id = api_created(api, "/segments", {"name": "Nobody yet"})
+            topic_id = api_created(
+                api, "/topics", {"name": "News", "default_subscription": "opt_in"}
+            )
+            for address, first_name in READERS:
+                contact: dict[str, Any] = {"email": address, "segments": [segment_id]}
+                if first_name:
+                    contact["first_name"] = first_name
+                api_created(api, "/contacts", contact)
+            yield World(server, sink_dump, api, segment_id, empty_segment_id, topic_id)
+        finally:
+            api.close()
+            server.stop()
 
 
 @pytest.fixture
@@ -154,11 +170,26 @@ def draft(world: World, **fields: Any) -> str:
     return api_created(world.api, "/broadcasts", body)
 
 
-def messages_to(receiver: ScriptedSmtpReceiver, address: str) -> list[EmailMessage]:
+def delivered_to(world: World, *addresses: str) -> bool:
+    """Whether Postwire reports an email delivered to each of `addresses`."""
+    emails = world.api.get("/emails", params={"limit": 100}).json()["data"]
+    return all(
+        any(address in e["to"] and e["last_event"] == "delivered" for e in emails)
+        for address in addresses
+    )
+
+
+def wait_delivered(world: World, *addresses: str) -> None:
+    wait_until(lambda: delivered_to(world, *addresses), f"delivered to {', '.join(addresses)}")
+
+
+def messages_to(world: World, address: str) -> list[EmailMessage]:
+    """What smtp-sink received for `address`. Ask once Postwire reports it delivered
+    (`wait_delivered`): smtp-sink has written a message whole before it answers its end."""
     found = []
-    for received in receiver.received():
-        if address in received.rcpt_tos:
-            message = email.message_from_bytes(received.content, policy=email.policy.default)
+    for sunk in sunk_messages(world.sink_dump):
+        if address in sunk.rcpt_tos:
+            message = email.message_from_bytes(sunk.content, policy=email.policy.default)
             assert isinstance(message, EmailMessage)
             found.append(message)
     return found
@@ -225,14 +256,10 @@ def test_a_test_send_arrives_personalized_and_is_an_ordinary_email(
     owner.click("#send-test")
     expect(owner.locator(".flash")).to_contain_text("third.tester@example.net")
 
-    wait_until(
-        lambda: (
-            bool(messages_to(world.receiver, "second.tester@example.net"))
-            and bool(messages_to(world.receiver, "third.tester@example.net"))
-        ),
-        "the tests arrived at the receiver",
+    wait_delivered(
+        world, "first.tester@example.net", "second.tester@example.net", "third.tester@example.net"
     )
-    (fallbacks,) = messages_to(world.receiver, "first.tester@example.net")
+    (fallbacks,) = messages_to(world, "first.tester@example.net")
     assert fallbacks["Subject"] == "[Test] Friend, our November news"
     assert "Hi there, you are on free." in body_text(fallbacks)
     assert "List-Unsubscribe" not in fallbacks  # a test unsubscribes nobody
@@ -242,7 +269,7 @@ def test_a_test_send_arrives_personalized_and_is_an_ordinary_email(
     assert link is not None
     unsubscribe = httpx.get(link.group(1).replace("&amp;", "&"), follow_redirects=True)
     assert unsubscribe.status_code == 404 and "not valid" in unsubscribe.text
-    (as_ann,) = messages_to(world.receiver, "third.tester@example.net")
+    (as_ann,) = messages_to(world, "third.tester@example.net")
     assert as_ann["Subject"] == "[Test] Ann, our November news"
     assert "Hi Ann, you are on free." in body_text(as_ann)
 
@@ -290,11 +317,11 @@ def test_sent_to_a_segment_from_its_page_the_progress_reaches_sent_live(
     expect(owner.locator("button:has-text('Stop sending')")).to_be_hidden()
     screenshot(owner, "broadcast-progress-sent")
 
-    wait_until(lambda: bool(messages_to(world.receiver, "bo@example.org")), "Bo's message")
-    (to_bo,) = messages_to(world.receiver, "bo@example.org")
+    wait_delivered(world, "ann@example.org", "bo@example.org", "cy@example.org")
+    (to_bo,) = messages_to(world, "bo@example.org")
     assert to_bo["Subject"] == "Bo, our November news"
     assert "List-Unsubscribe" in to_bo
-    (to_cy,) = messages_to(world.receiver, "cy@example.org")
+    (to_cy,) = messages_to(world, "cy@example.org")
     assert "Hi there, you are on free." in body_text(to_cy)
     got = world.api.get(f"/broadcasts/{broadcast_id}").json()
     assert (got["status"], got["topic_id"]) == ("sent", world.topic_id)
@@ -607,8 +634,8 @@ def test_a_broadcast_written_in_the_editor_is_tested_then_sent_to_its_segment(
     owner.fill("#test-contact", "dee@example.org")
     owner.click("#send-test")
     expect(owner.locator(".flash")).to_contain_text("A test was sent to editor.proof@example.net")
-    wait_until(lambda: bool(messages_to(world.receiver, "editor.proof@example.net")), "the test")
-    (proof,) = messages_to(world.receiver, "editor.proof@example.net")
+    wait_delivered(world, "editor.proof@example.net")
+    (proof,) = messages_to(world, "editor.proof@example.net")
     assert proof["Subject"] == "[Test] Fresh from the editor"
     assert "Editor news" in body_text(proof) and "Hi Dee," in body_text(proof)
 
@@ -616,9 +643,9 @@ def test_a_broadcast_written_in_the_editor_is_tested_then_sent_to_its_segment(
     owner.click("#send-now")
     expect(owner.locator("#progress-status")).to_have_text("sent", timeout=30_000)
     expect(owner.locator("[data-count='delivered']")).to_have_text("2", timeout=30_000)
-    wait_until(lambda: bool(messages_to(world.receiver, "eli@example.org")), "Eli's message")
-    (to_dee,) = messages_to(world.receiver, "dee@example.org")
-    (to_eli,) = messages_to(world.receiver, "eli@example.org")
+    wait_delivered(world, "dee@example.org", "eli@example.org")
+    (to_dee,) = messages_to(world, "dee@example.org")
+    (to_eli,) = messages_to(world, "eli@example.org")
     assert "Hi Dee," in body_text(to_dee) and "Hi there," in body_text(to_eli)
     assert "Acme Ltd" in body_text(to_eli) and "List-Unsubscribe" in to_eli
     html_part = to_dee.get_body(("html",))
