@@ -44,10 +44,17 @@ class LiveServer:
     log_lines: list[str] = field(default_factory=list)
     _log_changed: threading.Condition = field(default_factory=threading.Condition)
     _reader: threading.Thread | None = None
+    # Where this run's lines begin in `log_lines`, which keeps earlier runs' (a restart).
+    _run_start: int = 0
 
     def start(self) -> None:
-        """Start the server and return once all of it serves: the REST API answers from its
-        first line, but SMTP and worker processes start after it."""
+        """Start the server (again, after a stop or a kill) and return once all of it serves:
+        the REST API answers from its first line, but SMTP and worker processes start after
+        it."""
+        if self._reader is not None:
+            self._reader.join(timeout=10)  # the last run's log, read to its end
+        with self._log_changed:
+            self._run_start = len(self.log_lines)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "postwire", "serve", "--config", str(self.config_path)],
             stderr=subprocess.PIPE,
@@ -76,12 +83,12 @@ class LiveServer:
     def wait_for_log(
         self, pattern: re.Pattern[str] | str, timeout: float = 15.0, *, what: str = ""
     ) -> re.Match[str]:
-        """The first match of `pattern` in the log, waiting up to `timeout` seconds for it."""
+        """The first match of `pattern` in this run's log, waiting up to `timeout` seconds."""
         regex = re.compile(pattern) if isinstance(pattern, str) else pattern
         deadline = time.monotonic() + timeout
         with self._log_changed:
             while True:
-                if match := regex.search("".join(self.log_lines)):
+                if match := regex.search("".join(self.log_lines[self._run_start :])):
                     return match
                 exited = self.process is None or self.process.poll() is not None
                 remaining = deadline - time.monotonic()
