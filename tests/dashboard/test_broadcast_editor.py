@@ -100,6 +100,9 @@ def blocks(page: Page) -> Locator:
 
 
 def block_types(page: Page) -> list[str]:
+    """The canvas's blocks, in order, once the editor's script has drawn them (a page just
+    loaded may not have run it yet; the canvas is drawn whole, never block by block)."""
+    page.locator("#canvas > .block").first.wait_for()
     found: list[str] = page.locator("#canvas > .block").evaluate_all(
         "items => items.map(item => item.className.match(/block-(\\w+)/)[1])"
     )
