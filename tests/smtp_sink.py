@@ -7,6 +7,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +28,18 @@ class SunkMessage:
     mail_from: str
     rcpt_tos: list[str]
     content: bytes  # the message as received, CRLF line ends, smtp-sink's own lines removed
+
+
+@contextmanager
+def dump_directory() -> Iterator[Path]:
+    """A directory for `smtp-sink -d`, removed afterwards. Outside pytest's temporary
+    directories, which `nobody` (whom smtp-sink runs as under root) cannot enter."""
+    directory = Path(tempfile.mkdtemp(prefix="postwire-sink-"))
+    directory.chmod(0o777)
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 @contextmanager

@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import email
 import email.policy
-import os
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -37,7 +34,7 @@ from tests.dashboard.screenshots import screenshot
 from tests.dns_server import AuthoritativeDnsServer, knot_binaries
 from tests.e2e.conftest import publish_records, wait_until, write_config
 from tests.peers import require_peer
-from tests.smtp_sink import running_smtp_sink, smtp_sink_binary, sunk_messages
+from tests.smtp_sink import dump_directory, running_smtp_sink, smtp_sink_binary, sunk_messages
 from tests.unit.test_broadcast_images import png
 
 OWNER = "owner@bcast-pages.test"
@@ -84,11 +81,8 @@ def world(browser: Browser, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     require_peer(smtp_sink_binary(), "Postfix's smtp-sink", "postfix")
     chromium_path()
     directory = tmp_path_factory.mktemp("broadcast-pages")
-    # Outside pytest's private temporary directory: smtp-sink writes as `nobody`.
-    sink_dump = Path(tempfile.mkdtemp(prefix="postwire-sink-"))
-    os.chmod(sink_dump, 0o777)
     with ExitStack() as peers:
-        peers.callback(shutil.rmtree, sink_dump, ignore_errors=True)
+        sink_dump = peers.enter_context(dump_directory())
         sink_host, sink_port = peers.enter_context(running_smtp_sink(sink_dump))
         dns = AuthoritativeDnsServer()
         dns.start()

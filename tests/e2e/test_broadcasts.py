@@ -14,9 +14,7 @@ import email
 import email.policy
 import json
 import re
-import shutil
 import socket
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -50,7 +48,7 @@ from tests.e2e.conftest import (
     wait_until,
 )
 from tests.peers import require_peer
-from tests.smtp_sink import running_smtp_sink, smtp_sink_binary, sunk_messages
+from tests.smtp_sink import dump_directory, running_smtp_sink, smtp_sink_binary, sunk_messages
 from tests.webhook_receiver import WebhookReceiver
 
 SENDER = f"Acme News <news@{DOMAIN}>"
@@ -155,14 +153,12 @@ class Setup:
 @pytest.fixture
 def setup(tmp_path: Path, dns_server: AuthoritativeDnsServer) -> Iterator[Setup]:
     require_peer(smtp_sink_binary(), "Postfix's smtp-sink", "postfix")
-    # Outside tmp_path, which `nobody` cannot enter: smtp-sink writes as `nobody` under root.
-    sink_dir = Path(tempfile.mkdtemp(prefix="postwire-sink-"))
-    sink_dir.chmod(0o777)
     receiver = WebhookReceiver()
     receiver.start()
     listen = free_listen()
     try:
         with (
+            dump_directory() as sink_dir,
             running_smtp_sink(sink_dir) as (host, port),
             serving(
                 tmp_path,
@@ -176,7 +172,6 @@ def setup(tmp_path: Path, dns_server: AuthoritativeDnsServer) -> Iterator[Setup]
             yield Setup(live, sink_dir, str(resend.api_key), receiver)
     finally:
         receiver.stop()
-        shutil.rmtree(sink_dir, ignore_errors=True)
 
 
 def broadcast(broadcast_id: str) -> dict[str, Any]:

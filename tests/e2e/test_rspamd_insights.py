@@ -7,7 +7,6 @@ would; with rspamd gone, the next email says so instead."""
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from tests.dns_server import AuthoritativeDnsServer
 from tests.e2e.conftest import LiveServer, verified_domain, wait_until, write_config
 from tests.peers import require_peer
 from tests.rspamd_server import rspamd_binary, running_rspamd
-from tests.smtp_sink import running_smtp_sink, smtp_sink_binary, sunk_messages
+from tests.smtp_sink import dump_directory, running_smtp_sink, smtp_sink_binary, sunk_messages
 
 SENDER_DOMAIN = "rspamd-mail.test"
 
@@ -67,10 +66,8 @@ def send(subject: str) -> str:
 def test_insights_show_rspamds_verdict(dns_server: AuthoritativeDnsServer, tmp_path: Path) -> None:
     require_peer(rspamd_binary(), "rspamd", "rspamd")
     require_peer(smtp_sink_binary(), "Postfix's smtp-sink", "postfix")
-    # Outside tmp_path, which `nobody` cannot enter: smtp-sink writes as `nobody` under root.
-    sink_dir = Path(tempfile.mkdtemp(prefix="postwire-sink-"))
-    sink_dir.chmod(0o777)
     with (
+        dump_directory() as sink_dir,
         running_rspamd(nameserver=dns_server.nameserver) as rspamd,
         running_smtp_sink(sink_dir) as (sink_host, sink_port),
     ):

@@ -5,14 +5,11 @@ the DKIM record Knot serves."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import smtplib
 import socket
 import ssl
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,7 +31,7 @@ from tests.e2e.conftest import (
     wait_until,
 )
 from tests.peers import require_peer
-from tests.smtp_sink import running_smtp_sink, smtp_sink_binary, sunk_messages
+from tests.smtp_sink import dump_directory, running_smtp_sink, smtp_sink_binary, sunk_messages
 
 
 def free_address() -> str:
@@ -47,10 +44,8 @@ def free_address() -> str:
 def sink_dump() -> Iterator[Path]:
     """Where smtp-sink keeps what it receives; it writes as `nobody`."""
     require_peer(smtp_sink_binary(), "Postfix's smtp-sink", "postfix")
-    directory = Path(tempfile.mkdtemp(prefix="postwire-sink-"))
-    os.chmod(directory, 0o777)
-    yield directory
-    shutil.rmtree(directory, ignore_errors=True)
+    with dump_directory() as directory:
+        yield directory
 
 
 @contextmanager
