@@ -39,6 +39,7 @@ from postwire.api.openapi import openapi_document
 from postwire.api.resource_ids import install_id_converters
 from postwire.config import Config
 from postwire.errors import ApiError
+from postwire.http_routing import route_without_redirects
 from postwire.http_serving import drain_request_body, serve_http
 from postwire.rate_limit import RateLimiter
 from postwire.services import ServiceDeps
@@ -57,6 +58,7 @@ KEY_USE_WRITE_INTERVAL = 60.0
 
 def create_app(ctx: ApiContext) -> QuartTrio:
     app = QuartTrio("postwire")
+    route_without_redirects(app)
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     app.request_class = contact_imports.UploadCappedRequest  # CSV uploads: their own cap
     app.config["JSON_SORT_KEYS"] = False

@@ -222,8 +222,6 @@ OPERATIONS: tuple[Operation, ...] = (
               "Delete a contact of an audience (legacy)", DeletedContact),
     Operation("get", CONTACT + "/segments", "List the contact's segments", ListBody,
               list_item=SegmentSummary, query=PAGE_QUERY),
-    Operation("get", CONTACT + "/segments/", "List the contact's segments", ListBody,
-              list_item=SegmentSummary, query=PAGE_QUERY),
     Operation("post", CONTACT + "/segments/{segment_id}", "Add the contact to a segment",
               ContactSegmentAdded, 201),
     Operation("delete", CONTACT + "/segments/{segment_id}", "Remove the contact from a segment",

@@ -135,8 +135,7 @@ def routes(ctx: ApiContext) -> Blueprint:
 
     contact_segments = "/contacts/<id_or_address:contact_id_or_email>/segments"
 
-    @blueprint.get(contact_segments)
-    @blueprint.get(contact_segments + "/")  # the Rust SDK's path
+    @blueprint.get(contact_segments)  # also `.../segments/`, the Rust SDK's path
     async def segments_of_contact(contact_id_or_email: str) -> ListBody:
         page = parse_page_request(request.args, default_limit=None)
         team_id = team()

@@ -23,6 +23,7 @@ from postwire.dashboard.csrf import ANONYMOUS_COOKIE, CsrfRefused, hidden_field,
 from postwire.dashboard.guard import install_guard
 from postwire.dashboard.pages import contact_imports
 from postwire.dashboard.viewer import Viewer
+from postwire.http_routing import route_without_redirects
 from postwire.http_serving import drain_request_body
 from postwire.store.domain_health import DomainHealthRecord, unhealthy_domains
 from postwire.store.server_secrets import server_secret
@@ -62,6 +63,7 @@ FLASH_COOKIE: Final = "pw_flash"
 
 def create_dashboard(ctx: DashboardContext) -> QuartTrio:
     app = QuartTrio(__name__, template_folder="templates", static_folder=None)
+    route_without_redirects(app)
     app.request_class = contact_imports.UploadCappedRequest  # CSV uploads: the API's cap
     app.config.update(
         SESSION_COOKIE_NAME=FLASH_COOKIE,
