@@ -122,3 +122,15 @@ async def verify_domain_now(config: Config, name: str, team_id: str | None) -> t
     records = domain_store.domain_dns_records(checked, config)
     lines = [f"{checked.name}: {checked.status}", *_record_lines(records, checked.record_statuses)]
     return "\n".join(lines), checked.status == "verified"
+
+
+async def unlock_user(config: Config, email: str) -> int:
+    """Lift the sign-in throttles of the account `email` (`login_limits.unlock`), on the same
+    spool as a running `serve`; returns how many counts were cleared."""
+    from postwire.accounts.login_limits import unlock
+
+    async with trio.open_nursery() as nursery:
+        spool = await nursery.start(serve_spool, config)
+        cleared = await unlock(spool, email)
+        nursery.cancel_scope.cancel()
+    return cleared

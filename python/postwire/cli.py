@@ -137,6 +137,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="read the password from standard input (its first line)",
     )
     create_user.set_defaults(handler=_create_user)
+    unlock_user = users_commands.add_parser(
+        "unlock",
+        parents=[config_parent],
+        help="lift the sign-in throttles of a dashboard account",
+        description="Clear the counts of failed password sign-ins of the account, from every "
+        "client address, and of its wrong second-factor codes.",
+    )
+    unlock_user.add_argument("email", metavar="EMAIL", help="the address the user signs in with")
+    unlock_user.set_defaults(handler=_unlock_user)
 
     sandbox = commands.add_parser(
         "sandbox", help="read the inbox of `postwire serve --sandbox`"
@@ -190,6 +199,16 @@ def _create_user(config: Config, args: argparse.Namespace) -> int:
     if created.set_password_url is not None:
         print("open this link to set the password (it works once, for 3 days):", file=sys.stderr)
         print(created.set_password_url)
+    return 0
+
+
+def _unlock_user(config: Config, args: argparse.Namespace) -> int:
+    import trio
+
+    from postwire.admin import unlock_user
+
+    cleared = trio.run(unlock_user, config, args.email)
+    print(f"sign-in throttles of {args.email} lifted ({cleared} counts cleared)", file=sys.stderr)
     return 0
 
 

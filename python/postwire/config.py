@@ -217,8 +217,17 @@ class AuthConfig:
     # The sender of invitations, password resets and address checks ("Name <a@b>"), under a
     # verified domain. Empty: the links are written to the log instead.
     mail_from: str = ""
-    # Failed logins allowed per account and per client address within 15 minutes.
+    # Failed password sign-ins allowed per account from one client address within 15 minutes
+    # (half of it per minute, twice per hour, four times per day); past it, that address waits.
     max_login_failures: int = 10
+    # The same from one client address across accounts (an IPv6 client counts per /64).
+    max_login_failures_per_address: int = 50
+    # Accounts one client address may open by sign-up per hour (three times it per day).
+    max_signups_per_address: int = 5
+    # Argon2 hashes and checks (64 MiB each) a process runs at once, and how many more may
+    # wait; past that a request is answered 503 rather than queued.
+    password_checks_at_once: int = 2
+    password_checks_waiting: int = 16
     # Sign in with Google (OpenID Connect). Empty client id: the button is not shown.
     google_client_id: str = ""
     google_client_secret: str = ""
@@ -802,6 +811,10 @@ _VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "dashboard.session_max_hours": _at_least(1),
     "auth.signup": _check_signup,
     "auth.max_login_failures": _at_least(1),
+    "auth.max_login_failures_per_address": _at_least(1),
+    "auth.max_signups_per_address": _at_least(1),
+    "auth.password_checks_at_once": _at_least(1),
+    "auth.password_checks_waiting": _at_least(0),
     "auth.google_issuer": _check_url,
     "auth.github_authorize_url": _check_url,
     "auth.github_token_url": _check_url,

@@ -7,9 +7,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import trio
 
 from postwire.accounts import login_limits, passwords, sessions, users
 from postwire.accounts.sessions import SessionLimits
+from postwire.config import AuthConfig
 from postwire.dashboard.assets import Assets, hashed_name
 from postwire.dashboard.next_url import DEFAULT_NEXT, safe_next
 from postwire.store import sessions as store_sessions
@@ -173,27 +175,104 @@ async def test_list_and_end_other_sessions(spool: Spool) -> None:
 # Login limits
 
 
-async def test_failures_block_the_account_and_the_address_for_the_window(spool: Spool) -> None:
-    limit = 3
-    for n in range(limit):
-        assert not login_limits.login_blocked(spool, "ada@example.com", "10.0.0.1", T0 + n, limit)
-        await login_limits.record_failure(spool, "ada@example.com", "10.0.0.1", T0 + n, limit)
-    # The account, from anywhere; and anything from the address.
-    assert login_limits.login_blocked(spool, "ADA@example.com", "10.0.0.9", T0 + 5, limit)
-    assert login_limits.login_blocked(spool, "bob@example.com", "10.0.0.1", T0 + 5, limit)
-    assert not login_limits.login_blocked(spool, "bob@example.com", "10.0.0.9", T0 + 5, limit)
-    # The window slides: 15 minutes after the first failure, one attempt more is allowed.
-    window = login_limits.WINDOW_SECONDS
-    assert login_limits.login_blocked(spool, "ada@example.com", "x", T0 + window - 1, limit)
-    assert not login_limits.login_blocked(spool, "ada@example.com", "x", T0 + window, limit)
+AUTH = AuthConfig(max_login_failures=4, max_login_failures_per_address=100)
+RIGHT = "correct horse battery"
+RIGHT_HASH = passwords.hash_password_sync(RIGHT)
 
 
-async def test_a_success_clears_the_account_not_the_address(spool: Spool) -> None:
-    for n in range(2):
-        await login_limits.record_failure(spool, "ada@example.com", "10.0.0.1", T0 + n, 2)
-    await login_limits.clear_account_failures(spool, "ada@example.com")
-    assert not login_limits.login_blocked(spool, "ada@example.com", "10.0.0.2", T0 + 3, 2)
-    assert login_limits.login_blocked(spool, "bob@example.com", "10.0.0.1", T0 + 3, 2)
+async def attempt(
+    spool: Spool, password: str, now: float, address: str = "10.0.0.1", auth: AuthConfig = AUTH
+) -> bool | int:
+    """The check's answer, or the seconds to wait when it was throttled."""
+    try:
+        return await login_limits.check_password(
+            spool, auth, "ada@example.com", address, RIGHT_HASH, password, now
+        )
+    except login_limits.Throttled as throttled:
+        return throttled.retry_after
+
+
+def test_allowances_grow_with_their_windows() -> None:
+    assert login_limits.growing_windows(10) == (
+        login_limits.Window(60, 5),
+        login_limits.Window(900, 10),
+        login_limits.Window(3600, 20),
+        login_limits.Window(86400, 40),
+    )
+    assert login_limits.growing_windows(1)[0] == login_limits.Window(60, 1)
+
+
+async def test_a_guesser_waits_longer_and_longer_and_the_owner_still_signs_in(
+    spool: Spool,
+) -> None:
+    # Two a minute (half of 4), then the minute's end; four a quarter hour, then its end.
+    assert [await attempt(spool, "wrong", T0 + n) for n in range(3)] == [False, False, 58]
+    assert await attempt(spool, RIGHT, T0 + 3) == 57  # refused before the check: not counted
+    assert await attempt(spool, RIGHT, T0 + 4, address="10.0.0.2") is True  # the owner
+    assert [await attempt(spool, "wrong", T0 + 60 + n) for n in range(3)] == [False, False, 838]
+    # Eight an hour, sixteen a day: the waits grow to the hour's end, then the day's.
+    for quarter in (1, 2):
+        for n in range(2):
+            assert await attempt(spool, "wrong", T0 + quarter * 900 + n * 60) is False
+    assert await attempt(spool, "wrong", T0 + 2 * 900 + 120) == 3600 - 2 * 900 - 120
+    for n in range(8):
+        assert await attempt(spool, "wrong", T0 + 3600 * (1 + n // 2) + 900 * (n % 2)) is False
+    wait = await attempt(spool, "wrong", T0 + 5 * 3600)
+    assert wait == 86400 - 10 * 3600 - 5 * 3600  # T0 is 10:00 UTC
+    assert await attempt(spool, RIGHT, T0 + 5 * 3600, address="10.0.0.3") is True
+
+
+async def test_a_right_password_clears_its_pair_not_the_address(spool: Spool) -> None:
+    auth = AuthConfig(max_login_failures=4, max_login_failures_per_address=6)
+    assert await attempt(spool, "wrong", T0, auth=auth) is False
+    assert await attempt(spool, RIGHT, T0 + 1, auth=auth) is True
+    assert await attempt(spool, "wrong", T0 + 2, auth=auth) is False
+    assert await attempt(spool, "wrong", T0 + 3, auth=auth) is False  # the pair's 2: cleared
+    # The address's 3 a minute are used (the right password took back only its own count).
+    with pytest.raises(login_limits.Throttled):
+        await login_limits.check_password(
+            spool, auth, "bob@example.com", "10.0.0.1", None, "wrong", T0 + 4
+        )
+
+
+async def test_an_ipv6_client_counts_per_64(spool: Spool) -> None:
+    auth = AuthConfig(max_login_failures=100, max_login_failures_per_address=2)
+    assert await attempt(spool, "wrong", T0, "2001:db8:1:2::1", auth) is False
+    assert await attempt(spool, "wrong", T0, "2001:db8:1:2:ffff::9", auth) == 60
+    assert await attempt(spool, "wrong", T0, "2001:db8:1:3::1", auth) is False
+
+
+async def test_parallel_guesses_get_no_more_checks_than_the_allowance(spool: Spool) -> None:
+    answers: list[bool | int] = []
+
+    async def guess(password: str) -> None:
+        answers.append(await attempt(spool, password, T0 + 2))
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(30):
+            nursery.start_soon(guess, "wrong")
+    assert (answers.count(False), answers.count(58), len(answers)) == (2, 28, 30)
+
+
+async def test_unlock_clears_the_account_from_every_address(spool: Spool) -> None:
+    for address in ("10.0.0.1", "10.0.0.2"):
+        for n in range(2):
+            assert await attempt(spool, "wrong", T0 + n, address=address) is False
+        assert await attempt(spool, RIGHT, T0 + 2, address=address) == 58
+    assert await login_limits.unlock(spool, "ADA@example.com") == 8  # 2 pairs x 4 windows
+    assert await attempt(spool, RIGHT, T0 + 3, address="10.0.0.1") is True
+    assert await attempt(spool, RIGHT, T0 + 3, address="10.0.0.2") is True
+
+
+async def test_signups_are_counted_before_the_account_is_made(spool: Spool) -> None:
+    auth = AuthConfig(max_signups_per_address=2)
+    first = await login_limits.count_signup(spool, auth, "10.0.0.1", T0)
+    await login_limits.count_signup(spool, auth, "10.0.0.1", T0)
+    with pytest.raises(login_limits.Throttled):
+        await login_limits.count_signup(spool, auth, "10.0.0.1", T0)
+    await login_limits.signup_not_made(spool, first)
+    await login_limits.count_signup(spool, auth, "10.0.0.1", T0)
+    await login_limits.count_signup(spool, auth, "10.0.0.9", T0)
 
 
 # Where a login may lead

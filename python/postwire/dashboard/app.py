@@ -17,6 +17,7 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException, NotFound
 
 from postwire.accounts.mfa import user_has_mfa
+from postwire.accounts.passwords import PasswordWorkBusy
 from postwire.dashboard.assets import Assets
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.csrf import ANONYMOUS_COOKIE, CsrfRefused, hidden_field, new_anonymous_token
@@ -165,6 +166,13 @@ def _install_error_pages(app: QuartTrio) -> None:
             "page and try again."
         )
         return await render_template("error.html", title="Form refused", message=message), 403
+
+    @app.errorhandler(PasswordWorkBusy)
+    async def password_work_busy(_: PasswordWorkBusy) -> Response:
+        # A password change, reset or new member's password met a full queue of checks.
+        message = "Too many passwords are being checked right now. Try again in a moment."
+        page = await render_template("error.html", title="Busy", message=message)
+        return Response(page, status=503, headers={"Retry-After": "2"}, mimetype="text/html")
 
     @app.errorhandler(HTTPException)
     async def http_error(error: HTTPException) -> tuple[str, int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import trio
 
+from postwire.accounts.passwords import bound_password_work
 from postwire.config import Config
 from postwire.dashboard.app import create_dashboard
 from postwire.dashboard.context import DashboardContext
@@ -19,6 +20,8 @@ async def serve_dashboard(
 ) -> None:
     """Serve the dashboard on `dashboard.listen` until the stage's `stopping` event
     (`serve_http`); report the bound URLs once listening."""
+    auth = config.auth
+    bound_password_work(auth.password_checks_at_once, auth.password_checks_waiting)
     app = create_dashboard(
         DashboardContext(
             config=config,

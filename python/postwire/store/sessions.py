@@ -1,9 +1,8 @@
-"""Dashboard sessions and the record of failed logins.
+"""Dashboard sessions.
 
 Tables:
     sessions        `token/{sha256 of the cookie token}` -> SessionRecord
                     `user/{user_id}/{session_id}` -> SessionRef (a user's sessions, one scan)
-    login_failures  `{scope}/{subject}` -> LoginFailuresRecord (scope: "account" or "address")
 
 Only the SHA-256 of a session token is kept: a copy of the spool signs no one in. SHA-256,
 not a password hash, because the token carries 256 random bits.
@@ -32,6 +31,9 @@ class SessionRecord:
     last_seen_at: float
     address: str = ""
     user_agent: str = ""
+    # The team whose identity provider started the session ("" for any other way in): such a
+    # session shows that team alone, and is the only kind that passes its "enforce SSO".
+    sso_team_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,15 +41,8 @@ class SessionRef:
     token_sha256: str
 
 
-@dataclass(frozen=True, slots=True)
-class LoginFailuresRecord:
-    # Unix seconds of the recent failures, oldest first (only those inside the window are kept).
-    times: list[float]
-
-
 SESSIONS: Final = Table("sessions", SessionRecord)
 SESSION_REFS: Final = Table("sessions", SessionRef)
-LOGIN_FAILURES: Final = Table("login_failures", LoginFailuresRecord)
 
 _ALL: Final = 1_000_000
 
@@ -82,17 +77,3 @@ def sessions_of_user(spool: Spool, user_id: str) -> list[SessionRecord]:
         if session is not None:
             found.append(session)
     return found
-
-
-def get_login_failures(spool: Spool, scope: str, subject: str) -> LoginFailuresRecord | None:
-    return LOGIN_FAILURES.get(spool, f"{scope}/{subject}")
-
-
-def put_login_failures(
-    batch: WriteBatch, scope: str, subject: str, record: LoginFailuresRecord
-) -> None:
-    LOGIN_FAILURES.put(batch, f"{scope}/{subject}", record)
-
-
-def delete_login_failures(batch: WriteBatch, scope: str, subject: str) -> None:
-    LOGIN_FAILURES.delete(batch, f"{scope}/{subject}")

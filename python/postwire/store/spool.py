@@ -69,14 +69,15 @@ TABLES: tuple[str, ...] = (
     # Integers kept with `WriteBatch.add_counter` (a broadcast's per-status counts, ...).
     "counters",
     # Dashboard accounts: users, their addresses, team memberships, invitations, sessions,
-    # single-use links, login failures, MFA devices, per-team SSO and its pending logins.
+    # single-use links, sign-in and sign-up attempts, MFA devices, per-team SSO and its pending
+    # logins.
     "users",
     "user_emails",
     "memberships",
     "invitations",
     "sessions",
     "auth_links",
-    "login_failures",
+    "login_attempts",
     "mfa_devices",
     "sso_configs",
     "sso_logins",

@@ -25,7 +25,7 @@ from postwire.accounts.password_reset import (
     request_password_reset,
     set_password_by_link,
 )
-from postwire.accounts.passwords import hash_password, password_problem, verify_password
+from postwire.accounts.passwords import hash_password, password_problem
 from postwire.accounts.sessions import end_other_sessions, end_session, list_sessions
 from postwire.accounts.system_mail import SystemMailer
 from postwire.accounts.users import EmailTakenError
@@ -112,14 +112,10 @@ def routes(ctx: DashboardContext) -> Blueprint:
         session cannot guess the password here."""
         if user.password_hash is None:
             return True
-        limit = ctx.config.auth.max_login_failures
-        now, address = ctx.now_seconds(), request.remote_addr or ""
-        if login_limits.login_blocked(ctx.spool, user.email, address, now, limit):
-            return False
-        if await verify_password(user.password_hash, password):
-            return True
-        await login_limits.record_failure(ctx.spool, user.email, address, now, limit)
-        return False
+        address = request.remote_addr or ""
+        return await login_limits.check_current_password(
+            ctx.spool, ctx.config.auth, user, password, address, ctx.now_seconds()
+        )
 
     @blueprint.post("/account/email")
     @requires("member")

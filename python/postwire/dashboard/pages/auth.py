@@ -2,8 +2,9 @@
 `/team/switch`.
 
 A failed login says the same, and costs the same work, whether the address is unknown or the
-password wrong; past `auth.max_login_failures` failures in 15 minutes for the address typed or
-from the client's address, attempts are refused before any password is checked.
+password wrong. Attempts are counted per account and client address, and per client address,
+before any password is checked (`login_limits`): past the allowance the answer is 429 with a
+Retry-After, and a server with too many password checks under way answers 503.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from postwire.store.accounts import create_team
 from postwire.store.users import UserRecord
 
 WRONG_CREDENTIALS: Final = "Wrong email or password."
-TOO_MANY_ATTEMPTS: Final = "Too many failed attempts. Wait 15 minutes, then try again."
+TOO_BUSY: Final = "Too many sign-ins are being checked right now. Try again in a moment."
+TOO_BUSY_RETRY_AFTER: Final = 2
 MAX_NAME_LENGTH: Final = 100
 
 
@@ -62,20 +64,24 @@ def routes(ctx: DashboardContext) -> Blueprint:
         password = form.get("password", "")
         next_url = safe_next(form.get("next"))
         address = request.remote_addr or ""
-        now = ctx.now_seconds()
-        limit = ctx.config.auth.max_login_failures
-        if login_limits.login_blocked(ctx.spool, email, address, now, limit):
-            return await _render_login(ctx, next_url, email, TOO_MANY_ATTEMPTS), 429
         user = accounts_users.find_user_by_email(ctx.spool, email) if email else None
         stored = user.password_hash if user is not None else None
-        if user is None or not await passwords.verify_password(stored, password):
-            await login_limits.record_failure(ctx.spool, email, address, now, limit)
+        try:
+            matched = await login_limits.check_password(
+                ctx.spool, ctx.config.auth, email, address, stored, password, ctx.now_seconds()
+            )
+        except login_limits.Throttled as throttled:
+            page = await _render_login(ctx, next_url, email, too_many_attempts(throttled))
+            return refusal(page, 429, throttled.retry_after)
+        except passwords.PasswordWorkBusy:
+            page = await _render_login(ctx, next_url, email, TOO_BUSY)
+            return refusal(page, 503, TOO_BUSY_RETRY_AFTER)
+        if user is None or stored is None or not matched:
             return await _render_login(ctx, next_url, email, WRONG_CREDENTIALS), 401
-        if stored is not None and passwords.needs_rehash(stored):
+        if passwords.needs_rehash(stored):
             user = await accounts_users.set_password_hash(
                 ctx.spool, user, await passwords.hash_password(password)
             )
-        await login_limits.clear_account_failures(ctx.spool, email)
         try:
             return await finish_login(ctx, user, method="password", next_url=next_url)
         except LoginRefused as refused:
@@ -97,19 +103,28 @@ def routes(ctx: DashboardContext) -> Blueprint:
             return await _render_signup_closed(), 403
         form = await request.form
         entered = {key: form.get(key, "").strip() for key in ("name", "email", "team")}
-        address, now = request.remote_addr or "", ctx.now_seconds()
-        if login_limits.signup_blocked(ctx.spool, address, now):
-            message = "Too many accounts were opened from your address. Try again later."
-            return await render_template("signup.html", form=entered, error=message), 429
         problem = signup_problem(entered["name"], entered["email"], form.get("password", ""))
-        if problem is None:
-            try:
-                user = await create_signed_up_owner(ctx, entered, form.get("password", ""))
-            except EmailTakenError:
-                problem = "This address has an account already: sign in, or reset its password."
         if problem is not None:
             return await render_template("signup.html", form=entered, error=problem), 400
-        await login_limits.record_signup(ctx.spool, address, now)
+        address = request.remote_addr or ""
+        try:
+            counted = await login_limits.count_signup(
+                ctx.spool, ctx.config.auth, address, ctx.now_seconds()
+            )
+        except login_limits.Throttled as throttled:
+            message = "Too many accounts were opened from your address. Try again later."
+            page = await render_template("signup.html", form=entered, error=message)
+            return refusal(page, 429, throttled.retry_after)
+        try:
+            user = await create_signed_up_owner(ctx, entered, form.get("password", ""))
+        except EmailTakenError:
+            # Counted all the same: sign-ups must not be a free way to ask who has an account.
+            problem = "This address has an account already: sign in, or reset its password."
+            return await render_template("signup.html", form=entered, error=problem), 400
+        except passwords.PasswordWorkBusy:
+            await login_limits.signup_not_made(ctx.spool, counted)
+            page = await render_template("signup.html", form=entered, error=TOO_BUSY)
+            return refusal(page, 503, TOO_BUSY_RETRY_AFTER)
         await send_verification(
             ctx.spool, mailer, user, public_url=ctx.config.dashboard.public_url, now=ctx.now()
         )
@@ -146,6 +161,27 @@ def routes(ctx: DashboardContext) -> Blueprint:
         return see_other("/emails")
 
     return bp
+
+
+def too_many_attempts(throttled: login_limits.Throttled) -> str:
+    return f"Too many failed attempts. Try again in {wait_in_words(throttled.retry_after)}."
+
+
+def wait_in_words(seconds: int) -> str:
+    if seconds < 60:
+        return f"{seconds} second{'s' if seconds != 1 else ''}"
+    minutes = -(-seconds // 60)
+    if minutes < 90:
+        return f"{minutes} minute{'s' if minutes != 1 else ''}"
+    hours = -(-minutes // 60)
+    return f"{hours} hours"
+
+
+def refusal(page: str, status: int, retry_after: int) -> Response:
+    """A page refusing for now: the status, and when to come back (Retry-After)."""
+    response = Response(page, status=status, mimetype="text/html")
+    response.headers["Retry-After"] = str(retry_after)
+    return response
 
 
 def signup_problem(name: str, email: str, password: str) -> str | None:

@@ -18,7 +18,6 @@ from werkzeug.exceptions import NotFound
 
 from postwire.accounts import login_limits, mfa
 from postwire.accounts.passkeys import RelyingParty
-from postwire.accounts.passwords import verify_password
 from postwire.accounts.system_mail import SystemMail, SystemMailer
 from postwire.dashboard.access import mfa_setup, requires
 from postwire.dashboard.context import DashboardContext
@@ -81,13 +80,10 @@ async def reauthenticated(ctx: DashboardContext, user: UserRecord, form: dict[st
     limit = ctx.config.auth.max_login_failures
     password = form.get("password", "")
     if password and user.password_hash is not None:
-        now, address = ctx.now_seconds(), request.remote_addr or ""
-        if login_limits.login_blocked(ctx.spool, user.email, address, now, limit):
-            return False
-        if await verify_password(user.password_hash, password):
-            return True
-        await login_limits.record_failure(ctx.spool, user.email, address, now, limit)
-        return False
+        address = request.remote_addr or ""
+        return await login_limits.check_current_password(
+            ctx.spool, ctx.config.auth, user, password, address, ctx.now_seconds()
+        )
     code = form.get("code", "")
     if not code:
         return False
