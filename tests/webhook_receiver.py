@@ -74,6 +74,13 @@ class WebhookReceiver:
             self._server.shutdown()
             self._server.server_close()
 
+    def __enter__(self) -> WebhookReceiver:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
     def posts(self) -> list[ReceivedPost]:
         with self._lock:
             return list(self.received)

@@ -1,20 +1,35 @@
-"""Account mail: accepted as the team that verified `auth.mail_from`'s domain (signed, spooled,
-untracked), or its link written to the log when there is no such sender."""
+"""Account mail: signed with the key of the domain `auth.mail_from` is under and spooled as
+nobody's (no email record of the team, untracked), its link never logged; or its link written to
+the log when there is no such sender. Its delivery outcomes move nothing of any team."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from datetime import UTC, datetime
+from email import message_from_bytes
+from email.policy import default
 from pathlib import Path
 
 import pytest
 
+from postwire._core import WriteBatch
 from postwire.accounts.system_mail import SystemMailer, invitation_mail, password_reset_mail
 from postwire.config import AuthConfig, Config
+from postwire.delivery.bounces import classify_reply
+from postwire.delivery.outcome_events import add_outcomes
 from postwire.domains.store import create_domain, save_domain
 from postwire.store.accounts import create_team
-from postwire.store.emails import list_emails
+from postwire.store.deliveries import (
+    DELIVERIES,
+    EVENTS,
+    OUTBOX,
+    SUPPRESSIONS,
+    SYSTEM_OWNER,
+    DeliveryRecord,
+)
+from postwire.store.emails import EMAILS, list_emails
 from postwire.store.spool import Spool
 
 NOW = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
@@ -37,7 +52,7 @@ async def test_without_a_sender_the_link_is_logged(
         assert f"invitation link for bo@example.net: {LINK}" in caplog.text
 
 
-async def test_mail_from_a_verified_domain_is_accepted_untracked(
+async def test_mail_from_a_verified_domain_is_spooled_as_nobodys(
     spool: Spool, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     config = _config(tmp_path, "Postwire <accounts@mail.example.com>")
@@ -46,13 +61,40 @@ async def test_mail_from_a_verified_domain_is_accepted_untracked(
     await save_domain(spool, dataclasses.replace(domain, status="verified"))
     mailer = SystemMailer(config, spool)
     link = "http://localhost:3001/reset/abc.def"
-    with caplog.at_level(logging.WARNING, logger="postwire.accounts.mail"):
+    with caplog.at_level(logging.DEBUG, logger="postwire.accounts.mail"):
         assert await mailer.send(password_reset_mail("cy@example.net", link), NOW)
     assert link not in caplog.text
-    (email,), _ = list_emails(spool, team.id, limit=10, after=None, before=None)
-    assert email.to == ["cy@example.net"] and email.subject == "Reset your Postwire password"
-    assert email.sender == "Postwire <accounts@mail.example.com>"
-    message = spool.message_body(email.id)
+    assert re.search(
+        r"system mail \S+ accepted: password reset link to cy@example.net", caplog.text
+    )
+    assert list_emails(spool, team.id, limit=10, after=None, before=None) == ([], False)
+    assert EMAILS.scan(spool, limit=10) == []
+    ((message_id, delivery),) = DELIVERIES.scan(spool, limit=10)
+    assert delivery.is_system and delivery.recipients == ["cy@example.net"]
+    assert delivery.domain_id is None and delivery.tags == []
+    message = spool.message_body(message_id)
     assert message is not None and message.startswith(b"DKIM-Signature:")
-    assert email.html is not None and f'href="{link}"' in email.html  # not the click redirect
-    assert email.text is not None and link in email.text
+    assert b"d=example.com;" in message[:400]
+    html = message_from_bytes(message, policy=default).get_body(("html",))
+    assert html is not None and f'href="{link}"' in html.get_content()  # not the click redirect
+
+
+async def test_outcomes_of_system_mail_move_nothing_of_a_team(
+    spool: Spool, caplog: pytest.LogCaptureFixture
+) -> None:
+    delivery = DeliveryRecord(SYSTEM_OWNER, "bounces@example.com", ["a@x.example", "b@x.example"],
+                              "opportunistic")  # fmt: skip
+    outcomes = {
+        "a@x.example": classify_reply(250, (2, 0, 0), "ok"),
+        "b@x.example": classify_reply(550, (5, 1, 1), "no such user"),
+    }
+    batch = WriteBatch()
+    with caplog.at_level(logging.INFO, logger="postwire.delivery"):
+        updated, last_event = add_outcomes(batch, "m1", delivery, outcomes, None, 1_000)
+    await spool.commit(batch)
+    assert last_event is None
+    assert updated.finished == {"a@x.example": "delivered", "b@x.example": "bounced"}
+    for table in (EVENTS, OUTBOX, SUPPRESSIONS):
+        assert table.scan(spool, limit=10) == []
+    assert spool.scan("counters", limit=10) == []
+    assert "system mail m1 to b@x.example bounced" in caplog.text

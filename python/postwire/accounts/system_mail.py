@@ -1,11 +1,16 @@
-"""Mail Postwire sends about accounts (invitations, password resets, address checks), through
-its own accept path, from `auth.mail_from`.
+"""Mail Postwire sends about accounts (invitations, password resets, address checks), from
+`auth.mail_from`.
 
-The sender must be under a domain some team has verified: the message is accepted as that
-team's, so it is signed with the domain's DKIM key, delivered, and listed on that team's Emails
-page like any other. When `auth.mail_from` is empty, not an address, or under no verified
-domain, or the message cannot be accepted, the link is written to the log at WARNING instead,
-so an operator can pass it on by hand (a first setup has no verified domain yet).
+System mail belongs to no team. The sender must be under a domain some team has verified, whose
+DKIM key signs it, but it is spooled as a system message (`store.deliveries.spool_system_message`):
+no email record, so it is on no team's Emails page or API, and its delivery raises no team's
+events, webhooks, counts, insights or suppressions. Its links are secrets for the recipient's
+mailbox alone: once the message can be sent, they are never logged (the operator's log says
+what was sent to whom, and how its delivery went, without them).
+
+When `auth.mail_from` is empty, not an address, or under no verified domain, the link is written
+to the log at WARNING instead, so an operator can pass it on by hand (a first setup has no
+verified domain yet).
 """
 
 from __future__ import annotations
@@ -14,16 +19,17 @@ import html
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
-from postwire.accept import Acceptor, PreparedEmail
+from postwire.accept import Acceptor
 from postwire.compose.addresses import parse_mailbox
 from postwire.compose.request import SendRequest
 from postwire.config import Config
 from postwire.domains.store import DomainRecord, find_verified_domain_for_sender
 from postwire.errors import ApiError, SpoolError
+from postwire.metrics.operator_registry import OPERATOR_METRICS
 from postwire.services import Wakeable
 from postwire.store.accounts import list_teams
+from postwire.store.deliveries import spool_system_message
 from postwire.store.spool import Spool
 
 log = logging.getLogger("postwire.accounts.mail")
@@ -102,7 +108,7 @@ def set_password_mail(to: str, link: str) -> SystemMail:
 
 @dataclass(slots=True)
 class SystemMailer:
-    """Sends `SystemMail` as the team that verified `auth.mail_from`'s domain."""
+    """Sends `SystemMail` signed with the key of the domain `auth.mail_from` is under."""
 
     config: Config
     spool: Spool
@@ -128,7 +134,8 @@ class SystemMailer:
         return None
 
     async def send(self, mail: SystemMail, now: datetime) -> bool:
-        """Send `mail`, or log its link; True once the message is accepted (on disk)."""
+        """Send `mail`, or log its link when there is no sender; True once the message is
+        accepted (on disk)."""
         sender = self.sender()
         if sender is None:
             log.warning(
@@ -141,23 +148,19 @@ class SystemMailer:
             return False
         mail_from, domain = sender
         try:
-            await self._accept(mail, mail_from, domain, now)
+            message_id = await self._accept(mail, mail_from, domain, now)
         except (ApiError, SpoolError) as error:
-            log.warning(
-                "%s for %s: %s (the message could not be accepted: %s)",
-                mail.what,
-                mail.to,
-                mail.link,
-                error,
-            )
+            # Not the link: whoever reads the log must not be able to use it.
+            log.error("%s for %s could not be sent: %s", mail.what, mail.to, error)
             return False
+        log.info("system mail %s accepted: %s to %s", message_id, mail.what, mail.to)
         if self.delivery is not None:
             self.delivery.wake()
         return True
 
     async def _accept(
         self, mail: SystemMail, mail_from: str, domain: DomainRecord, now: datetime
-    ) -> None:
+    ) -> str:
         mailbox = parse_mailbox(mail_from)
         recipient = parse_mailbox(mail.to)
         if mailbox is None or recipient is None:
@@ -182,9 +185,16 @@ class SystemMailer:
             scheduled_at=None,
             size=0,
         )
-
-        async def prepare() -> tuple[list[PreparedEmail], dict[str, Any]]:
-            prepared = await self.acceptor.prepare(domain.team_id, None, request, now)
-            return [prepared], {"id": prepared.record.id}
-
-        await self.acceptor.accept(prepare, idempotent=None, status=200, now=now)
+        # Built and signed as the domain's team would send it; spooled as nobody's.
+        prepared = await self.acceptor.prepare(domain.team_id, None, request, now)
+        await spool_system_message(
+            self.spool,
+            prepared.record.id,
+            prepared.message,
+            envelope_from=prepared.record.envelope_from,
+            recipients=prepared.record.recipients,
+            tls=prepared.tls,
+            now_ms=int(now.timestamp() * 1000),
+        )
+        OPERATOR_METRICS.count_accepted(self.acceptor.path, 1)
+        return prepared.record.id

@@ -211,7 +211,12 @@ class DeliveryEngine:
                 "the service restarted) before its outcome was recorded", message_id,
             )  # fmt: skip
         attempt = _Attempt(leased.deliveries, started_ms, leased.enqueued_at_ms, delivery, body)
-        suppressed = [r for r in delivery.pending if is_suppressed(self.spool, delivery.team_id, r)]
+        # A team's suppression list is for the team's own mail, not the instance's system mail.
+        suppressed = [
+            r
+            for r in delivery.pending
+            if not delivery.is_system and is_suppressed(self.spool, delivery.team_id, r)
+        ]
         to_send = [r for r in delivery.pending if r not in suppressed]
         by_domain: dict[str, list[str]] = defaultdict(list)
         for address in to_send:
@@ -293,7 +298,7 @@ class DeliveryEngine:
                 )
                 DELIVERIES.put(batch, message_id, attempt.delivery)
                 batch.renew(message_id, self.in_hand.get(message_id, 0), now_ms + LEASE_MS)
-                if await self._commit_outcome(message_id, before.team_id, batch, last_event):
+                if await self._commit_outcome(message_id, before, batch, last_event):
                     break
                 attempt.delivery = before
                 await trio.sleep(FULL_SPOOL_RETRY_SECONDS)
@@ -346,11 +351,12 @@ class DeliveryEngine:
             attempt.delivery, first_attempt_ms=first_ms, attempts=delivery.attempts + 1
         )
         covered = 1 + self.handed_again.get(message_id, 0)
-        ATTEMPTS.put(
-            batch,
-            attempt_key(team, message_id, attempt.number),
-            attempt.record(now_ms, covered, suppressed),
-        )
+        if not delivery.is_system:  # the attempts are shown with the email; system mail has none
+            ATTEMPTS.put(
+                batch,
+                attempt_key(team, message_id, attempt.number),
+                attempt.record(now_ms, covered, suppressed),
+            )
         final = not updated.pending
         kept = 0
         if final:
@@ -367,7 +373,7 @@ class DeliveryEngine:
             mark_waiting(batch, domain, attempt.enqueued_ms, message_id, waiting=delta > 0)
         self._end_lease(batch, message_id, retry_at=None if final else retry_at)
         try:
-            return await self._commit_outcome(message_id, team, batch, last_event)
+            return await self._commit_outcome(message_id, delivery, batch, last_event)
         finally:
             self.insights_copies.settled(kept)
 
@@ -383,7 +389,11 @@ class DeliveryEngine:
             batch.reschedule(message_id, due_ms, self.now_ms(), lease=lease, count_attempt=True)
 
     async def _commit_outcome(
-        self, message_id: str, team: str | None, batch: _core.WriteBatch, last_event: str | None
+        self,
+        message_id: str,
+        delivery: DeliveryRecord | None,
+        batch: _core.WriteBatch,
+        last_event: str | None,
     ) -> bool:
         """Commit `batch` with the email's new `last_event`, under the email record's lock.
 
@@ -391,7 +401,9 @@ class DeliveryEngine:
         delivered message go, which would deliver it again when its lease ran out. (Intake
         leaves a reserve of the spool that these commits may use, so this is rare.)
         """
-        key = None if team is None else email_key(team, message_id)
+        key = None
+        if delivery is not None and not delivery.is_system:  # system mail has no email record
+            key = email_key(delivery.team_id, message_id)
         async with contextlib.AsyncExitStack() as stack:
             if key is not None:
                 await stack.enter_async_context(self.spool.record_lock(key))

@@ -46,6 +46,8 @@ class InsightsCopies:
         counted as in flight until the caller reports the batch's commit over (`settled`).
         The sandbox inbox keeps its own copy."""
         config = self.config
+        if delivery.is_system:  # no team's insights: its body holds the recipient's secret link
+            return 0
         if not config.insights.enabled or config.sandbox or not self._room_for_copies():
             return 0
         if not config.insights.rspamd_url:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from datetime import datetime
 
@@ -15,6 +16,8 @@ from postwire.store.deliveries import (
     suppression_key,
 )
 
+log = logging.getLogger("postwire.delivery")
+
 
 def add_outcomes(
     batch: _core.WriteBatch,
@@ -26,7 +29,12 @@ def add_outcomes(
 ) -> tuple[DeliveryRecord, str | None]:
     """Add the events and suppressions of `outcomes` to `batch`. Returns `delivery` with
     their statuses, and the email's new `last_event` (None: unchanged). A transient outcome
-    is a bounce when `retry_at` is None (no retry left)."""
+    is a bounce when `retry_at` is None (no retry left). System mail only has its statuses
+    recorded and logged for the operator: it is no team's, so no team's events, webhooks,
+    counts or suppressions move (a bounce of a password reset is no reason for the team whose
+    domain signed it to stop mailing that address)."""
+    if delivery.is_system:
+        return _system_outcomes(message_id, delivery, outcomes, retry_at), None
     team, broadcast, domain = delivery.team_id, delivery.broadcast_id, delivery.domain_id
     tags = tuple(delivery.tags)  # the metrics' counted tags
     finished = dict(delivery.finished)
@@ -68,3 +76,24 @@ def add_outcomes(
             )  # fmt: skip
             last_event = "delivery_delayed"
     return replace(delivery, finished=finished), last_event
+
+
+def _system_outcomes(
+    message_id: str,
+    delivery: DeliveryRecord,
+    outcomes: dict[str, Outcome],
+    retry_at: datetime | None,
+) -> DeliveryRecord:
+    """`delivery` with the statuses of `outcomes`, each logged (never the message: it holds
+    the recipient's secret link)."""
+    finished = dict(delivery.finished)
+    for address, outcome in outcomes.items():
+        if outcome.status == "delivered":
+            finished[address] = "delivered"
+            log.info("system mail %s delivered to %s", message_id, address)
+        elif outcome.status == "permanent" or retry_at is None:
+            finished[address] = "bounced"
+            log.warning("system mail %s to %s bounced: %s", message_id, address, outcome.diagnostic)
+        else:
+            log.info("system mail %s to %s delayed: %s", message_id, address, outcome.diagnostic)
+    return replace(delivery, finished=finished)

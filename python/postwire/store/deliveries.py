@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, TypedDict, cast
+from typing import Any, Final, Literal, TypedDict, cast
 
 from postwire import _core
 from postwire._core import WriteBatch
@@ -42,9 +42,15 @@ class DeliveryAttempt(TypedDict):
     recipients: list[AttemptRecipient]
 
 
+# The owner of system mail (password resets, invitations, address checks): no team. Team ids
+# are UUIDs, so no team's keys (`{team_id}/...`) ever reach this owner's, and the engine records
+# no team's events, suppressions, counts or attempts for its messages.
+SYSTEM_OWNER: Final = "system"
+
+
 @dataclass(frozen=True, slots=True)
 class DeliveryRecord:
-    team_id: str
+    team_id: str  # SYSTEM_OWNER: system mail
     envelope_from: str
     recipients: list[str]
     tls: str  # the sending domain's policy: "opportunistic" | "enforced"
@@ -63,6 +69,11 @@ class DeliveryRecord:
     @property
     def pending(self) -> list[str]:
         return [r for r in self.recipients if r not in self.finished]
+
+    @property
+    def is_system(self) -> bool:
+        """System mail: it belongs to no team, and leaves no trace in any team's records."""
+        return self.team_id == SYSTEM_OWNER
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +125,25 @@ ATTEMPTS = Table("attempts", AttemptRecord)
 EVENTS = Table("events", EventRecord)
 OUTBOX = Table("outbox", OutboxEntry)
 SUPPRESSIONS = Table("suppressions", SuppressionRecord)
+
+
+async def spool_system_message(
+    spool: Spool,
+    message_id: str,
+    message: bytes,
+    *,
+    envelope_from: str,
+    recipients: list[str],
+    tls: str,
+    now_ms: int,
+) -> None:
+    """Commit a system message, due now, with its delivery record and nothing else: no email
+    record (its body holds a secret link that only the recipient may read; the ack that
+    finishes its delivery drops it) and nothing of the team whose domain signs it."""
+    batch = WriteBatch()
+    batch.enqueue(message_id, message, now_ms, now_ms)
+    DELIVERIES.put(batch, message_id, DeliveryRecord(SYSTEM_OWNER, envelope_from, recipients, tls))
+    await spool.commit(batch)
 
 
 def suppression_key(team_id: str, address: str) -> str:
