@@ -20,6 +20,13 @@ from postwire.config import AuthConfig, Config
 from postwire.delivery.bounces import classify_reply
 from postwire.delivery.outcome_events import add_outcomes
 from postwire.domains.store import create_domain, save_domain
+from postwire.inbound.apply import (
+    InboundAddress,
+    apply_report,
+    load_return_path_key,
+    recognise_address,
+)
+from postwire.inbound.reports import DeliveryStatusReport, RecipientStatus
 from postwire.store.accounts import create_team
 from postwire.store.deliveries import (
     DELIVERIES,
@@ -98,3 +105,27 @@ async def test_outcomes_of_system_mail_move_nothing_of_a_team(
         assert table.scan(spool, limit=10) == []
     assert spool.scan("counters", limit=10) == []
     assert "system mail m1 to b@x.example bounced" in caplog.text
+
+
+async def test_a_bounce_report_of_system_mail_suppresses_nobody(
+    spool: Spool, tmp_path: Path
+) -> None:
+    config = _config(tmp_path, "Postwire <accounts@mail.example.com>")
+    team = await create_team(spool, "Operators", NOW)
+    domain = await create_domain(spool, config, team.id, "example.com")
+    await save_domain(spool, dataclasses.replace(domain, status="verified"))
+    mail = password_reset_mail("cy@example.net", "http://localhost:3001/reset/abc.def")
+    assert await SystemMailer(config, spool).send(mail, NOW)
+    ((message_id, delivery),) = DELIVERIES.scan(spool, limit=10)
+    # A DSN to the message's own return path, quoting it: as valid as reports come.
+    failed = RecipientStatus("failed", "cy@example.net", "cy@example.net", (5, 1, 1),
+                             "smtp; 550 5.1.1 user unknown", "mx.example.net")  # fmt: skip
+    report = DeliveryStatusReport(
+        "mx.example.net", (failed,), delivery.envelope_from, f"<{message_id}@example.com>"
+    )
+    key = await load_return_path_key(spool, config)
+    now_ms = int(NOW.timestamp() * 1000)
+    assert recognise_address(spool, key, delivery.envelope_from, now_ms) is InboundAddress.REPORTS
+    assert await apply_report(spool, key, report, delivery.envelope_from, now_ms) is None
+    for table in (EVENTS, OUTBOX, SUPPRESSIONS):
+        assert table.scan(spool, limit=10) == []
