@@ -228,6 +228,10 @@ class AuthConfig:
     # wait; past that a request is answered 503 rather than queued.
     password_checks_at_once: int = 2
     password_checks_waiting: int = 16
+    # Invitations a team may send per hour, and invitations one address may receive per hour
+    # from all teams together; inviting an address again counts.
+    invitations_per_team_per_hour: int = 50
+    invitations_per_address_per_hour: int = 3
     # Sign in with Google (OpenID Connect). Empty client id: the button is not shown.
     google_client_id: str = ""
     google_client_secret: str = ""
@@ -811,6 +815,8 @@ _VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "dashboard.session_max_hours": _at_least(1),
     "auth.signup": _check_signup,
     "auth.max_login_failures": _at_least(1),
+    "auth.invitations_per_team_per_hour": _at_least(1),
+    "auth.invitations_per_address_per_hour": _at_least(1),
     "auth.max_login_failures_per_address": _at_least(1),
     "auth.max_signups_per_address": _at_least(1),
     "auth.password_checks_at_once": _at_least(1),

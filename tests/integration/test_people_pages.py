@@ -121,7 +121,7 @@ async def site(tmp_path: Path) -> AsyncIterator[Site]:
                 team_id=team.id,
                 outsider=people[2],
                 other_team_id=other.id,
-                other_invitation_id=theirs.id,
+                other_invitation_id=theirs.invitation.id,
             )
         nursery.cancel_scope.cancel()
     await spool.close()

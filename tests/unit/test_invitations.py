@@ -9,11 +9,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+import trio
 
 from postwire.accounts import users
 from postwire.accounts.email_verification import send_verification, verify_email
 from postwire.accounts.invitations import (
+    DEFAULT_LIMITS,
     InvitationError,
+    InvitationLimits,
     accept_as_new_user,
     accept_as_user,
     invite,
@@ -63,8 +66,11 @@ async def _invite(
     email: str,
     role: str,
     inviter_role: str = "owner",
+    *,
+    limits: InvitationLimits = DEFAULT_LIMITS,
+    now: datetime = NOW,
 ) -> InvitationRecord:
-    return await invite(
+    invited = await invite(
         spool,
         mailer,
         team=team,
@@ -73,8 +79,11 @@ async def _invite(
         inviter=inviter,
         inviter_role=inviter_role,
         public_url=PUBLIC_URL,
-        now=NOW,
+        now=now,
+        limits=limits,
     )
+    assert not invited.mailed and invited.link.startswith(f"{PUBLIC_URL}/invite/")
+    return invited.invitation
 
 
 async def _owner(spool: Spool) -> tuple[TeamRecord, UserRecord]:
@@ -148,6 +157,50 @@ async def test_inviting_again_replaces_and_revoking_deletes(
         await _invite(spool, mailer, team, owner, "ho@example.net", "owner", inviter_role="admin")
     with pytest.raises(InvitationError, match="not an email address"):
         await _invite(spool, mailer, team, owner, "nobody", "member")
+
+
+async def test_invitations_are_limited_per_team_and_address_re_invitations_included(
+    spool: Spool, mailer: SystemMailer
+) -> None:
+    team, owner = await _owner(spool)
+    limits = InvitationLimits(per_team=4, per_address=2)
+    for role in ("member", "admin"):  # the second replaces the first, and counts
+        await _invite(spool, mailer, team, owner, "fi@example.net", role, limits=limits)
+    with pytest.raises(
+        InvitationError, match=re.escape("Too many invitations went to FI@example.net")
+    ):
+        await _invite(spool, mailer, team, owner, "FI@example.net", "member", limits=limits)
+    for address in ("gu@example.net", "ha@example.net"):  # a refusal counts for nothing
+        await _invite(spool, mailer, team, owner, address, "member", limits=limits)
+    with pytest.raises(InvitationError, match="This team has sent 4 invitations"):
+        await _invite(spool, mailer, team, owner, "hal@example.net", "member", limits=limits)
+    pending = {i.email for i in list_pending(spool, team.id)}
+    assert pending == {"fi@example.net", "gu@example.net", "ha@example.net"}
+    # Another team has its own count; the address's count is everyone's.
+    other = await create_team(spool, "Other", NOW)
+    await _invite(spool, mailer, other, owner, "hal@example.net", "member", limits=limits)
+    with pytest.raises(InvitationError, match=re.escape("fi@example.net")):
+        await _invite(spool, mailer, other, owner, "fi@example.net", "member", limits=limits)
+    # A burst gets exactly what the hour has room for.
+    burst_team = await create_team(spool, "Burst", NOW)
+    outcomes: list[bool] = []
+
+    async def one(n: int) -> None:
+        try:
+            await _invite(spool, mailer, burst_team, owner, f"b{n}@example.net", "member",
+                          limits=limits)  # fmt: skip
+        except InvitationError:
+            outcomes.append(False)
+        else:
+            outcomes.append(True)
+
+    async with trio.open_nursery() as nursery:
+        for n in range(12):
+            nursery.start_soon(one, n)
+    assert sorted(outcomes) == [False] * 8 + [True] * 4
+    # The next hour starts afresh.
+    later = NOW + timedelta(hours=1)
+    await _invite(spool, mailer, team, owner, "fi@example.net", "member", limits=limits, now=later)
 
 
 async def test_an_expired_invitation_does_not_open(

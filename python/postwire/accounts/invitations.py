@@ -8,6 +8,11 @@ works for 7 days. Opening it:
 - a person with an account signs in as that address first, then joins.
 Inviting an address again replaces its pending invitation (the old link stops working);
 revoking deletes the invitation and its link.
+
+Each invitation is mail sent from the operator's own sender to an address the team chose, so
+invitations are counted per team and per invited address in each hour (`auth.invitations_per_*`),
+re-invitations included, in the store before anything is made or sent (`claim_invitation`): a
+burst, in one process or several, gets no more through than the limits.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from postwire.accounts.links import (
 from postwire.accounts.system_mail import SystemMailer, invitation_mail
 from postwire.accounts.users import EmailTakenError
 from postwire.compose.addresses import is_address
+from postwire.config import AuthConfig
 from postwire.errors import KeyExistsError, PostwireError
 from postwire.store import users as user_store
 from postwire.store.accounts import TEAMS, TeamRecord, contract_timestamp
@@ -36,6 +42,7 @@ from postwire.store.invitations import (
     AuthLinkRecord,
     InvitationRecord,
     add_link,
+    claim_invitation,
     delete_invitation,
     delete_link,
     get_invitation,
@@ -59,6 +66,31 @@ MAX_PENDING: Final = 500
 
 class InvitationError(PostwireError):
     """An invitation cannot be made or accepted; the message says why in plain words."""
+
+
+@dataclass(frozen=True, slots=True)
+class InvitationLimits:
+    """Invitations allowed per hour: sent by one team, and received by one address."""
+
+    per_team: int
+    per_address: int
+
+    @classmethod
+    def of(cls, auth: AuthConfig) -> InvitationLimits:
+        return cls(auth.invitations_per_team_per_hour, auth.invitations_per_address_per_hour)
+
+
+DEFAULT_LIMITS: Final = InvitationLimits.of(AuthConfig())
+
+
+@dataclass(frozen=True, slots=True)
+class Invited:
+    """An invitation made, its link, and whether the link was mailed (else only logged: the
+    inviter is to pass it on)."""
+
+    invitation: InvitationRecord
+    link: str
+    mailed: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +118,11 @@ async def invite(
     inviter_role: str,
     public_url: str,
     now: datetime,
-) -> InvitationRecord:
+    limits: InvitationLimits = DEFAULT_LIMITS,
+) -> Invited:
     """Invite `email` to `team` as `role` and mail the link (or log it: `SystemMailer`). An
     inviter grants no more than their own role, and must have verified their address (an
-    invitation is mail sent on their word)."""
+    invitation is mail sent on their word); past `limits` within the hour nothing is made."""
     address = email.strip()
     if not is_address(address):
         raise InvitationError(f"{address or 'That'} is not an email address.")
@@ -106,6 +139,7 @@ async def invite(
     user_id = user_store.find_user_id_by_email(spool, normalized)
     if user_id is not None and user_store.get_membership(spool, user_id, team.id) is not None:
         raise InvitationError(f"{address} is a member of {team.name} already.")
+    await _count(spool, team, normalized, address, limits, now)
     replaced = pending_invitation_for(spool, team.id, normalized)
     if replaced is None and len(pending_invitations(spool, team.id)) >= MAX_PENDING:
         raise InvitationError("This team has too many pending invitations: revoke some first.")
@@ -135,9 +169,35 @@ async def invite(
     add_link(spool, batch, link, int(now.timestamp() * 1000))
     await spool.commit(batch)
     url = link_url(public_url, "invite", token)
-    inviter_name = inviter.name or inviter.email
-    await mailer.send(invitation_mail(address, team.name, inviter_name, role, url), now)
-    return invitation
+    # The inviter's verified address, not their name: a name is whatever they typed.
+    mailed = await mailer.send(invitation_mail(address, team.name, inviter.email, role, url), now)
+    return Invited(invitation, url, mailed)
+
+
+async def _count(
+    spool: Spool,
+    team: TeamRecord,
+    normalized: str,
+    address: str,
+    limits: InvitationLimits,
+    now: datetime,
+) -> None:
+    """Count the invitation; `InvitationError` past either limit."""
+    now_ms = int(now.timestamp() * 1000)
+    refused = await claim_invitation(
+        spool, team.id, normalized, now_ms, per_team=limits.per_team, per_address=limits.per_address
+    )
+    if refused is None:
+        return
+    until = datetime.fromtimestamp(refused.window_end_ms / 1000, UTC).strftime("%H:%M UTC")
+    if refused.limit == "team":
+        raise InvitationError(
+            f"This team has sent {limits.per_team} invitations within the hour, the most "
+            f"allowed: try again after {until}."
+        )
+    raise InvitationError(
+        f"Too many invitations went to {address} within the hour: try again after {until}."
+    )
 
 
 def _drop(spool: Spool, batch: WriteBatch, invitation: InvitationRecord) -> None:

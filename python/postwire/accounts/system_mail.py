@@ -59,12 +59,21 @@ class SystemMail:
         )
 
 
+# A team's name as the invitation's body quotes it at most: it is the inviting tenant's text.
+INVITATION_TEAM_NAME_CHARS = 60
+
+
 def invitation_mail(to: str, team_name: str, inviter: str, role: str, link: str) -> SystemMail:
+    """The subject is ours alone: a team named like a lure ("Your mailbox is suspended...")
+    would otherwise put the lure in the subject of mail signed by the operator's domain."""
+    name = " ".join(team_name.split())
+    if len(name) > INVITATION_TEAM_NAME_CHARS:
+        name = name[: INVITATION_TEAM_NAME_CHARS - 1].rstrip() + "…"
     return SystemMail(
         to=to,
-        subject=f"Join {team_name} on Postwire",
+        subject="Invitation to a team on Postwire",
         lines=(
-            f"{inviter} invited you to the team {team_name} on Postwire, as {role}.",
+            f"{inviter} invited you to join a team on Postwire, named “{name}”, as {role}.",
             "Open this link within 7 days to accept:",
         ),
         link=link,

@@ -10,14 +10,21 @@
 
 `invitations` holds a team's pending invitations under `{team}/{id}` (ids are UUID v7, so they
 list oldest first) and `pending/{team}/{email}`: the one pending invitation of an address.
+
+`counters` holds the invitations made in each hour, per team and per invited address (hashed):
+`invitations/{window}/team/{team}` and `invitations/{window}/to/{sha256}` (`WriteBatch.add_counter`)
+and, beside each, `.../{n}` inserted by the n-th invitation (`claim_invitation`).
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import Final, Literal
 
 from postwire._core import WriteBatch
+from postwire.errors import KeyExistsError
+from postwire.store.metric_counters import COUNTERS_TABLE
 from postwire.store.spool import Spool
 from postwire.store.tables import Table
 from postwire.store.team_records import TeamRecords, team_prefix
@@ -27,6 +34,8 @@ RATE_WINDOW_MS: Final = 15 * 60 * 1000
 _PRUNED_PER_WRITE: Final = 16
 # A team's pending invitations listed at most.
 MAX_PENDING_LISTED: Final = 1_000
+INVITATION_WINDOW_MS: Final = 3600 * 1000
+_INVITATION_COUNTS: Final = "invitations/"
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +153,51 @@ async def record_request(spool: Spool, whats: list[str], now_ms: int) -> None:
                 break
             REQUEST_COUNTS.delete(batch, key)
         await spool.commit(batch)
+
+
+@dataclass(frozen=True, slots=True)
+class InvitationRefused:
+    """The limit an invitation met, and when its hour ends (wall-clock ms)."""
+
+    limit: Literal["team", "address"]
+    window_end_ms: int
+
+
+async def claim_invitation(
+    spool: Spool, team_id: str, email: str, now_ms: int, *, per_team: int, per_address: int
+) -> InvitationRefused | None:
+    """Count one invitation of `team_id` to `email` (normalized) in the current hour, or refuse
+    it (counting nothing) when the team or the address has used up its hour.
+
+    The n-th invitation of an hour inserts the key of its number beside each count, in the
+    commit that adds to the counts: two invitations that read the same count cannot both
+    commit, in one process or several; the one that loses reads again. So no burst gets more
+    than the limits through, and none is refused while the hour has room."""
+    start = now_ms - now_ms % INVITATION_WINDOW_MS
+    window = f"{_INVITATION_COUNTS}{start:015d}/"
+    address = hashlib.sha256(email.encode()).hexdigest()  # the table keeps no addresses
+    counts: dict[bytes, tuple[Literal["team", "address"], int]] = {
+        f"{window}team/{team_id}".encode(): ("team", per_team),
+        f"{window}to/{address}".encode(): ("address", per_address),
+    }
+    while True:
+        batch = WriteBatch()
+        for key, (limit, allowed) in counts.items():
+            counted = spool.counter(COUNTERS_TABLE, key)
+            if counted >= allowed:
+                return InvitationRefused(limit, start + INVITATION_WINDOW_MS)
+            batch.insert(COUNTERS_TABLE, key + b"/%06d" % (counted + 1), b"1")
+            batch.add_counter(COUNTERS_TABLE, key, 1)
+        prefix = _INVITATION_COUNTS.encode()
+        for key, _ in spool.scan(COUNTERS_TABLE, prefix=prefix, limit=_PRUNED_PER_WRITE):
+            if key >= window.encode():
+                break
+            batch.delete(COUNTERS_TABLE, key)
+        try:
+            await spool.commit(batch)
+        except KeyExistsError:
+            continue  # another invitation took that number: its count is committed now
+        return None
 
 
 def get_invitation(spool: Spool, team_id: str, invitation_id: str) -> InvitationRecord | None:

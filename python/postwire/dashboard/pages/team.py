@@ -15,6 +15,8 @@ from werkzeug.exceptions import NotFound
 from postwire.accounts import users
 from postwire.accounts.invitations import (
     InvitationError,
+    InvitationLimits,
+    Invited,
     OpenInvitation,
     accept_as_new_user,
     accept_as_user,
@@ -61,8 +63,14 @@ def routes(ctx: DashboardContext) -> Blueprint:
     mailer = SystemMailer(ctx.config, ctx.spool, ctx.delivery)
     public_url = ctx.config.dashboard.public_url
 
+    invitation_limits = InvitationLimits.of(ctx.config.auth)
+
     @blueprint.get("/team")
     async def team_page() -> str:
+        return await render_team()
+
+    async def render_team(unsent: Invited | None = None) -> str:
+        """The Team page; with `unsent`, the link of an invitation no mail carried, to copy."""
         viewer = _viewer()
         now = ctx.now()
         members = users.members_of(ctx.spool, viewer.team.id)
@@ -81,6 +89,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
             roles=ROLES[::-1],
             can_invite=viewer.role in ("owner", "admin"),
             is_owner=viewer.role == "owner",
+            unsent=unsent,
         )
 
     async def back_to_team(message: str, category: str = "error") -> Response:
@@ -98,12 +107,12 @@ def routes(ctx: DashboardContext) -> Blueprint:
         return await back_to_team("The team's name was changed.", "success")
 
     @blueprint.post("/team/invitations")
-    async def create_invitation() -> Response:
+    async def create_invitation() -> Response | str:
         viewer = _viewer()
         form = await request.form
         email = form.get("email", "").strip()
         try:
-            await invite(
+            invited = await invite(
                 ctx.spool,
                 mailer,
                 team=viewer.team,
@@ -113,9 +122,13 @@ def routes(ctx: DashboardContext) -> Blueprint:
                 inviter_role=viewer.role,
                 public_url=public_url,
                 now=ctx.now(),
+                limits=invitation_limits,
             )
         except InvitationError as refusal:
             return await back_to_team(str(refusal))
+        if not invited.mailed:
+            # Shown once, in this answer alone: the link is a secret, kept hashed.
+            return await render_team(invited)
         return await back_to_team(f"An invitation was sent to {email}.", "success")
 
     @blueprint.post("/team/invitations/<invitation_id>/revoke")
