@@ -1,6 +1,7 @@
-"""Who a provider's identity signs in as: accounts linked by verified address only; Google and
-GitHub make an account only when sign-up is open; a team's provider admits its members, its
-invitees (with the invited role) and addresses of its email domains, and no one else."""
+"""Who a provider's identity signs in as: Google and GitHub find accounts by a confirmed
+address only and make an account only when sign-up is open; a team's provider opens only
+accounts linked to its `(team, issuer, subject)` by their owner, and makes new ones for its
+invitees (with the invited role) and addresses of its verified email domains, no one else."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ import pytest
 
 from postwire import _core
 from postwire.accounts import users
-from postwire.accounts.identity_linking import SignInRefused, account_for_identity
+from postwire.accounts.identity_linking import (
+    SignInRefused,
+    account_for_identity,
+    account_for_team_identity,
+    link_team_identity,
+)
 from postwire.accounts.invitations import invite, list_pending
 from postwire.accounts.oidc import Identity
 from postwire.accounts.system_mail import SystemMailer
@@ -22,13 +28,23 @@ from postwire.store.spool import Spool
 from postwire.store.sso import SsoConfigRecord, put_sso_config
 
 NOW = datetime(2026, 11, 25, 5, 0, tzinfo=UTC)
-ANN = Identity(email="ann@corp.example", email_verified=True, name="Ann", subject="1")
+ISSUER = "https://idp.corp.example"
+ANN = Identity(
+    email="ann@corp.example", email_verified=True, name="Ann", subject="1", issuer=ISSUER
+)
 
 
-async def _link(spool: Spool, identity: Identity, **options: object) -> users.UserRecord:
-    settings: dict[str, object] = {"provider": "google", "team_id": None, "signup": "open"}
-    settings.update(options)
-    return await account_for_identity(spool, identity, now=NOW, **settings)  # type: ignore[arg-type]
+async def _link(
+    spool: Spool,
+    identity: Identity,
+    *,
+    provider: str = "google",
+    team_id: str | None = None,
+    signup: str = "open",
+) -> users.UserRecord:
+    if team_id is not None:
+        return await account_for_team_identity(spool, identity, team_id, now=NOW)
+    return await account_for_identity(spool, identity, provider=provider, signup=signup, now=NOW)
 
 
 async def test_an_unverified_address_is_refused(spool: Spool) -> None:
@@ -68,12 +84,16 @@ async def test_invite_only_makes_the_account_of_an_invited_address(
     assert all(not list_pending(spool, team.id) for team in teams)
 
 
-async def test_an_existing_account_is_linked_and_its_address_counts_as_verified(
+async def test_an_existing_account_is_found_only_once_its_address_is_confirmed(
     spool: Spool,
 ) -> None:
+    # Open sign-up takes any address: an unconfirmed account may be a squatter's.
     made = await users.create_user(spool, email="Ann@Corp.example", name="Ann", now=NOW)
-    linked = await _link(spool, ANN, signup="invite_only")
-    assert linked.id == made.id and linked.email_verified
+    with pytest.raises(SignInRefused, match="its address was never confirmed"):
+        await _link(spool, ANN, signup="invite_only")
+    assert not users.get_user(spool, made.id).email_verified  # type: ignore[union-attr]
+    await users.update_user(spool, replace(made, email_verified=True))
+    assert (await _link(spool, ANN, signup="invite_only")).id == made.id
 
 
 async def test_a_teams_provider_admits_members_invitees_and_its_domains_only(
@@ -84,23 +104,35 @@ async def test_a_teams_provider_admits_members_invitees_and_its_domains_only(
         spool, email="owner@corp.example", name="O", now=NOW, email_verified=True
     )
     await users.add_membership(spool, owner.id, team.id, "owner", NOW)
-    # A member signs in.
-    assert (await _link(spool, replace(ANN, email=owner.email), team_id=team.id)).id == owner.id
+    # A member's account opens only once its owner linked the identity, signed in.
+    owner_identity = replace(ANN, email=owner.email, subject="owner")
+    with pytest.raises(SignInRefused, match="never linked to it"):
+        await _link(spool, owner_identity, team_id=team.id)
+    await link_team_identity(spool, owner_identity, team.id, owner, now=NOW)
+    assert (await _link(spool, owner_identity, team_id=team.id)).id == owner.id
+    # Another subject of the same provider asserting the same address does not.
+    with pytest.raises(SignInRefused, match="never linked to it"):
+        await _link(spool, replace(owner_identity, subject="forged"), team_id=team.id)
 
-    # An outsider is refused, even with an account elsewhere.
-    outsider = Identity(email="zed@else.example", email_verified=True, name="Zed", subject="9")
-    await _link(spool, outsider)
+    # An outsider is refused, with an account elsewhere or none.
+    outsider = replace(ANN, email="zed@else.example", name="Zed", subject="9")
     with pytest.raises(SignInRefused, match="not a member of this team"):
+        await _link(spool, outsider, team_id=team.id)
+    await _link(spool, replace(outsider, issuer=""))
+    with pytest.raises(SignInRefused, match="never linked to it"):
         await _link(spool, outsider, team_id=team.id)
 
     # An invitee joins with the invited role; the invitation is used up.
     mailer = SystemMailer(Config(data_dir=tmp_path), spool, None)
     await _invite(spool, mailer, team, owner, "bob@else.example", "admin")
-    bob = Identity(email="bob@else.example", email_verified=True, name="Bob", subject="2")
-    joined = await _link(spool, bob, team_id=team.id, signup="invite_only")
+    bob = replace(ANN, email="bob@else.example", name="Bob", subject="2")
+    joined = await _link(spool, bob, team_id=team.id)
     assert users.get_membership(spool, joined.id, team.id).role == "admin"  # type: ignore[union-attr]
+    # The team's provider asserted the address; no mail confirmed it. Its only team is this.
+    assert not joined.email_verified
+    assert [t.id for _, t in users.memberships_of(spool, joined)] == [team.id]
 
-    # An address under the team's SSO domain joins as a member.
+    # An address under an SSO domain the team has not verified joins nothing.
     batch = _core.WriteBatch()
     put_sso_config(
         batch,
@@ -108,8 +140,8 @@ async def test_a_teams_provider_admits_members_invitees_and_its_domains_only(
         None,
     )
     await spool.commit(batch)
-    member = await _link(spool, ANN, team_id=team.id, signup="invite_only")
-    assert users.get_membership(spool, member.id, team.id).role == "member"  # type: ignore[union-attr]
+    with pytest.raises(SignInRefused, match="not a member of this team"):
+        await _link(spool, ANN, team_id=team.id)
 
 
 async def _invite(

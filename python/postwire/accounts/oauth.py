@@ -99,8 +99,10 @@ async def begin_provider_login(
     browser_secret: str,
     now: datetime,
     allow_private: bool,
+    link_user_id: str = "",
 ) -> str:
-    """Keep a new login and return the URL that sends the browser to the provider."""
+    """Keep a new login and return the URL that sends the browser to the provider
+    (`link_user_id`: the signed-in user linking the team's provider to their account)."""
     state = secrets.token_urlsafe(32)
     nonce = secrets.token_urlsafe(32)
     verifier = secrets.token_urlsafe(48)  # 64 characters: RFC 7636 asks for 43 to 128
@@ -121,6 +123,7 @@ async def begin_provider_login(
         redirect_uri=redirect_uri,
         created_at=now.isoformat(),
         expires_at=(now + LOGIN_TTL).isoformat(),
+        link_user_id=link_user_id,
     )
     await save_pending_login(spool, state, record, now=now.isoformat())
     return oidc.authorization_url(
@@ -230,4 +233,5 @@ async def github_identity(http: ProviderHttp, api_url: str, access_token: str) -
         email_verified=primary.get("verified") is True,
         name=str(name),
         subject=str(user.get("id", "")),
+        issuer=api_url,
     )

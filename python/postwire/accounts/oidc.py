@@ -42,12 +42,15 @@ class ProviderMetadata:
 
 @dataclass(frozen=True, slots=True)
 class Identity:
-    """Who the provider says signed in: an address it vouches for, and a display name."""
+    """Who the provider says signed in: an address it vouches for, a display name, and the
+    provider's own name for the person (`subject`, stable where the address may change) under
+    its `issuer`."""
 
     email: str
     email_verified: bool
     name: str
     subject: str
+    issuer: str = ""
 
 
 def pkce_challenge(verifier: str) -> str:
@@ -196,6 +199,7 @@ def verify_id_token(
         email_verified=claims.get("email_verified") is True,
         name=name if isinstance(name, str) else "",
         subject=str(claims["sub"]),
+        issuer=issuer,
     )
 
 

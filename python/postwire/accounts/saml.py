@@ -43,6 +43,10 @@ class SamlError(Exception):
 class SamlIdentity:
     email: str
     name: str
+    # The NameID (the address when no NameID text is given) under the IdP's entity id: what
+    # links the person to an account, as `sub` and `iss` do in OpenID Connect.
+    subject: str
+    issuer: str
 
 
 def service_provider_urls(public_url: str, team_id: str) -> tuple[str, str]:
@@ -162,10 +166,10 @@ def verify_response(
         raise SamlError(f"The identity provider's answer was refused: {_reason(error)}.") from None
     if response is None:
         raise SamlError("The identity provider's answer was refused: it could not be read.")
-    return _identity(response)
+    return _identity(response, idp_entity_id(metadata_xml))
 
 
-def _identity(response: Any) -> SamlIdentity:
+def _identity(response: Any, issuer: str) -> SamlIdentity:
     attributes: dict[str, list[str]] = response.ava or {}
     subject = response.get_subject()
     email = ""
@@ -177,7 +181,11 @@ def _identity(response: Any) -> SamlIdentity:
     if "@" not in email:
         raise SamlError("The identity provider's answer gives no email address.")
     names = attributes.get("displayName") or attributes.get("cn") or attributes.get("name")
-    return SamlIdentity(email=email.strip().lower(), name=names[0] if names else "")
+    email = email.strip().lower()
+    name_id = subject.text.strip() if subject is not None and subject.text else ""
+    return SamlIdentity(
+        email=email, name=names[0] if names else "", subject=name_id or email, issuer=issuer
+    )
 
 
 def _reason(error: Exception) -> str:

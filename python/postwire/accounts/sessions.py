@@ -58,6 +58,7 @@ async def start_session(
     user_agent: str = "",
     replaces: SessionRecord | None = None,
     limits: SessionLimits | None = None,
+    sso_team_id: str = "",
 ) -> tuple[str, SessionRecord]:
     """Make a session with a fresh token; end `replaces` (the browser's previous session) in
     the same commit, and with `limits` the user's sessions that timed out (expired sessions
@@ -75,6 +76,7 @@ async def start_session(
         last_seen_at=now,
         address=address[:64],
         user_agent=user_agent[:300],
+        sso_team_id=sso_team_id,
     )
     batch = WriteBatch()
     ending = [] if replaces is None else [replaces]

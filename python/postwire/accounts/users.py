@@ -63,7 +63,7 @@ async def create_user(
 
 
 async def update_user(spool: Spool, user: UserRecord) -> UserRecord:
-    """Store `user` (same address; changing the address is `change_email`)."""
+    """Store `user` (same address; the address changes by `confirm_email_change`)."""
     batch = WriteBatch()
     store.put_user(batch, user)
     await spool.commit(batch)
@@ -74,18 +74,23 @@ async def set_password_hash(spool: Spool, user: UserRecord, password_hash: str) 
     return await update_user(spool, replace(user, password_hash=password_hash))
 
 
-async def change_email(spool: Spool, user: UserRecord, email: str) -> UserRecord:
-    """Move the user to a new address (unverified until checked); EmailTakenError if taken."""
-    changed = replace(user, email=email.strip(), email_verified=False)
-    batch = WriteBatch()
-    if store.normalize_email(email) != store.normalize_email(user.email):
+async def request_email_change(spool: Spool, user: UserRecord, email: str) -> UserRecord:
+    """Note `email` as the address the user asks to move to. Nothing else changes until the
+    link mailed to it is opened (`confirm_email_change`): an address nobody confirmed is no
+    one's. EmailTakenError if an account has it."""
+    if store.find_user_id_by_email(spool, email) is not None:
+        raise EmailTakenError(f"{email} already has an account")
+    return await update_user(spool, replace(user, pending_email=email.strip()))
+
+
+def confirm_email_change(batch: WriteBatch, user: UserRecord) -> UserRecord:
+    """Move the user to their pending address, confirmed (its link was opened); the batch
+    fails with KeyExistsError if another account took the address meanwhile."""
+    changed = replace(user, email=user.pending_email, pending_email="", email_verified=True)
+    if store.normalize_email(changed.email) != store.normalize_email(user.email):
         store.claim_email(batch, changed.email, user.id)
         store.release_email(batch, user.email)
     store.put_user(batch, changed)
-    try:
-        await spool.commit(batch)
-    except KeyExistsError:
-        raise EmailTakenError(f"{email} already has an account") from None
     return changed
 
 

@@ -9,6 +9,9 @@ passed) and the role `member` for GET/HEAD, `admin` for any other method. Marks:
     @requires(r)   the role needed for every method of the view
     @signed_post   no CSRF token: the POST carries its own proof (the SAML assertion consumer,
                    whose signed answer arrives cross-site, from the identity provider's page)
+    @changes_sign_in  changes how the account signs in (password, address, second factors,
+                   SSO links): refused to a session started through a team's SSO, whose
+                   provider vouches for that team's membership, not for the whole account
 
 Put the mark under the route decorator: `@bp.post("/x")` then `@requires("owner")`.
 """
@@ -33,6 +36,7 @@ class Access:
     mfa_setup: bool = False
     role: str | None = None  # None: member for GET/HEAD, admin otherwise
     signed_post: bool = False
+    changes_sign_in: bool = False
 
 
 def access_of(view: Callable[..., Any]) -> Access:
@@ -59,6 +63,10 @@ def mfa_setup(view: ViewT) -> ViewT:
 
 def signed_post(view: ViewT) -> ViewT:
     return _mark(view, signed_post=True)
+
+
+def changes_sign_in(view: ViewT) -> ViewT:
+    return _mark(view, changes_sign_in=True)
 
 
 def requires(role: str) -> Callable[[ViewT], ViewT]:

@@ -40,6 +40,14 @@ MFA_ENROLMENT_PATH: Final = "/account/mfa"
 MAX_TOUCHES_NOTED: Final = 10_000
 
 
+class SignInChangeRefused(Forbidden):
+    description = (
+        "You signed in through a team's single sign-on, which speaks for that team only. To"
+        " change how your account signs in, sign in with your password, Google, GitHub or a"
+        " passkey."
+    )
+
+
 class RoleRefused(Forbidden):
     description = "Your role in this team does not allow this. Ask an owner or an admin."
 
@@ -81,13 +89,16 @@ def install_guard(app: QuartTrio, ctx: DashboardContext) -> None:
             return None if access.pending_mfa else see_other(MFA_CHALLENGE_PATH)
         if access.pending_mfa:
             return None  # sign out and the challenge stay reachable whatever the policy
-        if viewer.session.method != "sso" and password_login_refused(
-            ctx.spool, viewer.team.id, viewer.role
-        ):
+        sso_of_this_team = viewer.session.sso_team_id == viewer.team.id
+        if not sso_of_this_team and password_login_refused(ctx.spool, viewer.team.id, viewer.role):
             raise SsoRequired
+        if access.changes_sign_in and viewer.session.sso_team_id:
+            raise SignInChangeRefused
         if (
             viewer.policy.require_mfa
             and not access.mfa_setup
+            # The team's own identity provider is where its second factors are asked.
+            and not sso_of_this_team
             and not user_has_mfa(ctx.spool, viewer.user.id)
         ):
             return see_other(MFA_ENROLMENT_PATH)
@@ -108,6 +119,10 @@ async def _load_viewer(ctx: DashboardContext, app: QuartTrio) -> _Found:
     if user is None:
         return _Found()
     teams = tuple(accounts_users.memberships_of(ctx.spool, user))
+    if session.sso_team_id:
+        # Started through a team's identity provider: that team alone, whatever else the
+        # account is a member of.
+        teams = tuple(pair for pair in teams if pair[1].id == session.sso_team_id)
     current = next((pair for pair in teams if pair[1].id == session.team_id), None)
     if current is None:
         if not teams:  # removed from every team: the session shows nothing

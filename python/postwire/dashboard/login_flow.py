@@ -18,6 +18,7 @@ from postwire.dashboard.guard import MFA_CHALLENGE_PATH, SESSION_COOKIE
 from postwire.dashboard.next_url import safe_next
 from postwire.dashboard.redirects import see_other
 from postwire.store.accounts import TeamRecord
+from postwire.store.sessions import SessionRecord
 from postwire.store.users import MembershipRecord, UserRecord
 
 # Ways in that are themselves a second factor: no MFA challenge after them.
@@ -33,15 +34,20 @@ class LoginRefused(Exception):
 
 
 def choose_team(
-    ctx: DashboardContext, user: UserRecord, method: str, team_id: str | None
+    ctx: DashboardContext,
+    user: UserRecord,
+    method: str,
+    team_id: str | None,
+    sso_team_id: str = "",
 ) -> TeamRecord:
     """The team a new session shows: `team_id` if given, else the first team (by name) whose
     policy admits `method`. Owners pass an SSO-only team's policy with any method (break-glass
-    access when the identity provider is down)."""
+    access when the identity provider is down). A session started through a team's SSO
+    (`sso_team_id`) shows that team alone."""
     teams = accounts_users.memberships_of(ctx.spool, user)
     if not teams:
         raise LoginRefused("Your account is not a member of any team. Ask for an invitation.")
-    admitted = [(m, t) for m, t in teams if _admits(ctx, m, method)]
+    admitted = [(m, t) for m, t in teams if _admits(ctx, m, sso_team_id)]
     if team_id is not None:
         admitted = [(m, t) for m, t in admitted if t.id == team_id]
     if not admitted:
@@ -52,17 +58,19 @@ def choose_team(
     return admitted[0][1]
 
 
-def _admits(ctx: DashboardContext, membership: MembershipRecord, method: str) -> bool:
-    return method == "sso" or not password_login_refused(
-        ctx.spool, membership.team_id, membership.role
-    )
+def _admits(ctx: DashboardContext, membership: MembershipRecord, sso_team_id: str) -> bool:
+    # A team's provider vouches for that team's membership alone; any other way in passes a
+    # team's policy unless it enforces SSO (owners excepted).
+    if sso_team_id:
+        return membership.team_id == sso_team_id
+    return not password_login_refused(ctx.spool, membership.team_id, membership.role)
 
 
-def session_method_admitted(
-    ctx: DashboardContext, membership: MembershipRecord, method: str
+def session_admits_team(
+    ctx: DashboardContext, membership: MembershipRecord, session: SessionRecord
 ) -> bool:
-    """Whether a session signed in with `method` may show the membership's team."""
-    return _admits(ctx, membership, method)
+    """Whether `session` may show the membership's team."""
+    return _admits(ctx, membership, session.sso_team_id)
 
 
 async def finish_login(
@@ -72,10 +80,12 @@ async def finish_login(
     method: str,
     next_url: str | None,
     team_id: str | None = None,
+    sso_team_id: str = "",
 ) -> Response:
-    """Sign `user` in after `method` proved who they are; raises LoginRefused (the caller shows
-    its message) when no team of theirs admits the method."""
-    team = choose_team(ctx, user, method, team_id)
+    """Sign `user` in after `method` proved who they are (`sso_team_id`: the team whose
+    provider did); raises LoginRefused (the caller shows its message) when no team of theirs
+    admits the method."""
+    team = choose_team(ctx, user, method, team_id, sso_team_id)
     mfa_pending = method not in MULTI_FACTOR_METHODS and user_has_mfa(ctx.spool, user.id)
     token, _ = await sessions.start_session(
         ctx.spool,
@@ -88,6 +98,7 @@ async def finish_login(
         user_agent=request.headers.get("User-Agent", ""),
         replaces=g.get("session"),
         limits=ctx.session_limits,
+        sso_team_id=sso_team_id,
     )
     target = safe_next(next_url)
     if mfa_pending:

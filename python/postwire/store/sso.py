@@ -63,6 +63,8 @@ class PendingLoginRecord:
     created_at: str
     # ISO 8601 UTC; a login older than this is refused.
     expires_at: str
+    # Set when a signed-in user links the team's provider to their account: the user's id.
+    link_user_id: str = ""
 
 
 SSO_CONFIGS = Table("sso_configs", SsoConfigRecord)
@@ -191,6 +193,9 @@ class ProvenLoginRecord:
     next_url: str
     browser_sha256: str
     expires_at: str
+    subject: str = ""
+    issuer: str = ""
+    link_user_id: str = ""
 
 
 PROVEN_LOGINS = Table("sso_logins", ProvenLoginRecord)

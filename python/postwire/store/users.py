@@ -32,6 +32,9 @@ class UserRecord:
     password_hash: str | None
     email_verified: bool
     created_at: str  # ISO 8601, UTC
+    # An address the user asked to move to, not yet confirmed: it stays unclaimed (not in
+    # `user_emails`) and the account keeps `email` until the link mailed to it is opened.
+    pending_email: str = ""
 
 
 @dataclass(frozen=True, slots=True)

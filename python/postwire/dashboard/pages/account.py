@@ -30,11 +30,14 @@ from postwire.accounts.sessions import end_other_sessions, end_session, list_ses
 from postwire.accounts.system_mail import SystemMailer
 from postwire.accounts.users import EmailTakenError
 from postwire.compose.addresses import is_address
-from postwire.dashboard.access import public, requires
+from postwire.dashboard.access import changes_sign_in, public, requires
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.redirects import see_other
 from postwire.dashboard.viewer import Viewer
+from postwire.store.accounts import TeamRecord
 from postwire.store.sessions import sessions_of_user
+from postwire.store.sso import get_sso_config
+from postwire.store.sso_identities import SsoIdentityRecord, sso_identities_of_user
 from postwire.store.users import UserRecord, normalize_email
 
 MAX_NAME: Final = 200
@@ -76,7 +79,19 @@ def routes(ctx: DashboardContext) -> Blueprint:
             ],
             current_session_id=viewer.session.id,
             teams=viewer.teams,
+            sso_teams=sso_teams_of(viewer),
         )
+
+    def sso_teams_of(viewer: Viewer) -> list[tuple[TeamRecord, list[SsoIdentityRecord]]]:
+        """The viewer's teams that sign in through their own provider, each with the
+        identities of it linked to this account."""
+        links = sso_identities_of_user(ctx.spool, viewer.user.id)
+        found = []
+        for _, team in viewer.teams:
+            config = get_sso_config(ctx.spool, team.id)
+            if config is not None and config.protocol:
+                found.append((team, [link for link in links if link.team_id == team.id]))
+        return found
 
     @blueprint.post("/account/name")
     @requires("member")
@@ -89,6 +104,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
         return await back_to_account("Your name was changed.", "success")
 
     @blueprint.post("/account/password")
+    @changes_sign_in
     @requires("member")
     async def change_password() -> Response:
         viewer = _viewer()
@@ -118,6 +134,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
         )
 
     @blueprint.post("/account/email")
+    @changes_sign_in
     @requires("member")
     async def change_address() -> Response:
         viewer = _viewer()
@@ -130,12 +147,17 @@ def routes(ctx: DashboardContext) -> Blueprint:
         if not await current_password_ok(viewer.user, form.get("current", "")):
             return await back_to_account("The current password is not right.")
         try:
-            changed = await users.change_email(ctx.spool, viewer.user, email)
+            changed = await users.request_email_change(ctx.spool, viewer.user, email)
         except EmailTakenError:
             return await back_to_account("That address belongs to another account.")
-        await send_verification(ctx.spool, mailer, changed, public_url=public_url, now=ctx.now())
+        sent = await send_verification(
+            ctx.spool, mailer, changed, public_url=public_url, now=ctx.now(), address=email
+        )
+        if not sent:
+            return await back_to_account("A link was sent a moment ago: try again later.")
         return await back_to_account(
-            f"Your address is now {changed.email}. Open the link we mailed to it to confirm it.",
+            f"Open the link we mailed to {email}: your address changes to it once you do."
+            f" Until then it stays {changed.email}.",
             "success",
         )
 
@@ -188,6 +210,9 @@ def routes(ctx: DashboardContext) -> Blueprint:
             user = await verify_email(ctx.spool, token, ctx.now())
         except LinkRefused as refusal:
             return await render_template("verify.html", error=str(refusal), token=token), 410
+        except EmailTakenError:
+            taken = "This address belongs to another account now: your address did not change."
+            return await render_template("verify.html", error=taken, token=token), 409
         await flash(f"{user.email} is confirmed.", "success")
         return see_other("/account" if g.get("viewer") is not None else "/login")
 

@@ -25,7 +25,7 @@ from postwire.dashboard.login_flow import (
     LoginRefused,
     clear_session_cookie,
     finish_login,
-    session_method_admitted,
+    session_admits_team,
 )
 from postwire.dashboard.next_url import safe_next
 from postwire.dashboard.redirects import see_other
@@ -149,7 +149,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
         membership = accounts_users.get_membership(ctx.spool, g.viewer.user.id, team_id)
         if membership is None:
             await flash("You are not a member of that team.", "error")
-        elif not session_method_admitted(ctx, membership, g.viewer.session.method):
+        elif not session_admits_team(ctx, membership, g.viewer.session):
             await flash(
                 "That team requires single sign-on: sign out and sign in through its "
                 "identity provider.",

@@ -19,7 +19,7 @@ from werkzeug.exceptions import NotFound
 from postwire.accounts import login_limits, mfa
 from postwire.accounts.passkeys import RelyingParty
 from postwire.accounts.system_mail import SystemMail, SystemMailer
-from postwire.dashboard.access import mfa_setup, requires
+from postwire.dashboard.access import changes_sign_in, mfa_setup, requires
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.pages import mfa_challenge
 from postwire.dashboard.redirects import see_other
@@ -137,6 +137,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
         )
 
     @bp.post(f"{ACCOUNT_PATH}/totp")
+    @changes_sign_in
     @mfa_setup
     @requires("member")
     async def start_totp() -> Response:
@@ -174,6 +175,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
         return response
 
     @bp.post(f"{ACCOUNT_PATH}/totp/<device_id>")
+    @changes_sign_in
     @mfa_setup
     @requires("member")
     async def confirm_totp(device_id: str) -> Response:
@@ -200,6 +202,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
         return see_other(ACCOUNT_PATH)
 
     @bp.post(f"{ACCOUNT_PATH}/passkeys/options")
+    @changes_sign_in
     @mfa_setup
     @requires("member")
     async def passkey_registration_options() -> Response:
@@ -218,6 +221,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
         return Response(options, mimetype="application/json")
 
     @bp.post(f"{ACCOUNT_PATH}/passkeys")
+    @changes_sign_in
     @mfa_setup
     @requires("member")
     async def register_passkey() -> Response:
@@ -242,6 +246,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
         return see_other(ACCOUNT_PATH)
 
     @bp.post(f"{ACCOUNT_PATH}/recovery-codes")
+    @changes_sign_in
     @requires("member")
     async def regenerate_recovery_codes() -> Response:
         viewer = _viewer()
@@ -257,6 +262,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
         return await _recovery_codes_page(codes, "New recovery codes")
 
     @bp.post(f"{ACCOUNT_PATH}/devices/<device_id>/remove")
+    @changes_sign_in
     @requires("member")
     async def remove_device(device_id: str) -> Response:
         viewer = _viewer()

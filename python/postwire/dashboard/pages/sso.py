@@ -8,10 +8,13 @@ and the team's SSO settings page (`sso_team.py`, nested here).
     GET  /auth/saml/<team>/metadata         the team's service provider metadata
     POST /auth/saml/<team>/acs              the IdP's signed answer (cross-site: no CSRF token)
     GET  /auth/saml/<team>/done             the same browser picks the proven identity up
+    POST /account/sso/<team>/link           a signed-in member links the team's provider to
+                                            their account (its answer comes back as above)
 
 Each sign-in is bound to the browser that started it by the `pw_sso` cookie (random; only its
 SHA-256 is kept with the login), so a callback URL or a SAML answer carried to another browser
-signs no one in there (login CSRF).
+signs no one in there (login CSRF). A link is started only by a POST with the session's CSRF
+token, and made only if the answer comes back to the same signed-in user.
 """
 
 from __future__ import annotations
@@ -23,18 +26,23 @@ from typing import Final
 from urllib.parse import urlencode
 
 import trio
-from quart import Blueprint, Response, render_template, request
+from quart import Blueprint, Response, g, render_template, request
 
 from postwire.accounts import oauth, saml
-from postwire.accounts.identity_linking import SignInRefused, account_for_identity
+from postwire.accounts.identity_linking import SignInRefused
 from postwire.accounts.oidc import Identity
 from postwire.accounts.provider_http import ProviderError, ProviderHttp, open_provider_http
 from postwire.accounts.saml import SamlError
-from postwire.dashboard.access import public, signed_post
+from postwire.dashboard.access import changes_sign_in, public, requires, signed_post
 from postwire.dashboard.context import DashboardContext
-from postwire.dashboard.login_flow import LoginRefused, finish_login
+from postwire.dashboard.login_flow import LoginRefused
 from postwire.dashboard.next_url import safe_next
 from postwire.dashboard.pages import sso_team
+from postwire.dashboard.provider_sign_in import (
+    BROWSER_COOKIE,
+    LinkNotAllowed,
+    sign_in_with_identity,
+)
 from postwire.dashboard.redirects import see_other
 from postwire.rate_limit import RateLimiter
 from postwire.store.accounts import TEAMS
@@ -49,8 +57,8 @@ from postwire.store.sso import (
     take_proven_login,
     team_for_email_domain,
 )
+from postwire.store.users import get_membership
 
-BROWSER_COOKIE: Final = "pw_sso"
 # A proven SAML identity waits this long for its browser's next request.
 PROVEN_TTL: Final = timedelta(minutes=2)
 # Sign-ins a client address may start a minute: each keeps a record until it expires, so
@@ -89,7 +97,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
     def provider_http(*, vet: bool) -> AbstractAsyncContextManager[ProviderHttp]:
         return open_provider_http(vet=vet and not allow_private)
 
-    async def start(settings: oauth.ProviderSettings | None) -> Response:
+    async def start(settings: oauth.ProviderSettings | None, link_user_id: str = "") -> Response:
         if settings is None:
             return await _refusal("This way of signing in is not set up here.", status=404)
         if refused := await too_many_starts():
@@ -106,6 +114,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
                     browser_secret=browser,
                     now=ctx.now(),
                     allow_private=allow_private,
+                    link_user_id=link_user_id,
                 )
         except ProviderError as error:
             return await _refusal(str(error), status=502)
@@ -160,14 +169,42 @@ def routes(ctx: DashboardContext) -> Blueprint:
     @blueprint.get("/login/sso/<team_id>")
     @public
     async def login_sso_team(team_id: str) -> Response:
+        return await start_team(team_id)
+
+    @blueprint.post("/account/sso/<team_id>/link")
+    @changes_sign_in
+    @requires("member")
+    async def link_sso(team_id: str) -> Response:
+        viewer = g.viewer
+        if get_membership(ctx.spool, viewer.user.id, team_id) is None:
+            return await _refusal("You are not a member of this team.", status=404)
+        started = await start_team(team_id, viewer.user.id)
+        location = started.headers.get("Location")
+        if started.status_code != 303 or location is None:
+            return started
+        # A link to follow, not a redirect: the CSP's form-action keeps this form's POST (and
+        # its redirects) on this origin.
+        team = TEAMS.get(ctx.spool, team_id)
+        page = await render_template(
+            "sso_continue.html",
+            team_name=team.name if team is not None else "This team",
+            start_url=location,
+            linking=True,
+        )
+        response = Response(page, mimetype="text/html")
+        for cookie in started.headers.getlist("Set-Cookie"):
+            response.headers.add("Set-Cookie", cookie)
+        return response
+
+    async def start_team(team_id: str, link_user_id: str = "") -> Response:
         config = get_sso_config(ctx.spool, team_id)
         if config is None or not config.protocol:
             return await _refusal("This team has no single sign-on set up.", status=404)
         if config.protocol == "oidc":
-            return await start(oauth.team_oidc_settings(config))
-        return await start_saml(team_id, config.saml_metadata_xml)
+            return await start(oauth.team_oidc_settings(config), link_user_id)
+        return await start_saml(team_id, config.saml_metadata_xml, link_user_id)
 
-    async def start_saml(team_id: str, metadata_xml: str) -> Response:
+    async def start_saml(team_id: str, metadata_xml: str, link_user_id: str) -> Response:
         if refused := await too_many_starts():
             return refused
         browser = request.cookies.get(BROWSER_COOKIE) or secrets.token_urlsafe(32)
@@ -188,6 +225,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
             redirect_uri=saml.service_provider_urls(public_url, team_id)[1],
             created_at=now.isoformat(),
             expires_at=(now + oauth.LOGIN_TTL).isoformat(),
+            link_user_id=link_user_id,
         )
         await save_pending_login(ctx.spool, request_id, record, now=now.isoformat())
         return _with_browser_cookie(see_other(url), browser)
@@ -220,8 +258,15 @@ def routes(ctx: DashboardContext) -> Blueprint:
                     now=ctx.now(),
                     allow_private=allow_private,
                 )
-            return await _sign_in(ctx, identity, login.provider, login.team_id, login.next_url)
-        except (ProviderError, _Refused, SignInRefused, LoginRefused) as error:
+            return await sign_in_with_identity(
+                ctx,
+                identity,
+                login.provider,
+                login.team_id,
+                next_url=login.next_url,
+                link_user_id=login.link_user_id,
+            )
+        except (ProviderError, _Refused, SignInRefused, LoginRefused, LinkNotAllowed) as error:
             return await _refusal(_message(error))
 
     @blueprint.get("/auth/saml/<team_id>/metadata")
@@ -269,6 +314,9 @@ def routes(ctx: DashboardContext) -> Blueprint:
             next_url=login.next_url,
             browser_sha256=login.browser_sha256,
             expires_at=(ctx.now() + PROVEN_TTL).isoformat(),
+            subject=identity.subject,
+            issuer=identity.issuer,
+            link_user_id=login.link_user_id,
         )
         await save_proven_login(ctx.spool, ticket, proven)
         # A top-level GET next: the browser's SameSite=Lax cookie comes with it.
@@ -291,11 +339,22 @@ def routes(ctx: DashboardContext) -> Blueprint:
                 " in this browser."
             )
         identity = Identity(
-            email=proven.email, email_verified=True, name=proven.name, subject=proven.email
+            email=proven.email,
+            email_verified=True,
+            name=proven.name,
+            subject=proven.subject,
+            issuer=proven.issuer,
         )
         try:
-            return await _sign_in(ctx, identity, "saml", team_id, proven.next_url)
-        except (SignInRefused, LoginRefused) as error:
+            return await sign_in_with_identity(
+                ctx,
+                identity,
+                "saml",
+                team_id,
+                next_url=proven.next_url,
+                link_user_id=proven.link_user_id,
+            )
+        except (SignInRefused, LoginRefused, LinkNotAllowed) as error:
             return await _refusal(_message(error))
 
     return blueprint
@@ -315,28 +374,6 @@ def _settings_for(ctx: DashboardContext, login: PendingLoginRecord) -> oauth.Pro
     if settings is None:
         raise _Refused("This way of signing in is no longer set up here.")
     return settings
-
-
-async def _sign_in(
-    ctx: DashboardContext,
-    identity: Identity,
-    provider: str,
-    team_id: str | None,
-    next_url: str,
-) -> Response:
-    user = await account_for_identity(
-        ctx.spool,
-        identity,
-        provider=provider,
-        team_id=team_id,
-        signup=ctx.config.auth.signup,
-        now=ctx.now(),
-    )
-    # A team's own provider signs in with method "sso", which passes the team's "enforce SSO".
-    method = "sso" if team_id is not None else provider
-    response = await finish_login(ctx, user, method=method, next_url=next_url, team_id=team_id)
-    response.delete_cookie(BROWSER_COOKIE, path="/", secure=True, httponly=True, samesite="Lax")
-    return response
 
 
 def _with_browser_cookie(response: Response, browser: str) -> Response:

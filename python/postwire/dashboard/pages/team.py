@@ -39,7 +39,7 @@ from postwire.accounts.team_members import (
 from postwire.accounts.users import EmailTakenError
 from postwire.dashboard.access import public, requires
 from postwire.dashboard.context import DashboardContext
-from postwire.dashboard.login_flow import LoginRefused, finish_login, session_method_admitted
+from postwire.dashboard.login_flow import LoginRefused, finish_login, session_admits_team
 from postwire.dashboard.redirects import see_other
 from postwire.dashboard.viewer import Viewer
 from postwire.store.users import ROLES, normalize_email
@@ -226,7 +226,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
                 membership = await accept_as_user(ctx.spool, token, viewer.user, now)
             except (InvitationError, LinkRefused) as refusal:
                 return await invitation_page(token, opened, str(refusal), 400)
-            if not session_method_admitted(ctx, membership, viewer.session.method):
+            if not session_admits_team(ctx, membership, viewer.session):
                 await flash(
                     f"You joined {opened.team.name}. It admits single sign-on only: sign in "
                     "through its identity provider to see it.",
