@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -15,6 +16,8 @@ from postwire import _core
 from postwire.config import Config, DeliveryConfig, DnsConfig, DomainsConfig
 from postwire.domains.records import FAILED_AFTER_MS
 from postwire.domains.store import (
+    DOMAIN_OWNERS,
+    DomainOwner,
     DomainRecord,
     create_domain,
     delete_domain,
@@ -23,6 +26,7 @@ from postwire.domains.store import (
     get_domain,
     list_domains,
     reference_json,
+    save_domain,
     start_verification,
     to_json,
     update_domain,
@@ -40,6 +44,7 @@ from tests.dns_server import AuthoritativeDnsServer
 
 TEAM = "team-a"
 OTHER_TEAM = "team-b"
+TEAMS = (TEAM, OTHER_TEAM)
 HELO = "mx.postwire.test"
 
 
@@ -239,43 +244,81 @@ async def test_teams_never_see_each_others_domains(tmp_path: Path) -> None:
         assert list_domains(spool, "team-c") == ([], False)
 
 
-async def test_a_name_belongs_to_one_team_until_it_deletes_it(tmp_path: Path) -> None:
-    config = make_config(tmp_path, "127.0.0.1:53")
+async def test_an_unverified_name_blocks_nobody_and_the_first_to_verify_owns_it(
+    tmp_path: Path, dns_server: AuthoritativeDnsServer
+) -> None:
+    config = make_config(tmp_path, dns_server.nameserver)
+    resolver = build_resolver(config)
     async with open_spool(tmp_path / "spool") as spool:
-        mine = await create_domain(spool, config, TEAM, "acme.test")
-        for team, name in (
-            (OTHER_TEAM, "acme.test"),
-            (OTHER_TEAM, "ACME.test."),
-            (TEAM, "acme.test"),
-        ):
-            with pytest.raises(ApiError) as refused:
-                await create_domain(spool, config, team, name)
-            assert (refused.value.status, refused.value.name) == (403, "validation_error")
-            assert refused.value.message == "The `acme.test` domain has been registered already."
-        assert list_domains(spool, OTHER_TEAM) == ([], False)
+        squatted = await create_domain(spool, config, OTHER_TEAM, "acme.test")
+        with pytest.raises(ApiError) as refused:  # the same team twice: the contract's 403
+            await create_domain(spool, config, OTHER_TEAM, "ACME.test.")
+        assert (refused.value.status, refused.value.name) == (403, "validation_error")
+        assert refused.value.message == "The `acme.test` domain has been registered already."
+        mine = await create_domain(spool, config, TEAM, "acme.test")  # not blocked
+        for domain in (squatted, mine):
+            await start_verification(spool, config, domain.team_id, domain.id)
+        publish_required(dns_server, mine, config)
+        verified = await verify_domain(spool, config, mine, resolver)
+        assert verified is not None and verified.status == "verified"
+        assert verified.failure_reason is None
+        dropped = get_domain(spool, OTHER_TEAM, squatted.id)
+        assert dropped.status == "failed" and dropped.failure_reason is not None
+        assert "Another team verified acme.test first" in dropped.failure_reason
+        # Its own checks keep it failed, whatever DNS says (here: its key is not published).
+        checked = await verify_domain(spool, config, dropped, resolver)
+        assert checked is not None and checked.status == "failed"
+        # A verified name is refused to every other team, as the contract says.
+        with pytest.raises(ApiError, match="registered already"):
+            await create_domain(spool, config, "team-c", "acme.test")
         # A subdomain is another zone's records: another team may add it.
         await create_domain(spool, config, OTHER_TEAM, "mail.acme.test")
         await delete_domain(spool, TEAM, mine.id)
-        theirs = await create_domain(spool, config, OTHER_TEAM, "acme.test")
+        await create_domain(spool, config, "team-c", "acme.test")
+
+
+async def test_a_name_verified_by_two_teams_at_once_goes_to_one(
+    tmp_path: Path, dns_server: AuthoritativeDnsServer
+) -> None:
+    config = make_config(tmp_path, dns_server.nameserver)
+    resolver = build_resolver(config)
+    async with open_spool(tmp_path / "spool") as spool:
+        claims = [await create_domain(spool, config, team, "both.test") for team in TEAMS]
+        for domain in claims:  # both keys at the selector: DNS proves both
+            publish_required(dns_server, domain, config)
+            await start_verification(spool, config, domain.team_id, domain.id)
+        async with trio.open_nursery() as nursery:
+            for domain in claims:
+                nursery.start_soon(verify_domain, spool, config, domain, resolver)
+        after = [get_domain(spool, d.team_id, d.id) for d in claims]
+        assert sorted(d.status for d in after) == ["failed", "verified"]
+        winner = next(d for d in after if d.status == "verified")
+        assert spool.get("domains", b"verified/both.test") is not None
         with pytest.raises(ApiError, match="registered already"):
-            await create_domain(spool, config, TEAM, "acme.test")
-        assert get_domain(spool, OTHER_TEAM, theirs.id).name == "acme.test"
+            await create_domain(spool, config, "team-c", "both.test")
+        assert winner.failure_reason is None
 
 
-async def test_names_added_before_owners_were_kept_are_owned(tmp_path: Path) -> None:
+async def test_names_verified_before_their_entries_were_kept_are_owned(tmp_path: Path) -> None:
     config = make_config(tmp_path, "127.0.0.1:53")
     async with open_spool(tmp_path / "spool") as spool:
         old = await create_domain(spool, config, TEAM, "old.test")
-        # As an earlier version left it: the name entry, no owner entry, no mark.
+        await save_domain(spool, dataclasses.replace(old, status="verified"))
+        # As an earlier version left it: an `owner/` entry for every name added, verified or
+        # not, and neither `verified/` entries nor their mark.
+        unverified = await create_domain(spool, config, TEAM, "unverified.test")
         batch = _core.WriteBatch()
-        batch.delete("domains", b"owner/old.test")
-        batch.delete("domains", b"owners-indexed")
+        batch.delete("domains", b"verified-indexed")
+        for domain in (old, unverified):
+            DOMAIN_OWNERS.put(batch, f"owner/{domain.name}", DomainOwner(TEAM, domain.id))
         await spool.commit(batch)
         with pytest.raises(ApiError, match="registered already"):
             await create_domain(spool, config, OTHER_TEAM, "old.test")
-        await create_domain(spool, config, OTHER_TEAM, "new.test")  # writes the owners
-        assert spool.get("domains", b"owner/old.test") is not None
+        await create_domain(spool, config, OTHER_TEAM, "unverified.test")  # writes the entries
+        assert spool.get("domains", b"verified/old.test") is not None
+        assert spool.get("domains", b"verified/unverified.test") is None
         await delete_domain(spool, TEAM, old.id)
+        assert spool.get("domains", b"owner/old.test") is None
         await create_domain(spool, config, OTHER_TEAM, "old.test")
 
 

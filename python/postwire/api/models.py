@@ -226,6 +226,8 @@ class DomainSummary(TypedDict):
     open_tracking: bool
     click_tracking: bool
     capabilities: DomainCapabilities
+    # Not in the contract (SDKs ignore it): why a `failed` domain cannot be verified.
+    failure_reason: NotRequired[str]
 
 
 class DomainWarning(TypedDict):
@@ -268,6 +270,7 @@ class DomainObject(TypedDict):
     tracking_subdomain: str | None
     capabilities: DomainCapabilities
     records: list[DomainMxRecord | DomainTxtRecord]
+    failure_reason: NotRequired[str]
     warnings: NotRequired[list[DomainWarning]]
     # Absent until the domain is first judged, and with `metrics.count_events = false`.
     health: NotRequired[DomainHealth]

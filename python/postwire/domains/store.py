@@ -4,16 +4,21 @@ Keys, all in table "domains":
 
     domain/<team_id>/<domain_id>   DomainRecord    ids are UUID v7, so a team's keys sort by age
     name/<team_id>/<name>          DomainNameEntry a sender's domain is found without a scan
-    owner/<name>                   DomainOwner     the one team that holds a name: no other team
-                                                   can add it until that team deletes it
-    owners-indexed                 OwnersIndexed   written once every name added before owners
-                                                   were kept has its owner entry
+    verified/<name>                DomainOwner     the team that verified the name first: no
+                                                   other team can add it until that team deletes it
+    verified-indexed               OwnersIndexed   written once every name verified before these
+                                                   entries were kept has its entry
 
-A name has one owner because its DNS zone has one: two teams adding it would publish their
-DKIM keys at the same selector and overwrite each other. Every function takes the caller's
-team and reads no other team's keys, except for that one owner entry. Changes to one
-domain (API updates, deletion, the verifier's results) are read-modify-write; a per-domain lock
-keeps them from overwriting each other within the process that owns the spool.
+A name has one owner because its DNS zone has one: two teams holding it would publish their
+DKIM keys at the same selector. Adding a name claims nothing: any team may add a name no team
+has verified, and the first to prove it in DNS owns it (its verification inserts the entry, so
+two verifying at once cannot both win); the others' domains of that name are then `failed`,
+with a `failure_reason` (`domains.claims`). So a team that adds a name it does not hold and
+never verifies it (a squatter) blocks nobody. Every function takes the caller's team and reads
+no other team's keys, except for that one entry. Changes to one domain (API updates, deletion,
+the verifier's results) are read-modify-write; a per-domain lock keeps them from overwriting
+each other within the process that owns the spool. (`owner/<name>` entries, written for every
+name added by earlier versions, are no longer read; deleting a domain deletes its own.)
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import datetime
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, Literal, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 import trio
 
@@ -42,6 +47,7 @@ from postwire.domains.records import (
 )
 from postwire.domains.setup_warnings import domain_warnings
 from postwire.errors import ApiError, KeyExistsError, validation_error
+from postwire.store.deliveries import add_event
 from postwire.store.tables import Table
 
 if TYPE_CHECKING:
@@ -53,6 +59,10 @@ TLS_MODES: Final = ("opportunistic", "enforced")
 Tls = Literal["opportunistic", "enforced"]
 DKIM_KEY_BITS: Final = 2048
 MAX_PAGE: Final = 100
+# The `data` of domain.* webhooks (contract section 8.2), `capabilities` for the Rust SDK.
+DOMAIN_EVENT_KEYS: Final = (
+    "id", "name", "status", "created_at", "region", "records", "capabilities", "failure_reason"
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +91,8 @@ class DomainRecord:
     # Wall-clock ms: when verification was last requested (the policy's clock) and last checked.
     verification_started_at_ms: int | None = None
     last_checked_at_ms: int | None = None
+    # Why the domain is `failed` whatever its DNS says: another team verified the name first.
+    failure_reason: str | None = None
 
     @property
     def return_path_host(self) -> str:
@@ -108,7 +120,7 @@ DOMAINS: Final = Table("domains", DomainRecord)
 DOMAIN_NAMES: Final = Table("domains", DomainNameEntry)
 DOMAIN_OWNERS: Final = Table("domains", DomainOwner)
 OWNERS_INDEXED: Final = Table("domains", OwnersIndexed)
-OWNERS_INDEXED_KEY: Final = "owners-indexed"
+OWNERS_INDEXED_KEY: Final = "verified-indexed"
 
 # One lock per domain key, alive while someone holds or waits for it.
 _locks: weakref.WeakValueDictionary[str, trio.Lock] = weakref.WeakValueDictionary()
@@ -130,6 +142,10 @@ def _name_key(team_id: str, name: str) -> str:
 
 
 def _owner_key(name: str) -> str:
+    return f"verified/{name}"
+
+
+def _legacy_owner_key(name: str) -> str:
     return f"owner/{name}"
 
 
@@ -322,8 +338,9 @@ async def create_domain(
     """Add a domain to the team with a fresh RSA-2048 DKIM key; status `not_started`.
 
     Arguments are the request body's values as parsed from JSON (None: absent), validated here:
-    422 `validation_error` names the field. 403 `validation_error` if any team, this one or
-    another, already has a domain of that name (the contract's answer; which team is not said).
+    422 `validation_error` names the field. 403 `validation_error` if this team already has a
+    domain of that name, or another team verified it (the contract's answer; which team is not
+    said). Another team's unverified domain of that name blocks nothing.
     """
     canonical = parse_domain_name(name)
     region_name = _parse_region(region)
@@ -333,9 +350,9 @@ async def create_domain(
     tls_mode = _parse_tls(tls) or "opportunistic"
     capability_states = _parse_capabilities(capabilities, {})
     tracking_label = _parse_tracking_subdomain(tracking_subdomain)
-    owners_to_index = _unindexed_owners(spool)
-    if DOMAIN_OWNERS.get(spool, _owner_key(canonical)) is not None or (
-        owners_to_index is not None and canonical in owners_to_index
+    if (
+        find_domain_by_name(spool, team_id, canonical) is not None
+        or verified_owner(spool, canonical) is not None
     ):
         raise _registered_already(canonical)  # before spending a key generation on it
     domain = await new_domain_record(
@@ -353,36 +370,46 @@ async def create_domain(
     )
     domain_id = domain.id
     batch = _core.WriteBatch()
-    if owners_to_index is not None:
-        for name, owner in owners_to_index.items():
-            DOMAIN_OWNERS.put(batch, _owner_key(name), owner)
-        OWNERS_INDEXED.put(batch, OWNERS_INDEXED_KEY, OwnersIndexed(spool.clock_ms()))
-    DOMAIN_OWNERS.insert(batch, _owner_key(canonical), DomainOwner(team_id, domain_id))
+    _index_owners(spool, batch)
     DOMAIN_NAMES.insert(batch, _name_key(team_id, canonical), DomainNameEntry(domain_id))
     DOMAINS.put(batch, _domain_key(team_id, domain_id), domain)
     try:
         await spool.commit(batch)
-    except KeyExistsError:  # a concurrent create of the same name won
+    except KeyExistsError:  # a concurrent create of the same name in this team won
         raise _registered_already(canonical) from None
     return domain
 
 
+def verified_owner(spool: Spool, name: str) -> DomainOwner | None:
+    """The team (and its domain) that verified `name` first, or None while no team has."""
+    owner = DOMAIN_OWNERS.get(spool, _owner_key(name))
+    if owner is not None:
+        return owner
+    unindexed = _unindexed_owners(spool)
+    return None if unindexed is None else unindexed.get(name)
+
+
 def _unindexed_owners(spool: Spool) -> dict[str, DomainOwner] | None:
-    """Owners of the names added before owner entries were kept, until the next create writes
-    them with the `owners-indexed` mark: every team's names, each held by the first team in key
-    order that has it. None once the mark is there."""
+    """Owners of the names verified before `verified/` entries were kept, until a commit writes
+    them with the `verified-indexed` mark (`_index_owners`): each verified name, held by the
+    first team in key order that has it verified. None once the mark is there."""
     if OWNERS_INDEXED.get(spool, OWNERS_INDEXED_KEY) is not None:
         return None
     owners: dict[str, DomainOwner] = {}
-    cursor: str | None = None
-    while True:
-        rows = DOMAIN_NAMES.scan(spool, prefix="name/", cursor=cursor, limit=MAX_PAGE)
-        for key, entry in rows:
-            _, team_id, name = key.split("/", 2)
-            owners.setdefault(name, DomainOwner(team_id, entry.domain_id))
-        if len(rows) < MAX_PAGE:
-            return owners
-        cursor = rows[-1][0]
+    for domain in scan_all_domains(spool):
+        if domain.status == "verified" and domain.failure_reason is None:
+            owners.setdefault(domain.name, DomainOwner(domain.team_id, domain.id))
+    return owners
+
+
+def _index_owners(spool: Spool, batch: _core.WriteBatch) -> None:
+    """Add the entries of names verified before they were kept to `batch`, once."""
+    owners = _unindexed_owners(spool)
+    if owners is None:
+        return
+    for name, owner in owners.items():
+        DOMAIN_OWNERS.put(batch, _owner_key(name), owner)
+    OWNERS_INDEXED.put(batch, OWNERS_INDEXED_KEY, OwnersIndexed(spool.clock_ms()))
 
 
 async def save_domain(spool: Spool, domain: DomainRecord) -> None:
@@ -441,8 +468,9 @@ async def delete_domain(spool: Spool, team_id: str, domain_id: str) -> DomainRec
         batch = _core.WriteBatch()
         DOMAINS.delete(batch, _domain_key(team_id, domain_id))
         DOMAIN_NAMES.delete(batch, _name_key(team_id, domain.name))
-        if DOMAIN_OWNERS.get(spool, _owner_key(domain.name)) == DomainOwner(team_id, domain_id):
-            DOMAIN_OWNERS.delete(batch, _owner_key(domain.name))
+        for key in (_owner_key(domain.name), _legacy_owner_key(domain.name)):
+            if DOMAIN_OWNERS.get(spool, key) == DomainOwner(team_id, domain_id):
+                DOMAIN_OWNERS.delete(batch, key)
         await spool.commit(batch)
         return domain
 
@@ -468,6 +496,8 @@ async def start_verification(
             status=domain_status(records, statuses),
             verification_started_at_ms=spool.clock_ms(),
         )
+        if verified_owner(spool, domain.name) not in (None, DomainOwner(team_id, domain_id)):
+            updated = _dropped(updated)  # asking again changes nothing: the name is taken
         batch = _core.WriteBatch()
         DOMAINS.put(batch, _domain_key(team_id, domain_id), updated)
         await spool.commit(batch)
@@ -480,8 +510,11 @@ async def record_check_results(
     """Apply a DNS check's results to the domain as it is now, in one commit.
 
     The policy (`next_record_status`) runs against the stored statuses and window, read under
-    the domain's lock, so an API change made while DNS was being asked is kept. None if the
-    domain was deleted meanwhile or its verification was never started.
+    the domain's lock, so an API change made while DNS was being asked is kept. A domain that
+    becomes verified takes its name (`verified/<name>`) in the same commit; if another team
+    took it first, the domain is `failed` with a `failure_reason` whatever DNS says. A change
+    of status adds a `domain.updated` webhook event. None if the domain was deleted meanwhile
+    or its verification was never started.
     """
     async with _lock_for(_domain_key(team_id, domain_id)):
         domain = load_domain(spool, team_id, domain_id)
@@ -494,7 +527,7 @@ async def record_check_results(
             verification_started_at_ms=domain.verification_started_at_ms,
             now_ms=now_ms,
         )
-        updated = dataclasses.replace(
+        checked = dataclasses.replace(
             domain,
             record_statuses=dict(statuses),
             record_details={
@@ -503,11 +536,65 @@ async def record_check_results(
             },
             status=domain_status(domain_dns_records(domain, config), statuses),
             last_checked_at_ms=now_ms,
+            failure_reason=None,
         )
+        mine = DomainOwner(team_id, domain_id)
+        while True:
+            owner = verified_owner(spool, domain.name)
+            updated = checked if owner in (None, mine) else _dropped(checked)
+            batch = _core.WriteBatch()
+            if owner is None and updated.status == "verified":
+                _index_owners(spool, batch)
+                DOMAIN_OWNERS.insert(batch, _owner_key(domain.name), mine)
+            _put_with_event(batch, domain, updated, config, now_ms)
+            try:
+                await spool.commit(batch)
+            except KeyExistsError:
+                continue  # another team verified the name meanwhile: read who
+            return updated
+
+
+async def drop_claim(spool: Spool, config: Config, team_id: str, domain_id: str) -> bool:
+    """Mark the team's domain `failed` if another team has verified its name; whether it was
+    changed now (it was not if it is gone, its own team's, or marked already)."""
+    async with _lock_for(_domain_key(team_id, domain_id)):
+        domain = load_domain(spool, team_id, domain_id)
+        if domain is None or verified_owner(spool, domain.name) in (
+            None,
+            DomainOwner(team_id, domain_id),
+        ):
+            return False
+        dropped = _dropped(domain)
+        if dropped == domain:
+            return False
         batch = _core.WriteBatch()
-        DOMAINS.put(batch, _domain_key(team_id, domain_id), updated)
+        _put_with_event(batch, domain, dropped, config, spool.clock_ms())
         await spool.commit(batch)
-        return updated
+        return True
+
+
+def _dropped(domain: DomainRecord) -> DomainRecord:
+    reason = (
+        f"Another team verified {domain.name} first: this domain cannot be verified or send "
+        "mail. Delete it, or ask the other team to delete theirs and verify it again."
+    )
+    return dataclasses.replace(domain, status="failed", failure_reason=reason)
+
+
+def _put_with_event(
+    batch: _core.WriteBatch,
+    before: DomainRecord,
+    after: DomainRecord,
+    config: Config,
+    now_ms: int,
+) -> None:
+    """Write `after` over `before`, with a `domain.updated` event if its status changed."""
+    DOMAINS.put(batch, _domain_key(after.team_id, after.id), after)
+    if (before.status, before.failure_reason) == (after.status, after.failure_reason):
+        return
+    shown = to_json(after, config)
+    data: dict[str, Any] = {key: shown[key] for key in DOMAIN_EVENT_KEYS if key in shown}
+    add_event(batch, after.team_id, after.id, "domain.updated", now_ms, **data)
 
 
 def _statuses(domain: DomainRecord) -> dict[str, RecordStatus]:
@@ -537,6 +624,8 @@ def to_json(
         "open_tracking": domain.open_tracking,
         "click_tracking": domain.click_tracking,
     }
+    if domain.failure_reason is not None:
+        common["failure_reason"] = domain.failure_reason
     capabilities = dict(domain.capabilities)
     if not include_records:
         return {**common, "capabilities": capabilities}

@@ -22,6 +22,7 @@ import dns.resolver
 import trio
 
 from postwire.config import split_host_port
+from postwire.domains.claims import drop_other_claims
 from postwire.domains.records import CheckOutcome, DnsRecord, RecordCheck
 from postwire.domains.store import (
     DomainRecord,
@@ -181,12 +182,16 @@ def _compare_dmarc(record: DnsRecord, values: list[str]) -> tuple[CheckOutcome, 
 async def verify_domain(
     spool: Spool, config: Config, domain: DomainRecord, resolver: DnsResolver
 ) -> DomainRecord | None:
-    """Check the domain's records now and store the new statuses (one commit).
+    """Check the domain's records now and store the new statuses (one commit). A domain that
+    has just become verified takes its name from other teams' domains (`drop_other_claims`).
 
     None if the domain was deleted or never started verification.
     """
     checks = await check_records(domain_dns_records(domain, config), resolver)
-    return await record_check_results(spool, config, domain.team_id, domain.id, checks)
+    updated = await record_check_results(spool, config, domain.team_id, domain.id, checks)
+    if updated is not None and updated.status == "verified" and domain.status != "verified":
+        await drop_other_claims(spool, config, updated)
+    return updated
 
 
 # --- the service -------------------------------------------------------------------------------

@@ -26,6 +26,8 @@ EVENT_KINDS: Final = (
     "contact.created",
     "contact.updated",
     "contact.deleted",
+    # A domain's verification status changed (or another team verified its name first).
+    "domain.updated",
     # A sending domain's complaint or bounce rate crossed a threshold (`metrics.domain_health`).
     "domain.health_warning",
 )
