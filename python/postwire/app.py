@@ -34,6 +34,7 @@ import dns.asyncbackend
 import trio
 
 from postwire.config import Config, process_count
+from postwire.connections import raise_descriptor_limit
 from postwire.errors import ConfigError
 from postwire.services import ServiceDeps
 from postwire.store.spool import Spool, serve_spool
@@ -160,6 +161,7 @@ class _Role:
 async def _serve(config: Config, role: _Role, report_ready: Callable[[], None]) -> None:
     # With trio-asyncio in the process, dnspython's auto-detection can pick asyncio.
     dns.asyncbackend.set_default_backend("trio")
+    raise_descriptor_limit()  # every connection costs one
     shutdown = _Shutdown()
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:

@@ -68,6 +68,11 @@ class ApiConfig:
     public_url: str = "http://127.0.0.1:3000"
     # Requests per second per team, across all its keys; 0 means unlimited (Resend uses 10).
     rate_limit: int = 0
+    # Connections one client address (an IPv6 /64) may hold open to each HTTP listener (the
+    # API, the dashboard, the metrics listener), counted per process; more are closed. 0: no cap.
+    max_connections_per_client: int = 256
+    # Seconds a request's body may take after its head, one more per KiB received; then 408.
+    body_timeout_seconds: int = 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +89,11 @@ class SmtpConfig:
     # Failed AUTH attempts a client address may make per minute; then AUTH is refused until
     # the minute is over, so API keys cannot be guessed at line speed. 0: no limit.
     max_auth_failures: int = 10
+    # Sessions one client address (an IPv6 /64) may hold open, counted per process; more are
+    # told 421 and closed. 0: no cap.
+    max_connections_per_client: int = 100
+    # A session that sends nothing for this long is closed (RFC 5321 4.5.3.2.7: 5 minutes).
+    idle_timeout_seconds: int = 300
 
     def is_trusted(self, address: str) -> bool:
         """Whether a peer address lies in one of the trusted networks."""
@@ -791,10 +801,14 @@ _VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "api.listen": _check_listen,
     "api.public_url": _check_url,
     "api.rate_limit": _at_least(0),
+    "api.max_connections_per_client": _at_least(0),
+    "api.body_timeout_seconds": _at_least(1),
     "smtp.starttls_listen": _check_listen_list,
     "smtp.tls_listen": _check_listen_list,
     "smtp.max_message_size": _at_least(1),
     "smtp.max_auth_failures": _at_least(0),
+    "smtp.max_connections_per_client": _at_least(0),
+    "smtp.idle_timeout_seconds": _at_least(1),
     "dns.nameservers": _check_nameservers,
     "delivery.helo_name": _check_helo_name,
     "delivery.port": _check_port,

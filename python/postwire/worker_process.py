@@ -43,12 +43,21 @@ async def _stop_when_orphaned() -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 
+def _listening_socket(fd: int) -> socket.socket:
+    """The inherited listening socket `fd`, non-blocking as the first process made it. Its
+    blocking mode is shared by every process: a socket object left blocking would make the
+    first duplicate taken of it (`dup` copies the mode) turn every process's accept blocking."""
+    sock = socket.socket(fileno=fd)
+    sock.setblocking(False)
+    return sock
+
+
 def main() -> None:
     """A worker process: read orders from stdin, serve until SIGTERM."""
     orders = _read_orders()
     configure_logging(f"worker {orders.index}")
     listeners = [
-        ListeningSocket(socket.socket(fileno=fd), implicit_tls)
+        ListeningSocket(_listening_socket(fd), implicit_tls)
         for fd, implicit_tls in orders.listeners
     ]
 

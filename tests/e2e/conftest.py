@@ -154,6 +154,8 @@ def write_config(
     auth_signup: str = "invite_only",
     auth_extra: str = "",
     metrics_listen: str = "127.0.0.1:0",
+    api_extra: str = "",
+    smtp_extra: str = "",
 ) -> None:
     """`routes` (domain pattern -> "host:port") becomes the `[delivery.routes]` table;
     `starttls_listen` and `tls_listen` ("host:port" each) the SMTP listeners, none by default;
@@ -165,7 +167,8 @@ def write_config(
     `dashboard_public_url` place the dashboard (any free port by default, so servers of
     parallel tests never collide; the public URL then defaults from the listener);
     `auth_signup` is `auth.signup` and `auth_extra` raw TOML lines appended to `[auth]`;
-    `metrics_listen` the Prometheus listener (any free port by default, like the dashboard)."""
+    `metrics_listen` the Prometheus listener (any free port by default, like the dashboard);
+    `api_extra` and `smtp_extra` raw TOML lines appended to `[api]` and `[smtp]`."""
     servers = ", ".join(f'"{server}"' for server in nameservers)
     listeners = ", ".join(f'"{listener}"' for listener in starttls_listen)
     tls_listeners = ", ".join(f'"{listener}"' for listener in tls_listen)
@@ -187,10 +190,12 @@ nameservers = [{servers}]
 listen = "{api_listen}"
 public_url = "{public_url}"
 rate_limit = {rate_limit}
+{api_extra}
 
 [smtp]
 starttls_listen = [{listeners}]
 tls_listen = [{tls_listeners}]
+{smtp_extra}
 
 [webhooks]
 allow_private_targets = {"true" if allow_private_webhooks else "false"}

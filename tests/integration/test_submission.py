@@ -957,11 +957,8 @@ async def test_a_domain_locked_key_sends_only_from_its_domain(tmp_path: Path) ->
         assert len(server.records()) == 1
 
 
-async def test_an_idle_session_is_closed_and_a_busy_one_is_not(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(submission, "IDLE_TIMEOUT_SECONDS", 1.0)
-    async with submission_server(tmp_path) as server:
+async def test_an_idle_session_is_closed_and_a_busy_one_is_not(tmp_path: Path) -> None:
+    async with submission_server(tmp_path, POSTWIRE_SMTP_IDLE_TIMEOUT_SECONDS="1") as server:
 
         def session() -> tuple[int, bool]:
             with smtplib.SMTP(*server.starttls, timeout=10) as client:

@@ -40,7 +40,7 @@ from postwire.api.resource_ids import install_id_converters
 from postwire.config import Config
 from postwire.errors import ApiError
 from postwire.http_routing import route_without_redirects
-from postwire.http_serving import drain_request_body, serve_http
+from postwire.http_serving import HttpLimits, drain_request_body, serve_http
 from postwire.rate_limit import RateLimiter
 from postwire.services import ServiceDeps
 from postwire.store import accounts
@@ -154,5 +154,10 @@ async def serve_api(
         )
     )
     await serve_http(
-        app, config.api.listen, deps.stopping, name="REST API", task_status=task_status
+        app,
+        config.api.listen,
+        deps.stopping,
+        name="REST API",
+        limits=HttpLimits.of(config),
+        task_status=task_status,
     )

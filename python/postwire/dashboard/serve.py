@@ -8,7 +8,7 @@ from postwire.accounts.passwords import bound_password_work
 from postwire.config import Config
 from postwire.dashboard.app import create_dashboard
 from postwire.dashboard.context import DashboardContext
-from postwire.http_serving import serve_http
+from postwire.http_serving import HttpLimits, serve_http
 from postwire.services import ServiceDeps
 
 
@@ -32,5 +32,10 @@ async def serve_dashboard(
         )
     )
     await serve_http(
-        app, config.dashboard.listen, deps.stopping, name="dashboard", task_status=task_status
+        app,
+        config.dashboard.listen,
+        deps.stopping,
+        name="dashboard",
+        limits=HttpLimits.of(config),
+        task_status=task_status,
     )

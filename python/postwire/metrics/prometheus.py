@@ -24,7 +24,7 @@ from hypercorn.typing import (
 
 from postwire.config import Config, process_count
 from postwire.errors import ConfigError
-from postwire.http_serving import serve_http
+from postwire.http_serving import HttpLimits, serve_http
 from postwire.metrics.operator_exposition import CONTENT_TYPE, render, spool_facts
 from postwire.metrics.operator_publication import (
     forget_earlier_runs,
@@ -107,7 +107,16 @@ async def serve_prometheus(
     listen = config.metrics.listen
     async with trio.open_nursery() as nursery:
         try:
-            await nursery.start(partial(serve_http, app, listen, deps.stopping, name="metrics"))
+            await nursery.start(
+                partial(
+                    serve_http,
+                    app,
+                    listen,
+                    deps.stopping,
+                    name="metrics",
+                    limits=HttpLimits.of(config),
+                )
+            )
         except* OSError as group:  # Hypercorn's bind, inside its own nurseries
             reason = _first_os_error(group)
             raise ConfigError(

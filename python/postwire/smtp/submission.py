@@ -23,9 +23,10 @@ import socket
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, AnyStr, TypeVar
 
 import trio
@@ -41,6 +42,7 @@ from postwire.accept import (
     header_addresses,
 )
 from postwire.config import Config, split_host_port
+from postwire.connections import ClientConnections, ClientSlot, accept_connections, close_quietly
 from postwire.domains.records import parse_domain_name
 from postwire.domains.store import DomainRecord, scan_all_domains
 from postwire.errors import ApiError, ConfigError, SpoolFullError
@@ -234,8 +236,9 @@ _PLAIN_PATH = re.compile(
 )
 
 
-# A session that sends nothing for this long is closed (aiosmtpd's default, RFC 5321 §4.5.3.2).
-IDLE_TIMEOUT_SECONDS = 300.0
+# An implicit-TLS connection must finish its handshake within this long (asyncio's default is
+# 60 s); after STARTTLS the session's idle timeout applies.
+TLS_HANDSHAKE_TIMEOUT_SECONDS = 30.0
 
 # The SASL mechanisms offered (RFC 4954), in EHLO's order. aiosmtpd would offer every `auth_*`
 # attribute of the session class and of the handler as a mechanism, whatever it is.
@@ -264,6 +267,8 @@ class _Session(Session):
 class _SubmissionSMTP(SMTP):
     line_length_limit = _READ_LIMIT  # the reader's buffer limit: see `read_data`
     _idle_deadline = 0.0
+    # The connection's place in its client address's count, released once it closes.
+    client_slot: ClientSlot | None = None
 
     def __init__(self, handler: SubmissionHandler, **settings: Any) -> None:
         super().__init__(handler, **settings)
@@ -271,6 +276,19 @@ class _SubmissionSMTP(SMTP):
 
     def _create_session(self) -> Session:
         return _Session(self.loop)
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        first = self._handler_coroutine is None  # not the TLS layer made by STARTTLS
+        super().connection_made(transport)
+        slot = self.client_slot
+        if first and slot is not None and self._handler_coroutine is not None:
+            # Also when the session ends without `connection_lost`: a failed STARTTLS handshake.
+            self._handler_coroutine.add_done_callback(lambda _: slot.release())
+
+    def connection_lost(self, error: Exception | None) -> None:
+        super().connection_lost(error)
+        if self.client_slot is not None:
+            self.client_slot.release()
 
     # aiosmtpd's mechanisms, then the failure counted (a commit) before the 535 goes out, so
     # parallel sessions cannot guess ahead of the count. The authenticator itself is synchronous.
@@ -722,7 +740,7 @@ async def serve_submission(
                 data_size_limit=config.smtp.max_message_size,
                 hostname=config.delivery.helo_name,
                 ident="Postwire ESMTP",
-                timeout=IDLE_TIMEOUT_SECONDS,
+                timeout=config.smtp.idle_timeout_seconds,
                 # Implicit TLS: the socket already is TLS, so no STARTTLS and AUTH at once.
                 tls_context=None if implicit_tls else tls_context,
                 require_starttls=not implicit_tls,
@@ -736,32 +754,96 @@ async def serve_submission(
     owned = listeners is None  # bound here: closed here
     if listeners is None:
         listeners = bind_submission_sockets(config)
+    clients = ClientConnections(config.smtp.max_connections_per_client)
+    # asyncio closes the socket it serves on: each listener accepts on this process's duplicate.
+    accepting = [listener.sock.dup() for listener in listeners]
     async with trio_asyncio.open_loop() as loop:
         batch_callbacks(loop)
-        servers: list[asyncio.Server] = []
+        loop.set_exception_handler(_log_asyncio_error)
+        # Sessions being handed to asyncio (a TLS handshake, for implicit TLS).
+        starting: set[asyncio.Task[None]] = set()
+
+        def start_sessions(implicit_tls: bool) -> Callable[[socket.socket, ClientSlot], None]:
+            make_session = session_factory(implicit_tls=implicit_tls)
+            ssl_context = tls_context if implicit_tls else None
+
+            def start(conn: socket.socket, slot: ClientSlot) -> None:
+                task = loop.create_task(_start_session(conn, slot, make_session, ssl_context))
+                starting.add(task)
+                task.add_done_callback(starting.discard)
+
+            return start
+
         bound: dict[bool, list[tuple[str, int]]] = {False: [], True: []}
         try:
-            for listener in listeners:
-                create_server = trio_asyncio.aio_as_trio(loop.create_server)
-                server = await create_server(
-                    session_factory(implicit_tls=listener.implicit_tls),
-                    # asyncio closes the socket it serves on: this process's own duplicate.
-                    sock=listener.sock.dup(),
-                    ssl=tls_context if listener.implicit_tls else None,
-                    backlog=LISTEN_BACKLOG,
-                )
-                servers.append(server)
-                bound[listener.implicit_tls] += [s.getsockname()[:2] for s in server.sockets]
-            task_status.started(SubmissionListeners(starttls=bound[False], tls=bound[True]))
-            for host, port in bound[False]:
-                log.info("SMTP submission (STARTTLS) on %s:%d", host, port)
-            for host, port in bound[True]:
-                log.info("SMTP submission (implicit TLS) on %s:%d", host, port)
-            await deps.stopping.wait()
+            async with trio.open_nursery() as nursery:
+                for listener, sock in zip(listeners, accepting, strict=True):
+                    host, port = sock.getsockname()[:2]
+                    bound[listener.implicit_tls].append((host, port))
+                    kind = "implicit TLS" if listener.implicit_tls else "STARTTLS"
+                    nursery.start_soon(
+                        partial(
+                            accept_connections,
+                            sock,
+                            start_sessions(listener.implicit_tls),
+                            clients,
+                            name=f"SMTP submission ({kind}) on {host}:{port}",
+                            refuse=close_quietly if listener.implicit_tls else _refuse_plain,
+                        )
+                    )
+                task_status.started(SubmissionListeners(starttls=bound[False], tls=bound[True]))
+                for host, port in bound[False]:
+                    log.info("SMTP submission (STARTTLS) on %s:%d", host, port)
+                for host, port in bound[True]:
+                    log.info("SMTP submission (implicit TLS) on %s:%d", host, port)
+                await deps.stopping.wait()
+                nursery.cancel_scope.cancel()  # stop accepting; sessions go on
         finally:
-            for server in servers:
-                server.close()
+            for sock in accepting:
+                sock.close()
             if owned:
                 for listener in listeners:
                     listener.sock.close()
         await handler.in_flight.idle.wait()
+
+
+async def _start_session(
+    conn: socket.socket,
+    slot: ClientSlot,
+    make_session: Callable[[], SMTP],
+    ssl_context: ssl.SSLContext | None,
+) -> None:
+    """Serve an accepted connection with a session of `make_session` (an asyncio task)."""
+
+    def make() -> SMTP:
+        session = make_session()
+        assert isinstance(session, _SubmissionSMTP)
+        session.client_slot = slot
+        return session
+
+    loop = asyncio.get_running_loop()
+    try:
+        await loop.connect_accepted_socket(
+            make,
+            conn,
+            ssl=ssl_context,
+            ssl_handshake_timeout=None if ssl_context is None else TLS_HANDSHAKE_TIMEOUT_SECONDS,
+        )
+    except OSError:  # gone before the session began, or its TLS handshake failed or timed out
+        slot.release()
+        conn.close()
+
+
+def _refuse_plain(conn: socket.socket) -> None:
+    """A connection past its client's cap, on a listener without implicit TLS: say why."""
+    with suppress(OSError):
+        conn.setblocking(False)  # the client reads nothing yet: the reply fits its buffer
+        conn.send(f"{policy.format_reply(policy.TOO_MANY_CONNECTIONS)}\r\n".encode())
+    conn.close()
+
+
+def _log_asyncio_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """What asyncio reports with no caller to raise to (a session's transport failing) is
+    logged, as plain asyncio does: trio-asyncio's default raises it into the loop's nursery,
+    which would stop every session and listener of the process for one connection."""
+    asyncio.BaseEventLoop.default_exception_handler(loop, context)  # type: ignore[arg-type]
