@@ -326,7 +326,10 @@ class Spool:
     one fsync, GIL released. Errors are `postwire.errors.SpoolError` and its subclasses;
     `SpoolFullError` when the map (`map_size` bytes) is full, and for a batch that enqueues
     once the live data would reach the top `reserve` bytes of the map, which only other
-    batches (delivery outcomes, acks, leases) may use, so that a full spool can drain.
+    batches (delivery outcomes, acks, leases) may use, so that a full spool can drain. The same
+    holds for the disk: the reserve (at most 64 MiB of it) stays allocated past the file's data,
+    and a batch that enqueues gets `SpoolFullError` when the filesystem cannot hold it beside
+    them; a full disk is always an error, never a crash.
     """
 
     def __new__(

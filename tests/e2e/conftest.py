@@ -156,6 +156,7 @@ def write_config(
     metrics_listen: str = "127.0.0.1:0",
     api_extra: str = "",
     smtp_extra: str = "",
+    spool_map_size: int | None = None,
 ) -> None:
     """`routes` (domain pattern -> "host:port") becomes the `[delivery.routes]` table;
     `starttls_listen` and `tls_listen` ("host:port" each) the SMTP listeners, none by default;
@@ -168,7 +169,8 @@ def write_config(
     parallel tests never collide; the public URL then defaults from the listener);
     `auth_signup` is `auth.signup` and `auth_extra` raw TOML lines appended to `[auth]`;
     `metrics_listen` the Prometheus listener (any free port by default, like the dashboard);
-    `api_extra` and `smtp_extra` raw TOML lines appended to `[api]` and `[smtp]`."""
+    `api_extra` and `smtp_extra` raw TOML lines appended to `[api]` and `[smtp]`;
+    `spool_map_size` is `spool.map_size` (its reserves are an eighth of it)."""
     servers = ", ".join(f'"{server}"' for server in nameservers)
     listeners = ", ".join(f'"{listener}"' for listener in starttls_listen)
     tls_listeners = ", ".join(f'"{listener}"' for listener in tls_listen)
@@ -179,6 +181,7 @@ def write_config(
     if routes is not None:
         entries = "".join(f'"{pattern}" = "{target}"\n' for pattern, target in routes.items())
         routes_table = f"\n[delivery.routes]\n{entries}"
+    spool_table = "" if spool_map_size is None else f"\n[spool]\nmap_size = {spool_map_size}\n"
     path.write_text(
         f"""data_dir = "{data_dir}"
 processes = {processes}
@@ -213,7 +216,7 @@ signup = "{auth_signup}"
 [delivery]
 port = {delivery_port}
 allow_private_destinations = {"true" if allow_private_destinations else "false"}
-{routes_table}"""
+{routes_table}{spool_table}"""
     )
 
 

@@ -9,6 +9,7 @@ callers whose batches finished. No Trio worker thread is held per write.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import time
 import zlib
@@ -22,7 +23,7 @@ import trio
 
 from postwire import _core
 from postwire._core import Leased, MessageState, WriteBatch
-from postwire.errors import SpoolError
+from postwire.errors import SpoolError, SpoolFullError
 from postwire.metrics.counters import set_event_counting
 
 if TYPE_CHECKING:
@@ -116,6 +117,12 @@ def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+log = logging.getLogger("postwire.spool")
+
+# A full spool or disk refuses every write that meets it: it is said once in this many seconds.
+FULL_WARNING_INTERVAL_SECONDS = 60.0
+
+
 class Spool:
     """Awaitable writes and direct reads of the durable spool.
 
@@ -141,6 +148,7 @@ class Spool:
             None if lock_file is None else os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o600)
         )
         self._closed = False
+        self._full_warned_at: float | None = None
 
     @asynccontextmanager
     async def record_lock(self, key: str) -> AsyncIterator[None]:
@@ -220,8 +228,19 @@ class Spool:
             task = self._waiting.pop(ticket, None)
             if task is None:  # its caller was cancelled
                 continue
+            if isinstance(error, SpoolFullError):
+                self._warn_full(error)
             result = outcome.Value(leased) if error is None else outcome.Error(error)
             trio.lowlevel.reschedule(task, result)
+
+    def _warn_full(self, error: SpoolFullError) -> None:
+        now = time.monotonic()
+        if (
+            self._full_warned_at is None
+            or now - self._full_warned_at >= FULL_WARNING_INTERVAL_SECONDS
+        ):
+            self._full_warned_at = now
+            log.warning("%s: writes are refused until there is room again", error)
 
     def get(self, table: str, key: bytes) -> bytes | None:
         return self.core.get(table, key)

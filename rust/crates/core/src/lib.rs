@@ -3,6 +3,7 @@
 //! Pure Rust with no Python in sight; `rust/crates/py` wraps it for `postwire._core`.
 
 pub mod clock;
+pub mod disk_room;
 pub mod dkim;
 pub mod email_layout;
 pub mod ids;

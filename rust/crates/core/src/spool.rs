@@ -15,6 +15,13 @@
 //! other batch (a delivery outcome, an ack, a lease) may use the reserve. LMDB copies every page a
 //! transaction touches, deletes included, so a map filled to the last page could no longer commit
 //! the acks that would empty it; with the reserve, a full spool always drains.
+//!
+//! A full disk is met the same way. LMDB runs without a write map: with one, the file is a sparse
+//! file mapped writable, and the first write into a page the filesystem cannot back kills the
+//! process (SIGBUS); without, pages are written with `pwrite` at commit and a full disk is an
+//! error that aborts the transaction. On top of that, [`DiskRoom`] keeps blocks allocated past
+//! the data's end, and a batch that enqueues is refused ([`SpoolError::DiskFull`]) when the disk
+//! cannot hold it beside that reserve, so outcomes and acks still commit on a full disk.
 
 use std::collections::HashMap;
 use std::ops::Bound;
@@ -28,6 +35,8 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use heed::types::Bytes;
 use heed::{Database, Env, EnvOpenOptions, RoTxn, RwTxn, WithoutTls};
+
+use crate::disk_room::{self, DiskRoom};
 
 /// Tables that belong to the spool itself; user tables may not start with `_`.
 const BODIES: &str = "_bodies";
@@ -46,6 +55,8 @@ pub enum SpoolError {
          spool.map_size is kept for delivery to drain it)"
     )]
     IntakeFull { in_use: u64, limit: u64 },
+    #[error("the disk holding the spool is full ({0}); free space on it")]
+    DiskFull(String),
     #[error("key already exists in table '{table}'")]
     KeyExists { table: String, key: Vec<u8> },
     #[error("lease lost for message '{0}': it expired or another worker holds it")]
@@ -66,6 +77,9 @@ impl From<heed::Error> for SpoolError {
     fn from(err: heed::Error) -> Self {
         match err {
             heed::Error::Mdb(heed::MdbError::MapFull) => SpoolError::MapFull,
+            heed::Error::Io(io) if disk_room::is_disk_full(&io) => {
+                SpoolError::DiskFull(io.to_string())
+            }
             other => SpoolError::Storage(other.to_string()),
         }
     }
@@ -90,6 +104,9 @@ pub struct SpoolOptions {
     /// Bytes at the top of the map that batches enqueueing messages may not use (see the module
     /// documentation); None: [`default_reserve`] of `map_size`.
     pub reserve: Option<usize>,
+    /// Bytes of disk kept allocated past the data's end for writes that are not intake (see
+    /// the module documentation); None: the intake reserve, at most [`MAX_DISK_RESERVE`].
+    pub disk_reserve: Option<usize>,
 }
 
 impl SpoolOptions {
@@ -100,7 +117,21 @@ impl SpoolOptions {
             .unwrap_or_else(|| default_reserve(self.map_size));
         (self.map_size - reserve.min(self.map_size)) as u64
     }
+
+    fn disk_reserve(&self) -> u64 {
+        let default = || {
+            let reserve = self
+                .reserve
+                .unwrap_or_else(|| default_reserve(self.map_size));
+            reserve.min(self.map_size / 2).min(MAX_DISK_RESERVE)
+        };
+        self.disk_reserve.unwrap_or_else(default) as u64
+    }
 }
+
+/// The default disk reserve's ceiling: room for many groups of outcomes and acks (each dirties a
+/// few megabytes at most), without taking the gigabyte an 8 GiB map's intake reserve would.
+pub const MAX_DISK_RESERVE: usize = 64 << 20;
 
 /// An eighth of the map, but at least 1 MiB (and at most half the map): a commit copies every
 /// page it touches into fresh ones, and the pages it frees are reusable only two commits later,
@@ -118,6 +149,7 @@ impl Default for SpoolOptions {
             max_batch: 512,
             tables: Vec::new(),
             reserve: None,
+            disk_reserve: None,
         }
     }
 }
@@ -329,6 +361,13 @@ struct Shared {
     env: Env<WithoutTls>,
     tables: Tables,
     intake_limit: u64,
+    page_size: u64,
+}
+
+/// What the committer thread writes with.
+struct Committer<'a> {
+    shared: &'a Shared,
+    room: &'a mut DiskRoom,
 }
 
 struct Running {
@@ -367,9 +406,7 @@ impl Spool {
             .map_size(options.map_size)
             .max_dbs(MAX_TABLES)
             .max_readers(512);
-        // SAFETY: WRITEMAP writes straight into the map (no copy of each dirty page); only this
-        // module writes, through heed, so no stray pointer can scribble on the map.
-        unsafe { env_options.flags(heed::EnvFlags::WRITE_MAP) };
+        // No WRITE_MAP: see the module documentation (a full disk must be an error, not SIGBUS).
         // SAFETY: the environment is opened once per process (this module owns it) and its files
         // are not truncated or modified behind LMDB's back.
         let env = unsafe { env_options.open(path) }?;
@@ -384,6 +421,11 @@ impl Spool {
         wtxn.commit()?;
 
         let io_error = |e: std::io::Error| SpoolError::Storage(e.to_string());
+        let disk_error = |e: std::io::Error| SpoolError::from(heed::Error::Io(e));
+        allocate_lock_file(&path.join("lock.mdb")).map_err(disk_error)?;
+        let room =
+            DiskRoom::open(&path.join("data.mdb"), options.disk_reserve()).map_err(io_error)?;
+        let page_size = u64::from(env.stat().page_size);
         let (wakeup_reader, wakeup) = UnixStream::pair().map_err(io_error)?;
         wakeup_reader.set_nonblocking(true).map_err(io_error)?;
         wakeup.set_nonblocking(true).map_err(io_error)?;
@@ -400,6 +442,7 @@ impl Spool {
                 plain,
             },
             intake_limit: options.intake_limit(),
+            page_size,
         });
         let (jobs, receiver) = crossbeam_channel::unbounded();
         let committer = {
@@ -409,7 +452,14 @@ impl Spool {
             let max_batch = options.max_batch.max(1);
             std::thread::Builder::new()
                 .name("postwire-spool-commit".into())
-                .spawn(move || run_committer(&shared, &completions, &receiver, window, max_batch))
+                .spawn(move || {
+                    let mut room = room;
+                    let committer = Committer {
+                        shared: &shared,
+                        room: &mut room,
+                    };
+                    run_committer(committer, &completions, &receiver, window, max_batch);
+                })
                 .map_err(io_error)?
         };
         Ok(Spool {
@@ -660,7 +710,7 @@ fn due_key_time(key: &[u8]) -> u64 {
 }
 
 fn run_committer(
-    shared: &Shared,
+    mut committer: Committer<'_>,
     completions: &Completions,
     jobs: &Receiver<Job>,
     window: Duration,
@@ -680,7 +730,7 @@ fn run_committer(
                 },
             }
         }
-        let results = commit_group(shared, &group);
+        let results = commit_group(&mut committer, &group);
         deliver(completions, group, results);
     }
 }
@@ -688,16 +738,16 @@ fn run_committer(
 /// Apply every batch of a group in one transaction and commit it with one fsync. A batch whose
 /// preconditions fail is skipped (it wrote nothing); a storage failure (a full map, say) aborts the
 /// group, and then each batch is committed alone so that only the offending ones fail.
-fn commit_group(shared: &Shared, group: &[Job]) -> Vec<BatchResult> {
+fn commit_group(committer: &mut Committer<'_>, group: &[Job]) -> Vec<BatchResult> {
     if group.len() > 1 {
-        if let Ok(results) = try_commit(shared, group.iter().map(|j| &j.batch)) {
+        if let Ok(results) = try_commit(committer, group.iter().map(|j| &j.batch)) {
             return results;
         }
     }
     group
         .iter()
         .map(
-            |job| match try_commit(shared, std::iter::once(&job.batch)) {
+            |job| match try_commit(committer, std::iter::once(&job.batch)) {
                 Ok(mut results) => results.pop().unwrap_or_else(|| Ok(Vec::new())),
                 Err(err) => Err(err),
             },
@@ -706,16 +756,28 @@ fn commit_group(shared: &Shared, group: &[Job]) -> Vec<BatchResult> {
 }
 
 fn try_commit<'a>(
-    shared: &Shared,
+    committer: &mut Committer<'_>,
     batches: impl Iterator<Item = &'a Batch>,
 ) -> Result<Vec<BatchResult>> {
+    let shared = committer.shared;
     let mut wtxn = shared.env.write_txn()?;
+    // The file's end as the last commit left it: this process holds the write lock, so no other
+    // process moves it until this transaction ends.
+    let end = (shared.env.info().last_page_number as u64 + 1) * shared.page_size;
+    // Keep the reserve allocated for every group; on a full disk only intake must stop, and
+    // whatever else this group writes goes into the reserve (or fails whole if that is spent).
+    let _ = committer.room.ensure(end, 0);
+    let mut adding = 0u64;
     let mut results = Vec::new();
     for batch in batches {
         let checked = check_batch(&shared.tables, &wtxn, batch)
-            .and_then(|()| check_intake_room(shared, &wtxn, batch));
+            .and_then(|()| check_intake_room(shared, &wtxn, batch))
+            .and_then(|()| check_disk_room(committer.room, end, adding, batch));
         match checked {
-            Ok(()) => results.push(Ok(apply_batch(&shared.tables, &mut wtxn, batch)?)),
+            Ok(()) => {
+                results.push(Ok(apply_batch(&shared.tables, &mut wtxn, batch)?));
+                adding += batch_size_estimate(batch);
+            }
             Err(refusal) => results.push(Err(refusal)),
         }
     }
@@ -793,8 +855,7 @@ fn check_intake_room(shared: &Shared, txn: &RwTxn<'_>, batch: &Batch) -> Result<
         return Ok(());
     }
     let in_use = live_bytes(&shared.tables, txn)?;
-    // Keys, state and index entries are small beside bodies: a page per operation covers them.
-    let adding = (batch.payload_len() + batch.ops.len() * PAGE_ESTIMATE) as u64;
+    let adding = batch_size_estimate(batch);
     if in_use.saturating_add(adding) > shared.intake_limit {
         return Err(SpoolError::IntakeFull {
             in_use,
@@ -804,8 +865,37 @@ fn check_intake_room(shared: &Shared, txn: &RwTxn<'_>, batch: &Batch) -> Result<
     Ok(())
 }
 
+/// A batch that enqueues must find the disk able to hold it beyond the file's `end`, the group's
+/// earlier batches (`adding` bytes) and the disk reserve. Other batches are not checked.
+fn check_disk_room(room: &mut DiskRoom, end: u64, adding: u64, batch: &Batch) -> Result<()> {
+    if !batch.ops.iter().any(|op| matches!(op, Op::Enqueue { .. })) {
+        return Ok(());
+    }
+    room.ensure(end, adding + batch_size_estimate(batch))
+        .map_err(|err| SpoolError::DiskFull(err.to_string()))
+}
+
 /// What one operation's overhead is taken to be when estimating a batch's size.
 const PAGE_ESTIMATE: usize = 4096;
+
+/// An upper estimate of the bytes a batch adds: keys, state and index entries are small beside
+/// bodies, so a page per operation covers them.
+fn batch_size_estimate(batch: &Batch) -> u64 {
+    (batch.payload_len() + batch.ops.len() * PAGE_ESTIMATE) as u64
+}
+
+/// LMDB's lock file is a sparse file mapped writable: a reader slot in a page never touched
+/// before would fault on a full disk. Its blocks are allocated once, on open.
+fn allocate_lock_file(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let file = std::fs::OpenOptions::new().write(true).open(path)?;
+    let meta = file.metadata()?;
+    match disk_room::allocate(&file, 0, meta.len()) {
+        // Already whole (no holes): nothing could fault.
+        Err(_) if meta.blocks() * 512 >= meta.len() => Ok(()),
+        other => other,
+    }
+}
 
 /// Bytes of the pages that hold data as `txn` sees it: every table's branch, leaf and overflow
 /// pages. Free pages, reusable by later transactions, are not counted, so the figure falls as

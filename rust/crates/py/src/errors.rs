@@ -40,7 +40,7 @@ pub fn dkim_error(err: DkimError) -> PyErr {
 
 pub fn spool_error(err: SpoolError) -> PyErr {
     match &err {
-        SpoolError::MapFull | SpoolError::IntakeFull { .. } => {
+        SpoolError::MapFull | SpoolError::IntakeFull { .. } | SpoolError::DiskFull(_) => {
             py::SpoolFullError::new_err(err.to_string())
         }
         SpoolError::KeyExists { table, key } => Python::attach(|py| {

@@ -174,6 +174,7 @@ impl Spool {
             max_batch,
             tables,
             reserve,
+            disk_reserve: None,
         };
         let spool = py
             .detach(|| core::Spool::open(&path, &options))
