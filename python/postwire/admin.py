@@ -15,6 +15,7 @@ from postwire.domains.records import DnsRecord, parse_domain_name
 from postwire.domains.setup_warnings import domain_warnings
 from postwire.domains.store import load_domain
 from postwire.domains.verification import build_resolver, verify_domain
+from postwire.domains.verification_state import start_verification
 from postwire.errors import ApiError, PostwireError
 from postwire.store import accounts
 from postwire.store.accounts import Permission
@@ -116,7 +117,7 @@ async def verify_domain_now(config: Config, name: str, team_id: str | None) -> t
         )
         if found is None:
             raise PostwireError(f"no domain {canonical!r}: add it with `postwire domains add`")
-        started = await domain_store.start_verification(spool, config, team, found.id)
+        started = await start_verification(spool, config, team, found.id)
         checked = await verify_domain(spool, config, started, build_resolver(config)) or started
         nursery.cancel_scope.cancel()
     records = domain_store.domain_dns_records(checked, config)

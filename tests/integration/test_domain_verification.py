@@ -27,7 +27,6 @@ from postwire.domains.store import (
     list_domains,
     reference_json,
     save_domain,
-    start_verification,
     to_json,
     update_domain,
 )
@@ -37,6 +36,7 @@ from postwire.domains.verification import (
     serve_domain_verifier,
     verify_domain,
 )
+from postwire.domains.verification_state import start_verification
 from postwire.errors import ApiError
 from postwire.services import ServiceDeps
 from postwire.store.spool import TABLES, Spool

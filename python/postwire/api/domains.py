@@ -21,6 +21,7 @@ from postwire.api.models import (
 from postwire.api.pagination import list_response, parse_page_request
 from postwire.api.request_body import json_body, json_object, require_a_change
 from postwire.domains import store
+from postwire.domains.verification_state import start_verification
 from postwire.errors import ApiError
 from postwire.metrics.health import RANK, threshold_of
 from postwire.sandbox import SANDBOX_DOMAIN as SANDBOX
@@ -121,7 +122,7 @@ def routes(ctx: ApiContext) -> Blueprint:
         if ctx.domain_verifier is not None:
             domain = await ctx.domain_verifier.request_verification(team_id, domain_id)
         else:
-            domain = await store.start_verification(ctx.spool, ctx.config, team_id, domain_id)
+            domain = await start_verification(ctx.spool, ctx.config, team_id, domain_id)
         return {"object": "domain", "id": domain.id}
 
     @blueprint.delete("/domains/<id:domain_id>")

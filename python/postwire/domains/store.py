@@ -13,12 +13,13 @@ A name has one owner because its DNS zone has one: two teams holding it would pu
 DKIM keys at the same selector. Adding a name claims nothing: any team may add a name no team
 has verified, and the first to prove it in DNS owns it (its verification inserts the entry, so
 two verifying at once cannot both win); the others' domains of that name are then `failed`,
-with a `failure_reason` (`domains.claims`). So a team that adds a name it does not hold and
-never verifies it (a squatter) blocks nobody. Every function takes the caller's team and reads
-no other team's keys, except for that one entry. Changes to one domain (API updates, deletion,
-the verifier's results) are read-modify-write; a per-domain lock keeps them from overwriting
-each other within the process that owns the spool. (`owner/<name>` entries, written for every
-name added by earlier versions, are no longer read; deleting a domain deletes its own.)
+with a `failure_reason` (`domains.verification_state`). So a team that adds a name it does
+not hold and never verifies it (a squatter) blocks nobody. Every function takes the caller's
+team and reads no other team's keys, except for that one entry. Changes to one domain (API
+updates, deletion, the verifier's results) are read-modify-write; a per-domain lock keeps them
+from overwriting each other within the process that owns the spool. (`owner/<name>` entries,
+written for every name added by earlier versions, are no longer read; deleting a domain
+deletes its own.)
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal, cast
+from typing import TYPE_CHECKING, Final, cast
 
 import trio
 
@@ -36,33 +37,29 @@ from postwire import _core
 from postwire.domains.records import (
     DnsRecord,
     DomainStatus,
-    RecordCheck,
     RecordStatus,
     dns_records,
-    domain_status,
     parse_domain_name,
     parse_return_path,
-    parse_subdomain_label,
-    statuses_after_checks,
+)
+from postwire.domains.request_values import REGIONS as REGIONS
+from postwire.domains.request_values import (
+    parse_bool,
+    parse_capabilities,
+    parse_region,
+    parse_tls,
+    parse_tracking_subdomain,
 )
 from postwire.domains.setup_warnings import domain_warnings
 from postwire.errors import ApiError, KeyExistsError, validation_error
-from postwire.store.deliveries import add_event
 from postwire.store.tables import Table
 
 if TYPE_CHECKING:
     from postwire.config import Config
     from postwire.store.spool import Spool
 
-REGIONS: Final = ("us-east-1", "eu-west-1", "sa-east-1", "ap-northeast-1")
-TLS_MODES: Final = ("opportunistic", "enforced")
-Tls = Literal["opportunistic", "enforced"]
 DKIM_KEY_BITS: Final = 2048
 MAX_PAGE: Final = 100
-# The `data` of domain.* webhooks (contract section 8.2), `capabilities` for the Rust SDK.
-DOMAIN_EVENT_KEYS: Final = (
-    "id", "name", "status", "created_at", "region", "records", "capabilities", "failure_reason"
-)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,14 +123,14 @@ OWNERS_INDEXED_KEY: Final = "verified-indexed"
 _locks: weakref.WeakValueDictionary[str, trio.Lock] = weakref.WeakValueDictionary()
 
 
-def _lock_for(key: str) -> trio.Lock:
+def lock_for(key: str) -> trio.Lock:
     lock = _locks.get(key)
     if lock is None:
         lock = _locks[key] = trio.Lock()
     return lock
 
 
-def _domain_key(team_id: str, domain_id: str) -> str:
+def domain_key(team_id: str, domain_id: str) -> str:
     return f"domain/{team_id}/{domain_id}"
 
 
@@ -141,11 +138,11 @@ def _name_key(team_id: str, name: str) -> str:
     return f"name/{team_id}/{name}"
 
 
-def _owner_key(name: str) -> str:
+def owner_key(name: str) -> str:
     return f"verified/{name}"
 
 
-def _legacy_owner_key(name: str) -> str:
+def _legacyowner_key(name: str) -> str:
     return f"owner/{name}"
 
 
@@ -168,7 +165,7 @@ def load_domain(spool: Spool, team_id: str, domain_id: str) -> DomainRecord | No
     """The team's domain with this id, or None."""
     if not domain_id or "/" in domain_id:
         return None
-    return DOMAINS.get(spool, _domain_key(team_id, domain_id))
+    return DOMAINS.get(spool, domain_key(team_id, domain_id))
 
 
 def get_domain(spool: Spool, team_id: str, domain_id: str) -> DomainRecord:
@@ -343,13 +340,13 @@ async def create_domain(
     said). Another team's unverified domain of that name blocks nothing.
     """
     canonical = parse_domain_name(name)
-    region_name = _parse_region(region)
+    region_name = parse_region(region)
     return_path = parse_return_path(custom_return_path)
-    opens = _parse_bool("open_tracking", open_tracking) or False
-    clicks = _parse_bool("click_tracking", click_tracking) or False
-    tls_mode = _parse_tls(tls) or "opportunistic"
-    capability_states = _parse_capabilities(capabilities, {})
-    tracking_label = _parse_tracking_subdomain(tracking_subdomain)
+    opens = parse_bool("open_tracking", open_tracking) or False
+    clicks = parse_bool("click_tracking", click_tracking) or False
+    tls_mode = parse_tls(tls) or "opportunistic"
+    capability_states = parse_capabilities(capabilities, {})
+    tracking_label = parse_tracking_subdomain(tracking_subdomain)
     if (
         find_domain_by_name(spool, team_id, canonical) is not None
         or verified_owner(spool, canonical) is not None
@@ -370,9 +367,9 @@ async def create_domain(
     )
     domain_id = domain.id
     batch = _core.WriteBatch()
-    _index_owners(spool, batch)
+    index_owners(spool, batch)
     DOMAIN_NAMES.insert(batch, _name_key(team_id, canonical), DomainNameEntry(domain_id))
-    DOMAINS.put(batch, _domain_key(team_id, domain_id), domain)
+    DOMAINS.put(batch, domain_key(team_id, domain_id), domain)
     try:
         await spool.commit(batch)
     except KeyExistsError:  # a concurrent create of the same name in this team won
@@ -382,7 +379,7 @@ async def create_domain(
 
 def verified_owner(spool: Spool, name: str) -> DomainOwner | None:
     """The team (and its domain) that verified `name` first, or None while no team has."""
-    owner = DOMAIN_OWNERS.get(spool, _owner_key(name))
+    owner = DOMAIN_OWNERS.get(spool, owner_key(name))
     if owner is not None:
         return owner
     unindexed = _unindexed_owners(spool)
@@ -402,23 +399,23 @@ def _unindexed_owners(spool: Spool) -> dict[str, DomainOwner] | None:
     return owners
 
 
-def _index_owners(spool: Spool, batch: _core.WriteBatch) -> None:
+def index_owners(spool: Spool, batch: _core.WriteBatch) -> None:
     """Add the entries of names verified before they were kept to `batch`, once."""
     owners = _unindexed_owners(spool)
     if owners is None:
         return
     for name, owner in owners.items():
-        DOMAIN_OWNERS.put(batch, _owner_key(name), owner)
+        DOMAIN_OWNERS.put(batch, owner_key(name), owner)
     OWNERS_INDEXED.put(batch, OWNERS_INDEXED_KEY, OwnersIndexed(spool.clock_ms()))
 
 
 async def save_domain(spool: Spool, domain: DomainRecord) -> None:
     """Store `domain` as it is, with its name entry: for a domain whose state Postwire sets
     itself rather than from DNS (the sandbox's own, verified by construction)."""
-    async with _lock_for(_domain_key(domain.team_id, domain.id)):
+    async with lock_for(domain_key(domain.team_id, domain.id)):
         batch = _core.WriteBatch()
         DOMAIN_NAMES.put(batch, _name_key(domain.team_id, domain.name), DomainNameEntry(domain.id))
-        DOMAINS.put(batch, _domain_key(domain.team_id, domain.id), domain)
+        DOMAINS.put(batch, domain_key(domain.team_id, domain.id), domain)
         await spool.commit(batch)
 
 
@@ -438,24 +435,24 @@ async def update_domain(
     tracking_subdomain: object = None,
 ) -> DomainRecord:
     """Change what PATCH /domains/{id} may change (None: leave it); return the new record."""
-    opens = _parse_bool("open_tracking", open_tracking)
-    clicks = _parse_bool("click_tracking", click_tracking)
-    tls_mode = _parse_tls(tls)
-    tracking_label = _parse_tracking_subdomain(tracking_subdomain)
-    async with _lock_for(_domain_key(team_id, domain_id)):
+    opens = parse_bool("open_tracking", open_tracking)
+    clicks = parse_bool("click_tracking", click_tracking)
+    tls_mode = parse_tls(tls)
+    tracking_label = parse_tracking_subdomain(tracking_subdomain)
+    async with lock_for(domain_key(team_id, domain_id)):
         domain = get_domain(spool, team_id, domain_id)
         updated = dataclasses.replace(
             domain,
             open_tracking=domain.open_tracking if opens is None else opens,
             click_tracking=domain.click_tracking if clicks is None else clicks,
             tls=tls_mode or domain.tls,
-            capabilities=_parse_capabilities(capabilities, domain.capabilities),
+            capabilities=parse_capabilities(capabilities, domain.capabilities),
             tracking_subdomain=tracking_label or domain.tracking_subdomain,
         )
         if updated == domain:
             return domain
         batch = _core.WriteBatch()
-        DOMAINS.put(batch, _domain_key(team_id, domain_id), updated)
+        DOMAINS.put(batch, domain_key(team_id, domain_id), updated)
         await spool.commit(batch)
         return updated
 
@@ -463,141 +460,19 @@ async def update_domain(
 async def delete_domain(spool: Spool, team_id: str, domain_id: str) -> DomainRecord:
     """Remove the domain, its key and its name, which another team may then add; return what
     was removed. 404 if none."""
-    async with _lock_for(_domain_key(team_id, domain_id)):
+    async with lock_for(domain_key(team_id, domain_id)):
         domain = get_domain(spool, team_id, domain_id)
         batch = _core.WriteBatch()
-        DOMAINS.delete(batch, _domain_key(team_id, domain_id))
+        DOMAINS.delete(batch, domain_key(team_id, domain_id))
         DOMAIN_NAMES.delete(batch, _name_key(team_id, domain.name))
-        for key in (_owner_key(domain.name), _legacy_owner_key(domain.name)):
+        for key in (owner_key(domain.name), _legacyowner_key(domain.name)):
             if DOMAIN_OWNERS.get(spool, key) == DomainOwner(team_id, domain_id):
                 DOMAIN_OWNERS.delete(batch, key)
         await spool.commit(batch)
         return domain
 
 
-async def start_verification(
-    spool: Spool, config: Config, team_id: str, domain_id: str
-) -> DomainRecord:
-    """Start (or restart) the domain's verification now: its policy window begins again.
-
-    Records never checked become `pending`; a record already verified stays so until a check
-    says otherwise. The DNS check itself is the verifier's (`DomainVerifier`).
-    """
-    async with _lock_for(_domain_key(team_id, domain_id)):
-        domain = get_domain(spool, team_id, domain_id)
-        records = domain_dns_records(domain, config)
-        statuses = _statuses(domain)
-        for record in records:
-            if statuses.get(record.key, "not_started") == "not_started":
-                statuses[record.key] = "pending"
-        updated = dataclasses.replace(
-            domain,
-            record_statuses=dict(statuses),
-            status=domain_status(records, statuses),
-            verification_started_at_ms=spool.clock_ms(),
-        )
-        if verified_owner(spool, domain.name) not in (None, DomainOwner(team_id, domain_id)):
-            updated = _dropped(updated)  # asking again changes nothing: the name is taken
-        batch = _core.WriteBatch()
-        DOMAINS.put(batch, _domain_key(team_id, domain_id), updated)
-        await spool.commit(batch)
-        return updated
-
-
-async def record_check_results(
-    spool: Spool, config: Config, team_id: str, domain_id: str, checks: Sequence[RecordCheck]
-) -> DomainRecord | None:
-    """Apply a DNS check's results to the domain as it is now, in one commit.
-
-    The policy (`next_record_status`) runs against the stored statuses and window, read under
-    the domain's lock, so an API change made while DNS was being asked is kept. A domain that
-    becomes verified takes its name (`verified/<name>`) in the same commit; if another team
-    took it first, the domain is `failed` with a `failure_reason` whatever DNS says. A change
-    of status adds a `domain.updated` webhook event. None if the domain was deleted meanwhile
-    or its verification was never started.
-    """
-    async with _lock_for(_domain_key(team_id, domain_id)):
-        domain = load_domain(spool, team_id, domain_id)
-        if domain is None or domain.verification_started_at_ms is None:
-            return None
-        now_ms = spool.clock_ms()
-        statuses = statuses_after_checks(
-            _statuses(domain),
-            checks,
-            verification_started_at_ms=domain.verification_started_at_ms,
-            now_ms=now_ms,
-        )
-        checked = dataclasses.replace(
-            domain,
-            record_statuses=dict(statuses),
-            record_details={
-                **domain.record_details,
-                **{check.record.key: check.detail for check in checks},
-            },
-            status=domain_status(domain_dns_records(domain, config), statuses),
-            last_checked_at_ms=now_ms,
-            failure_reason=None,
-        )
-        mine = DomainOwner(team_id, domain_id)
-        while True:
-            owner = verified_owner(spool, domain.name)
-            updated = checked if owner in (None, mine) else _dropped(checked)
-            batch = _core.WriteBatch()
-            if owner is None and updated.status == "verified":
-                _index_owners(spool, batch)
-                DOMAIN_OWNERS.insert(batch, _owner_key(domain.name), mine)
-            _put_with_event(batch, domain, updated, config, now_ms)
-            try:
-                await spool.commit(batch)
-            except KeyExistsError:
-                continue  # another team verified the name meanwhile: read who
-            return updated
-
-
-async def drop_claim(spool: Spool, config: Config, team_id: str, domain_id: str) -> bool:
-    """Mark the team's domain `failed` if another team has verified its name; whether it was
-    changed now (it was not if it is gone, its own team's, or marked already)."""
-    async with _lock_for(_domain_key(team_id, domain_id)):
-        domain = load_domain(spool, team_id, domain_id)
-        if domain is None or verified_owner(spool, domain.name) in (
-            None,
-            DomainOwner(team_id, domain_id),
-        ):
-            return False
-        dropped = _dropped(domain)
-        if dropped == domain:
-            return False
-        batch = _core.WriteBatch()
-        _put_with_event(batch, domain, dropped, config, spool.clock_ms())
-        await spool.commit(batch)
-        return True
-
-
-def _dropped(domain: DomainRecord) -> DomainRecord:
-    reason = (
-        f"Another team verified {domain.name} first: this domain cannot be verified or send "
-        "mail. Delete it, or ask the other team to delete theirs and verify it again."
-    )
-    return dataclasses.replace(domain, status="failed", failure_reason=reason)
-
-
-def _put_with_event(
-    batch: _core.WriteBatch,
-    before: DomainRecord,
-    after: DomainRecord,
-    config: Config,
-    now_ms: int,
-) -> None:
-    """Write `after` over `before`, with a `domain.updated` event if its status changed."""
-    DOMAINS.put(batch, _domain_key(after.team_id, after.id), after)
-    if (before.status, before.failure_reason) == (after.status, after.failure_reason):
-        return
-    shown = to_json(after, config)
-    data: dict[str, Any] = {key: shown[key] for key in DOMAIN_EVENT_KEYS if key in shown}
-    add_event(batch, after.team_id, after.id, "domain.updated", now_ms, **data)
-
-
-def _statuses(domain: DomainRecord) -> dict[str, RecordStatus]:
+def record_statuses(domain: DomainRecord) -> dict[str, RecordStatus]:
     return cast(dict[str, RecordStatus], dict(domain.record_statuses))
 
 
@@ -629,7 +504,7 @@ def to_json(
     capabilities = dict(domain.capabilities)
     if not include_records:
         return {**common, "capabilities": capabilities}
-    statuses = _statuses(domain)
+    statuses = record_statuses(domain)
     records = [
         record.to_json(statuses.get(record.key, "not_started"))
         for record in domain_dns_records(domain, config)
@@ -656,55 +531,3 @@ def reference_json(domain_id: str, *, deleted: bool = False) -> dict[str, object
     if deleted:
         body["deleted"] = True
     return body
-
-
-# --- request values ----------------------------------------------------------------------------
-
-
-def _parse_region(value: object) -> str:
-    if value is None:
-        return REGIONS[0]
-    if value not in REGIONS:
-        raise validation_error(f"The `region` field must be one of {', '.join(REGIONS)}.")
-    return value
-
-
-def _parse_tls(value: object) -> Tls | None:
-    if value is None:
-        return None
-    if value not in TLS_MODES:
-        raise validation_error("The `tls` field must be `opportunistic` or `enforced`.")
-    return value
-
-
-def _parse_bool(field_name: str, value: object) -> bool | None:
-    if value is not None and not isinstance(value, bool):
-        raise validation_error(f"The `{field_name}` field must be a boolean.")
-    return value
-
-
-def _parse_tracking_subdomain(value: object) -> str | None:
-    return None if value is None else parse_subdomain_label("tracking_subdomain", value)
-
-
-def _parse_capabilities(value: object, current: Mapping[str, str]) -> dict[str, str]:
-    """`{"sending": .., "receiving": ..}` over `current`; at least one enabled, no receiving."""
-    merged = {"sending": "enabled", "receiving": "disabled", **current}
-    if value is not None:
-        if not isinstance(value, dict) or not set(value) <= {"sending", "receiving"}:
-            raise validation_error(
-                "The `capabilities` field must be an object with `sending` and `receiving`."
-            )
-        for capability, state in value.items():
-            if state not in ("enabled", "disabled"):
-                raise validation_error(
-                    f"The `capabilities.{capability}` field must be `enabled` or `disabled`."
-                )
-            merged[capability] = state
-    if merged["receiving"] == "enabled":
-        raise validation_error(
-            "This server does not receive mail: `capabilities.receiving` must be `disabled`."
-        )
-    if merged["sending"] != "enabled":
-        raise validation_error("At least one of the domain's capabilities must be enabled.")
-    return merged

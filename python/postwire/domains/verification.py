@@ -22,14 +22,16 @@ import dns.resolver
 import trio
 
 from postwire.config import split_host_port
-from postwire.domains.claims import drop_other_claims
 from postwire.domains.records import CheckOutcome, DnsRecord, RecordCheck
 from postwire.domains.store import (
     DomainRecord,
     domain_dns_records,
     load_domain,
-    record_check_results,
     scan_all_domains,
+)
+from postwire.domains.verification_state import (
+    drop_other_claims,
+    record_check_results,
     start_verification,
 )
 from postwire.errors import SpoolError

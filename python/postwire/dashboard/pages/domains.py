@@ -19,6 +19,7 @@ from postwire.dashboard.pages.refusals import Redirect, done, found_or_404, refu
 from postwire.domains import store
 from postwire.domains.records import DnsRecord
 from postwire.domains.setup_warnings import SetupWarning, domain_warnings
+from postwire.domains.verification_state import start_verification
 from postwire.errors import ApiError
 from postwire.metrics.health import MIN_VOLUME, STATE_BADGES, STATE_WORDS, health_rows
 from postwire.sandbox import SANDBOX_DOMAIN
@@ -134,7 +135,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
             if ctx.domain_verifier is not None:
                 await ctx.domain_verifier.request_verification(domain.team_id, domain.id)
             else:
-                await store.start_verification(ctx.spool, ctx.config, domain.team_id, domain.id)
+                await start_verification(ctx.spool, ctx.config, domain.team_id, domain.id)
         except ApiError as error:
             return await refused(error, back)
         return await done(
