@@ -22,6 +22,7 @@ import trio
 from postwire import _core
 from postwire.config import Config
 from postwire.domains.store import DomainRecord, scan_all_domains
+from postwire.errors import SpoolError
 from postwire.metrics.counters import Granularity, Scope, day_of, hour_of
 from postwire.metrics.health import WINDOWS, Health, domain_health, threshold_of, worsened
 from postwire.services import ServiceDeps, Wakeable
@@ -162,6 +163,9 @@ async def serve_domain_health(
         await deps.stopping.wait()
         return
     while not deps.stopping.is_set():
-        await evaluator.evaluate_all()
+        try:
+            await evaluator.evaluate_all()
+        except SpoolError as exc:  # full, say: the next round evaluates again
+            log.warning("domain health was not stored: %s", exc)
         with trio.move_on_after(EVALUATE_SECONDS):
             await deps.stopping.wait()

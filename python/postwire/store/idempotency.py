@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,13 +21,15 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from postwire._core import WriteBatch
-from postwire.errors import ApiError
+from postwire.errors import ApiError, SpoolError
 from postwire.store.spool import Spool
 from postwire.store.tables import Table
 
 if TYPE_CHECKING:
     from postwire.config import Config
     from postwire.services import ServiceDeps
+
+log = logging.getLogger("postwire.idempotency")
 
 RETENTION_MS = 24 * 3600 * 1000
 SWEEP_INTERVAL_SECONDS = 3600.0
@@ -170,6 +173,9 @@ async def serve_idempotency_sweeper(
     a sweep cancelled midway loses nothing, each page being its own commit."""
     task_status.started()
     while not deps.stopping.is_set():
-        await delete_expired(deps.spool, deps.spool.clock_ms())
+        try:
+            await delete_expired(deps.spool, deps.spool.clock_ms())
+        except SpoolError as exc:  # full, say: the next sweep takes what is left
+            log.warning("expired idempotency records were not deleted: %s", exc)
         with trio.move_on_after(SWEEP_INTERVAL_SECONDS):
             await deps.stopping.wait()

@@ -21,6 +21,7 @@ import trio
 
 from postwire._core import WriteBatch
 from postwire.config import Config
+from postwire.errors import SpoolError
 from postwire.metrics.operator_registry import OPERATOR_METRICS
 from postwire.outbound_http import RefusedTarget, parse_http_url
 from postwire.store.deliveries import EVENTS, OUTBOX, event_key
@@ -99,7 +100,11 @@ class WebhookDispatcher:
         try:
             async with trio.open_nursery() as nursery:
                 while not stopping.is_set():
-                    more = await self.fan_out()
+                    try:
+                        more = await self.fan_out()
+                    except SpoolError as exc:  # full, say: the outbox waits for the next pass
+                        log.warning("webhook events were not fanned out: %s", exc)
+                        more = False
                     self.start_due(nursery)
                     if more:
                         continue
@@ -191,7 +196,10 @@ class WebhookDispatcher:
             recording.add(mkey)
             posting.discard(mkey)
             self.wake()  # the slot is free already
-            await self._record(hook_key, hook, message, outcome, attempt)
+            try:
+                await self._record(hook_key, hook, message, outcome, attempt)
+            except SpoolError as exc:  # full, say: still pending, so it is posted again later
+                log.warning("webhook message %s: the attempt was not recorded: %s", mkey, exc)
         finally:
             posting.discard(mkey)
             recording.discard(mkey)
