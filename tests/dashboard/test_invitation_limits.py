@@ -1,6 +1,7 @@
 """Invitations are no spam or phishing cannon. A team renamed to a lure invites one outside
-address 30 times at once (30 parallel form posts, on a server running `processes = 2`): no
-more than `auth.invitations_per_address_per_hour` invitations are made and mailed, and the
+address 30 times at once (30 parallel form posts, on a server running `processes = 2`, while
+another process on the same spool invites it 10 times more): no more than
+`auth.invitations_per_address_per_hour` invitations are made and mailed, and the
 mail's subject is Postwire's own, the team's name only quoted (and cut) in its body. Then 30
 invitations to 30 addresses at once stop at the team's hourly limit. Refusals count for
 nothing, so exactly the limits get through. Without `auth.mail_from`
@@ -8,6 +9,8 @@ the Team page shows the link to copy instead of saying that an invitation was se
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from email import message_from_bytes
 from email.message import EmailMessage
@@ -20,7 +23,7 @@ from tests.dashboard.conftest import DashboardServer, StartDashboard, log_in
 from tests.dashboard.screenshots import screenshot
 from tests.dashboard.test_people import _link, _new_page, verify_mail_domain
 from tests.dns_server import AuthoritativeDnsServer
-from tests.e2e.conftest import DOMAIN, wait_until
+from tests.e2e.conftest import DOMAIN, _clean_env, wait_until
 from tests.smtp_receiver import ScriptedSmtpReceiver
 
 OWNER = "owner@example.org"
@@ -28,6 +31,7 @@ PASSWORD = "correct horse battery staple 42"
 VICTIM = "victim@outside.example"
 LURE = "URGENT - your mailbox is suspended, verify at https://evil.example/login within 24 hours"
 BURST = 30
+BESIDE = 10
 PER_ADDRESS = 3  # the default
 PER_TEAM = 13
 
@@ -83,7 +87,17 @@ def test_a_lure_team_cannot_flood_an_address_or_put_its_name_in_the_subject(
     page.locator("form[action='/team/name'] button").click()
     expect(page.locator("h1")).to_have_text(LURE)
 
+    # 30 through the dashboard and 10 more from another process on the same spool, at once.
+    beside = subprocess.Popen(
+        [sys.executable, "-m", "tests.dashboard.invite_from_another_process",
+         str(server.config_path), OWNER, VICTIM, str(BESIDE)],
+        stdout=subprocess.PIPE, text=True, env=_clean_env(),
+    )  # fmt: skip
     outcomes = _burst(page, server, [VICTIM] * BURST)
+    from_beside, _ = beside.communicate(timeout=120)
+    assert beside.returncode == 0
+    outcomes += from_beside.split()
+    assert len(outcomes) == BURST + BESIDE
     sent = outcomes.count("sent")
     assert sent == PER_ADDRESS, outcomes  # no fewer either: a refusal counts for nothing
     wait_until(lambda: len(smtp_receiver.received()) == sent, f"{sent} invitations to arrive")
