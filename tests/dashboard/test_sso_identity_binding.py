@@ -4,8 +4,9 @@ Connect provider and a pysaml2 IdP on loopback.
 
 - A team's own provider (OpenID Connect or SAML) asserting the verified address of someone
   else's existing account signs nobody in, even once that person joined the team; the
-  account's owner links the team's provider while signed in, and its sessions then show that
-  team alone.
+  account's owner links the team's provider (signed in, from the Account page, or with the
+  account's password at that sign-in), and its sessions then show that team alone, pass no
+  other team's "enforce SSO" and change nothing of how the account signs in.
 - An open sign-up with someone's address is not adopted when GitHub later vouches for it.
 - `POST /account/email` to an address nobody confirmed changes nothing until its link is
   opened.
@@ -69,6 +70,17 @@ def _signed_out(tab: Page, setup: Setup) -> None:
     expect(tab).to_have_url(re.compile(r"/login\?next="))
 
 
+def _asked_for_the_accounts_password(tab: Page, setup: Setup) -> None:
+    """The team's provider named an unlinked account: the page asks for its password, and a
+    wrong one links nothing and signs nobody in."""
+    expect(tab.get_by_role("heading", name="Link your account")).to_be_visible()
+    expect(tab.locator("#sso-link-why")).to_contain_text("never linked to it")
+    tab.fill("#sso-link-password", "a guess at the victim's password")
+    tab.get_by_role("button", name="Link and sign in").click()
+    refused(tab, "The password is not right")
+    _signed_out(tab, setup)
+
+
 def _join_by_invitation(tab: Page, setup: Setup, email: str) -> None:
     """Signed in as `email` in `tab`, accept the last invitation logged for the address."""
     tab.goto(logged_link(setup.server, "invitation", email))
@@ -90,9 +102,8 @@ def test_a_teams_openid_connect_provider_opens_no_account_it_was_not_linked_to(
     attacker = _new_tab(browser)
     attacker.goto(sign_in_link)
     authorize_as(attacker, FORGED_VICTIM)
-    refused(attacker, "this team's identity provider was never linked to it")
-    screenshot(attacker, "sso-refused-unlinked-account")
-    _signed_out(attacker, setup)
+    screenshot(attacker, "sso-link-asks-password")
+    _asked_for_the_accounts_password(attacker, setup)
 
     # The victim joins the team with their password: still no way in for the owner's provider.
     victim = _new_tab(browser)
@@ -100,7 +111,7 @@ def test_a_teams_openid_connect_provider_opens_no_account_it_was_not_linked_to(
     _join_by_invitation(victim, setup, VICTIM)
     attacker.goto(sign_in_link)
     authorize_as(attacker, FORGED_VICTIM)
-    refused(attacker, "never linked to it")
+    _asked_for_the_accounts_password(attacker, setup)
 
     # The victim links their own identity at the team's provider from the Account page.
     victim.goto(server.url("/account"))
@@ -135,7 +146,7 @@ def test_a_teams_openid_connect_provider_opens_no_account_it_was_not_linked_to(
     # The owner's forged subject is still refused: the link is the victim's identity only.
     attacker.goto(sign_in_link)
     authorize_as(attacker, FORGED_VICTIM)
-    refused(attacker, "never linked to it")
+    _asked_for_the_accounts_password(attacker, setup)
     for tab in (attacker, victim, fresh):
         tab.context.close()
 
@@ -195,29 +206,30 @@ def test_a_teams_saml_idp_opens_no_account_it_was_not_linked_to(
     sign_in_link = configure_team_saml(page, server, idp)
     invite(page, server, target)
 
-    attacker = _new_tab(browser)
-    attacker.goto(sign_in_link)
-    attacker.fill('input[name="email"]', target)
-    attacker.get_by_role("button", name="Sign in").click()
-    attacker.get_by_role("button", name="Continue").click()
-    refused(attacker, "this team's identity provider was never linked to it")
-    _signed_out(attacker, setup)
+    def through_the_idp(tab: Page) -> None:
+        tab.goto(sign_in_link)
+        tab.fill('input[name="email"]', target)
+        tab.get_by_role("button", name="Sign in").click()
+        tab.get_by_role("button", name="Continue").click()
 
-    # Linked by its owner, signed in, the IdP's NameID opens the account for Evil SAML.
+    attacker = _new_tab(browser)
+    through_the_idp(attacker)
+    _asked_for_the_accounts_password(attacker, setup)
+
+    # The account's owner, at the same sign-in, links it with the account's password; the
+    # session shows the inviting team alone.
     victim = _new_tab(browser)
-    log_in(victim, server, target, PASSWORD)
-    _join_by_invitation(victim, setup, target)
-    victim.goto(server.url("/account"))
-    victim.get_by_role("button", name="Link Evil SAML's single sign-on").click()
-    victim.get_by_role("link", name="Continue to your identity provider").click()
-    victim.fill('input[name="email"]', target)
-    victim.get_by_role("button", name="Sign in").click()
-    victim.get_by_role("button", name="Continue").click()
-    expect(victim.locator(".flash-success")).to_contain_text("linked to Evil SAML")
-    attacker.goto(sign_in_link)
-    attacker.fill('input[name="email"]', target)
-    attacker.get_by_role("button", name="Sign in").click()
-    attacker.get_by_role("button", name="Continue").click()
+    through_the_idp(victim)
+    victim.fill("#sso-link-password", PASSWORD)
+    victim.get_by_role("button", name="Link and sign in").click()
+    victim.wait_for_url(re.compile(r"/emails"))
+    expect(victim.locator(".user-email")).to_have_text(target)
+    expect(victim.locator(".team-name")).to_have_text("Evil SAML")
+    expect(victim.locator("#team-switch-select")).to_have_count(0)
+    screenshot(victim, "sso-linked-by-password")
+    # From now on the IdP's NameID opens the account, for that team only.
+    attacker.context.clear_cookies()
+    through_the_idp(attacker)
     attacker.wait_for_url(re.compile(r"/emails"))
     expect(attacker.locator(".team-name")).to_have_text("Evil SAML")
     expect(attacker.locator("#team-switch-select")).to_have_count(0)

@@ -15,8 +15,10 @@ from postwire import _core
 from postwire.accounts import users
 from postwire.accounts.identity_linking import (
     SignInRefused,
+    UnlinkedAccount,
     account_for_identity,
     account_for_team_identity,
+    link_proven_by_owner,
     link_team_identity,
 )
 from postwire.accounts.invitations import invite, list_pending
@@ -118,9 +120,12 @@ async def test_a_teams_provider_admits_members_invitees_and_its_domains_only(
     outsider = replace(ANN, email="zed@else.example", name="Zed", subject="9")
     with pytest.raises(SignInRefused, match="not a member of this team"):
         await _link(spool, outsider, team_id=team.id)
-    await _link(spool, replace(outsider, issuer=""))
-    with pytest.raises(SignInRefused, match="never linked to it"):
+    zed = await _link(spool, replace(outsider, issuer=""))
+    with pytest.raises(UnlinkedAccount, match="never linked to it"):
         await _link(spool, outsider, team_id=team.id)
+    # Even its owner's password links it only to a team that has them or invited them.
+    with pytest.raises(SignInRefused, match="not a member of this team"):
+        await link_proven_by_owner(spool, outsider, team.id, zed, now=NOW)
 
     # An invitee joins with the invited role; the invitation is used up.
     mailer = SystemMailer(Config(data_dir=tmp_path), spool, None)

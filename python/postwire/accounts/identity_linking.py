@@ -16,7 +16,8 @@ An identity is bound to what vouched for it:
     is made only from a pending invitation or the team's verified email domains);
   - an unlinked identity never opens an existing account, except one whose confirmed address
     lies under one of the team's verified email domains (the team could receive its mail);
-    otherwise the account's owner links it, signed in (`link_team_identity`);
+    otherwise the account's owner links it, signed in (`link_team_identity`) or by giving
+    the account's password at that sign-in (`link_proven_by_owner`);
   - a new address gets a new account, member of that team alone, if it was invited to the
     team or lies under the team's domains. Its address counts as confirmed only in the second
     case: an invitation's address asserted by the team's own provider reached no mailbox.
@@ -55,6 +56,11 @@ PROVIDER_NAMES = {"google": "Google", "github": "GitHub", "oidc": "Your identity
 
 class SignInRefused(Exception):
     """The provider proved an identity that may not sign in here; the text says why."""
+
+
+class UnlinkedAccount(SignInRefused):
+    """The team's provider names the address of an existing account it was never linked to:
+    only that account's owner can link it."""
 
 
 def _unconfirmed_refusal(who: str, email: str) -> SignInRefused:
@@ -116,11 +122,10 @@ async def account_for_team_identity(
     user = accounts_users.find_user_by_email(spool, identity.email)
     if user is not None:
         if not in_domain:
-            raise SignInRefused(
+            raise UnlinkedAccount(
                 f"An account with the address {identity.email} already exists, and this team's"
-                " identity provider was never linked to it. To use this sign-in, sign in to that"
-                " account with its password, open your Account page and link the team's single"
-                " sign-on there."
+                " identity provider was never linked to it. Only the account's owner can link"
+                " it: with the account's password here, or signed in, from the Account page."
             )
         if not user.email_verified:
             raise _unconfirmed_refusal("this team's identity provider", identity.email)
@@ -147,6 +152,23 @@ async def link_team_identity(
             "This identity of the team's provider is linked to another account already."
         )
     return linked
+
+
+async def link_proven_by_owner(
+    spool: Spool, identity: Identity, team_id: str, user: UserRecord, *, now: datetime
+) -> UserRecord:
+    """Link the team provider's `identity` to `user`, whose owner just proved the account is
+    theirs (its password), then sign in as the team's rules say. Only a member of the team, or
+    someone it invited, can be linked: the link opens that membership, nothing else."""
+    member = accounts_users.get_membership(spool, user.id, team_id) is not None
+    if not member and _live_team_invitation(spool, team_id, identity.email, now) is None:
+        raise _not_a_member(identity)
+    linked = await _linked(spool, identity, team_id, user, now)
+    if linked.id != user.id:
+        raise SignInRefused(
+            "This identity of the team's provider is linked to another account already."
+        )
+    return await account_for_team_identity(spool, identity, team_id, now=now)
 
 
 async def _linked(

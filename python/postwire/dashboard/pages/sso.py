@@ -30,18 +30,19 @@ from quart import Blueprint, Response, g, render_template, request
 
 from postwire.accounts import oauth, saml
 from postwire.accounts.identity_linking import SignInRefused
-from postwire.accounts.oidc import Identity
 from postwire.accounts.provider_http import ProviderError, ProviderHttp, open_provider_http
 from postwire.accounts.saml import SamlError
 from postwire.dashboard.access import changes_sign_in, public, requires, signed_post
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.login_flow import LoginRefused
 from postwire.dashboard.next_url import safe_next
-from postwire.dashboard.pages import sso_team
+from postwire.dashboard.pages import sso_link, sso_team
 from postwire.dashboard.provider_sign_in import (
     BROWSER_COOKIE,
     LinkNotAllowed,
+    StaleSignIn,
     sign_in_with_identity,
+    take_proven_identity,
 )
 from postwire.dashboard.redirects import see_other
 from postwire.rate_limit import RateLimiter
@@ -54,7 +55,6 @@ from postwire.store.sso import (
     save_proven_login,
     secret_sha256,
     take_pending_login,
-    take_proven_login,
     team_for_email_domain,
 )
 from postwire.store.users import get_membership
@@ -77,6 +77,7 @@ class _Refused(Exception):
 def routes(ctx: DashboardContext) -> Blueprint:
     blueprint = Blueprint("sso", __name__)
     blueprint.register_blueprint(sso_team.routes(ctx))
+    blueprint.register_blueprint(sso_link.routes(ctx))
     public_url = ctx.config.dashboard.public_url.rstrip("/")
     allow_private = ctx.config.auth.allow_private_issuers
 
@@ -265,6 +266,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
                 login.team_id,
                 next_url=login.next_url,
                 link_user_id=login.link_user_id,
+                browser_sha256=login.browser_sha256,
             )
         except (ProviderError, _Refused, SignInRefused, LoginRefused, LinkNotAllowed) as error:
             return await _refusal(_message(error))
@@ -325,26 +327,12 @@ def routes(ctx: DashboardContext) -> Blueprint:
     @blueprint.get("/auth/saml/<team_id>/done")
     @public
     async def saml_done(team_id: str) -> Response:
-        proven = await take_proven_login(ctx.spool, request.args.get("ticket", ""))
-        browser = secret_sha256(request.cookies.get(BROWSER_COOKIE) or "")
-        if (
-            proven is None
-            or proven.team_id != team_id
-            or ctx.now().isoformat() >= proven.expires_at
-        ):
-            return await _refusal("This sign-in was already used or expired. Start again.")
-        if not secrets.compare_digest(browser, proven.browser_sha256):
-            return await _refusal(
-                "This sign-in was started in another browser. Start again from the login page"
-                " in this browser."
+        try:
+            proven, identity = await take_proven_identity(
+                ctx, request.args.get("ticket", ""), team_id
             )
-        identity = Identity(
-            email=proven.email,
-            email_verified=True,
-            name=proven.name,
-            subject=proven.subject,
-            issuer=proven.issuer,
-        )
+        except StaleSignIn as stale:
+            return await _refusal(str(stale))
         try:
             return await sign_in_with_identity(
                 ctx,
@@ -353,6 +341,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
                 team_id,
                 next_url=proven.next_url,
                 link_user_id=proven.link_user_id,
+                browser_sha256=proven.browser_sha256,
             )
         except (SignInRefused, LoginRefused, LinkNotAllowed) as error:
             return await _refusal(_message(error))
