@@ -61,6 +61,7 @@ PUBLIC_ID_ROUTES = {
     "/auth/saml/<team_id>/metadata",
     "/invite/<token>",
     "/login/sso/<team_id>",
+    "/login/sso/<team_id>/link/<ticket>",
     "/password/<any(reset, set):kind>/<token>",
     "/static/<path:name>",
     "/verify/<token>",
