@@ -80,6 +80,15 @@ impl From<heed::Error> for SpoolError {
             heed::Error::Io(io) if disk_room::is_disk_full(&io) => {
                 SpoolError::DiskFull(io.to_string())
             }
+            // Only a failed write of a meta page (an I/O error, or a full copy-on-write
+            // filesystem) leaves the environment unusable: a failed page write or fsync before
+            // it aborts the transaction and nothing else. Reopening recovers the last commit.
+            heed::Error::Mdb(heed::MdbError::Panic) => SpoolError::Storage(
+                "a disk error kept the spool from recording a commit: that write was not kept, \
+                 and none succeeds until Postwire is restarted, which reopens the spool at its \
+                 last durable commit"
+                    .into(),
+            ),
             other => SpoolError::Storage(other.to_string()),
         }
     }
