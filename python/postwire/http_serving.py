@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import math
 import socket
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
@@ -175,47 +176,61 @@ BODY_BYTES_PER_EXTRA_SECOND = 1024
 
 def with_body_deadline(app: ASGIFramework, body_timeout: float) -> ASGIFramework:
     """`app`, whose requests get `body_timeout` seconds (and one more per KiB received) from
-    their head to the end of their body; past that the request is cancelled, answered
-    `408 Request Timeout` unless its response has started, and its connection closed (the
-    body is unfinished, so Hypercorn cannot keep it alive). Quart reads every body as it
-    comes, whatever the route does with it, so a route that ignores its body cannot hold
-    the connection either."""
+    their head to the end of their body; past that the app is told the client went away
+    (Quart cancels the request), the request is answered `408 Request Timeout` unless its
+    response has started, and its connection is closed (the body is unfinished, so Hypercorn
+    cannot keep it alive). Quart reads every body as it comes, whatever the route does with
+    it, so a route that ignores its body cannot hold the connection either. A request with
+    no body costs nothing more; one with a body, a cancel scope per wait for it."""
     if body_timeout == math.inf:
         return app
 
     async def app_with_deadline(
         scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
     ) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or not _has_body(scope["headers"]):
             await app(scope, receive, send)
             return
         started = trio.current_time()
         received = 0
-        response_started = False
+        body_whole = timed_out = response_started = False
 
         async def receive_in_time() -> ASGIReceiveEvent:
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request" and message.get("more_body", False):
-                received += len(message.get("body", b""))
-                extra = received / BODY_BYTES_PER_EXTRA_SECOND
-                deadline.deadline = started + body_timeout + extra
-            else:  # the body is whole, or the client went away
-                deadline.deadline = math.inf
-            return message
+            nonlocal received, body_whole, timed_out
+            if body_whole:
+                return await receive()
+            deadline = started + body_timeout + received / BODY_BYTES_PER_EXTRA_SECOND
+            with trio.move_on_at(deadline):
+                message = await receive()
+                if message["type"] == "http.request" and message.get("more_body", False):
+                    received += len(message.get("body", b""))
+                else:  # the body is whole, or the client went away
+                    body_whole = True
+                return message
+            timed_out = body_whole = True
+            return {"type": "http.disconnect"}
 
         async def send_noting_start(message: ASGISendEvent) -> None:
             nonlocal response_started
             response_started = response_started or message["type"] == "http.response.start"
             await send(message)
 
-        with trio.CancelScope(deadline=started + body_timeout) as deadline:
-            await app(scope, receive_in_time, send_noting_start)
-        if deadline.cancelled_caught and not response_started:
+        await app(scope, receive_in_time, send_noting_start)
+        if timed_out and not response_started:
             await send(_TIMEOUT_START)
             await send(_TIMEOUT_BODY)
 
     return app_with_deadline
+
+
+def _has_body(headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    """Whether a request's head announces a body (a length other than 0, or chunks)."""
+    for name, value in headers:
+        if name.lower() == b"transfer-encoding" or (
+            name.lower() == b"content-length" and value.strip() != b"0"
+        ):
+            return True
+    return False
 
 
 _TIMEOUT_TEXT = b"Request Timeout: the request's body did not arrive in time\n"
