@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 import trio
 
-from postwire.smtp.submission_policy import auth_source as client_source
+from postwire.client_addresses import client_source
 
 log = logging.getLogger("postwire")
 

@@ -47,20 +47,6 @@ def test_on_auth_attempt(
         assert expected[:2] == (454, "4.7.0")  # transient: the client may come back later
 
 
-@pytest.mark.parametrize(
-    ("host", "source"),
-    [
-        ("192.0.2.7", "192.0.2.7"),
-        ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"),
-        ("2001:db8:1:2::ffff", "2001:db8:1:2::/64"),  # one subscriber's /64 is one source
-        ("::ffff:192.0.2.7", "192.0.2.7"),
-        ("", ""),
-    ],
-)
-def test_auth_source(host: str, source: str) -> None:
-    assert policy.auth_source(host) == source
-
-
 def test_auth_credential_names_the_key_not_the_secret() -> None:
     token = "re_AbCdEfGh_" + "s" * 24
     guess = "re_AbCdEfGh_" + "g" * 24

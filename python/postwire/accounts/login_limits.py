@@ -24,8 +24,8 @@ from typing import Final
 
 from postwire._core import WriteBatch
 from postwire.accounts import passwords
+from postwire.client_addresses import client_source
 from postwire.config import AuthConfig
-from postwire.smtp.submission_policy import auth_source as client_source
 from postwire.store import login_attempts as store
 from postwire.store import mfa_devices
 from postwire.store.login_attempts import Bucket

@@ -41,6 +41,7 @@ from postwire.accept import (
     SubmittedMessage,
     header_addresses,
 )
+from postwire.client_addresses import client_source
 from postwire.config import Config, split_host_port
 from postwire.connections import ClientConnections, ClientSlot, accept_connections, close_quietly
 from postwire.domains.records import parse_domain_name
@@ -417,7 +418,7 @@ class SubmissionHandler:
         username = auth_data.login.decode("utf-8", "replace")
         password = auth_data.password.decode("utf-8", "replace")
         credential = policy.auth_credential(username, password)
-        source = policy.auth_source(_peer_host(session))
+        source = client_source(_peer_host(session))
         failures = count_auth_failures(self.deps.spool, source, credential, _now_ms())
         refusal = policy.on_auth_attempt(
             failures.from_source, failures.with_credential, self.config.smtp.max_auth_failures
@@ -434,7 +435,7 @@ class SubmissionHandler:
     async def record_auth_failure(self, client: str, credential: str) -> None:
         """Count a failed AUTH in the store that every process shares (a Trio task)."""
         if self.config.smtp.max_auth_failures > 0:
-            source = policy.auth_source(client)
+            source = client_source(client)
             try:
                 await record_auth_failure(self.deps.spool, source, credential, _now_ms())
             except SpoolFullError:  # the client still gets its 535

@@ -9,7 +9,6 @@ rules are table-tested without sockets.
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import re
 from dataclasses import dataclass
 from typing import Final
@@ -132,20 +131,6 @@ class SessionFacts:
 
     authenticated: bool  # AUTH succeeded with an API key
     trusted_peer: bool  # the client's address is in smtp.trusted_networks
-
-
-def auth_source(host: str) -> str:
-    """Where failed AUTH attempts are counted from: the client's IPv4 address, or the /64 of
-    its IPv6 address (one subscriber's smallest allocation, whose addresses cost nothing)."""
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return host
-    if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return str(address.ipv4_mapped)
-        return str(ipaddress.IPv6Network((address, 64), strict=False))
-    return str(address)
 
 
 def auth_credential(username: str, password: str) -> str:
