@@ -93,8 +93,13 @@ def test_sigterm_closes_an_idle_kept_alive_connection_at_once(live_server: LiveS
 def test_sigterm_answers_a_request_in_flight_then_closes(live_server: LiveServer) -> None:
     body = b'{"name":"ci"}'
     with connect(live_server) as sock:
+        # A first answer proves the server has accepted the connection: one still in the
+        # listen backlog when SIGTERM arrives is never accepted, so it has nothing in flight.
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: postwire\r\n\r\n")
+        assert read_until(sock, b'{"status":"ok"}').startswith(b"HTTP/1.1 200 ")
         head = "POST /api-keys HTTP/1.1\r\nHost: postwire\r\nContent-Type: application/json\r\n"
         sock.sendall(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body[:5])
+        time.sleep(0.5)  # the head is read (the request is in flight) before the signal
         signal_shutdown(live_server)
         sock.sendall(body[5:])
         answer = read_until(sock, b"}")
