@@ -247,7 +247,8 @@ async def test_password_reset_answers_alike_limits_and_ends_sessions(
 
     with pytest.raises(PasswordRefused):
         await set_password_by_link(spool, token, "short", NOW)
-    changed = await set_password_by_link(spool, token, "a new long password", NOW)
+    changed, fresh_start = await set_password_by_link(spool, token, "a new long password", NOW)
+    assert fresh_start is None  # the owner's address was confirmed
     assert await verify_password(changed.password_hash, "a new long password")
     assert list_sessions(spool, owner.id, NOW.timestamp(), LIMITS) == []
     with pytest.raises(LinkRefused):
@@ -261,9 +262,10 @@ async def test_verification_link_verifies_the_address_it_was_sent_to(
     with caplog.at_level(logging.WARNING):
         assert await send_verification(spool, mailer, fay, public_url=PUBLIC_URL, now=NOW)
     token = _token(caplog, "fay@example.net")
-    assert (await verify_email(spool, token, NOW)).email_verified
+    verified, fresh_start = await verify_email(spool, token, NOW, signed_in_as=fay.id)
+    assert verified.email_verified and fresh_start is None
     with pytest.raises(LinkRefused):
-        await verify_email(spool, token, NOW)
+        await verify_email(spool, token, NOW, signed_in_as=fay.id)
 
 
 async def test_a_team_keeps_an_owner(spool: Spool) -> None:

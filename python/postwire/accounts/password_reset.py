@@ -3,8 +3,9 @@
 Asking for a reset always gets the same answer, whether or not the address has an account, so
 the form tells nobody who has one. Requests are counted per address and per client in 15-minute
 windows; past the limits nothing more is mailed, and the answer is still the same. A reset's
-link works for an hour, once; using it sets the password, counts the address as verified (the
-link reached it) and ends every session of the account, in one commit.
+link works for an hour, once; using it sets the password and ends every session of the
+account, in one commit. If the account's address was never confirmed, the link is the first
+proof of who holds it, so the account is started afresh (`fresh_start`) in that commit.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Final
 
+from postwire.accounts.fresh_start import FreshStart, start_afresh
 from postwire.accounts.links import (
     RESET_PASSWORD_TTL,
     LinkRefused,
@@ -97,11 +99,13 @@ async def _counted_user(spool: Spool, email: str, client: str, now_ms: int) -> U
 
 
 async def set_password_by_link(
-    spool: Spool, token: str, password: str, now: datetime
-) -> UserRecord:
+    spool: Spool, token: str, password: str, now: datetime, *, own_team: bool = False
+) -> tuple[UserRecord, FreshStart | None]:
     """Use a reset (or first-password) link: set the password and end the account's sessions.
-    `PasswordRefused` for a password that cannot be chosen (the link stays usable),
-    `LinkRefused` for a link that does not work."""
+    An account whose address was never confirmed is started afresh (`fresh_start`): the
+    link proves the mailbox, not that its holder made the account; `own_team` gives it a team
+    of its own then. `PasswordRefused` for a password that cannot be chosen (the link stays
+    usable), `LinkRefused` for a link that does not work."""
     problem = password_problem(password)
     if problem is not None:
         raise PasswordRefused(problem)
@@ -112,8 +116,18 @@ async def set_password_by_link(
         # The address may have changed since the link was mailed: then it proves nothing.
         if user is None or normalize_email(user.email) != link.email:
             raise LinkRefused
-        changed = replace(user, password_hash=password_hash, email_verified=True)
+        if not user.email_verified:
+            return start_afresh(
+                spool,
+                redemption.batch,
+                user,
+                email=user.email,
+                password_hash=password_hash,
+                own_team=own_team,
+                now=now,
+            )
+        changed = replace(user, password_hash=password_hash)
         user_store.put_user(redemption.batch, changed)
         for session in session_store.sessions_of_user(spool, user.id):
             session_store.delete_session(redemption.batch, session)
-    return changed
+    return changed, None

@@ -21,7 +21,7 @@ class EmailTakenError(PostwireError):
     """Another user already has this address."""
 
 
-def _iso(moment: datetime) -> str:
+def iso_timestamp(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
@@ -50,7 +50,7 @@ async def create_user(
         name=name.strip(),
         password_hash=password_hash,
         email_verified=email_verified,
-        created_at=_iso(now),
+        created_at=iso_timestamp(now),
     )
     batch = WriteBatch()
     store.put_user(batch, user)
@@ -129,7 +129,7 @@ async def add_membership(
         team_id=team_id,
         user_id=user_id,
         role=role,
-        created_at=existing.created_at if existing is not None else _iso(now),
+        created_at=existing.created_at if existing is not None else iso_timestamp(now),
     )
     batch = WriteBatch()
     store.put_membership(batch, membership)

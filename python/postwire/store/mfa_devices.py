@@ -155,6 +155,19 @@ async def mark_device_used(
     await spool.commit(batch)
 
 
+def delete_all_of_user(spool: Spool, batch: WriteBatch, user_id: str) -> list[MfaDevice]:
+    """Delete in `batch` every device of the user (with passkeys' credential index), their
+    recovery codes and wrong-code count; the devices deleted."""
+    devices = list_devices(spool, user_id)
+    for device in devices:
+        DEVICES.delete(batch, device_key(user_id, device.id))
+        if device.kind == "passkey":
+            CREDENTIALS.delete(batch, f"credential/{device.credential_id}")
+    RECOVERY_CODES.delete(batch, recovery_key(user_id))
+    FAILURES.delete(batch, failures_key(user_id))
+    return devices
+
+
 def get_recovery_codes(spool: Spool, user_id: str) -> RecoveryCodes | None:
     return RECOVERY_CODES.get(spool, recovery_key(user_id))
 

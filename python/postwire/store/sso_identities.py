@@ -63,6 +63,11 @@ def insert_sso_identity(batch: WriteBatch, record: SsoIdentityRecord) -> None:
     SSO_IDENTITIES.put(batch, _user_key(record), record)
 
 
+def delete_sso_identity(batch: WriteBatch, record: SsoIdentityRecord) -> None:
+    SSO_IDENTITIES.delete(batch, _identity_key(record.team_id, record.issuer, record.subject))
+    SSO_IDENTITIES.delete(batch, _user_key(record))
+
+
 def sso_identities_of_user(spool: Spool, user_id: str) -> list[SsoIdentityRecord]:
     rows = SSO_IDENTITIES.scan(spool, prefix=f"identity-of/{user_id}/", limit=MAX_LINKS_OF_USER)
     return [record for _, record in rows]

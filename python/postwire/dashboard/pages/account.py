@@ -18,8 +18,14 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import NotFound
 
 from postwire.accounts import login_limits, users
-from postwire.accounts.email_verification import send_verification, verify_email
-from postwire.accounts.links import LinkPurpose, LinkRefused, check_link
+from postwire.accounts.email_verification import send_verification, starts_afresh, verify_email
+from postwire.accounts.links import (
+    SET_PASSWORD_TTL,
+    LinkPurpose,
+    LinkRefused,
+    check_link,
+    issue_link,
+)
 from postwire.accounts.password_reset import (
     PasswordRefused,
     request_password_reset,
@@ -194,6 +200,18 @@ def routes(ctx: DashboardContext) -> Blueprint:
             return await back_to_account("A link was sent a moment ago: try again later.")
         return await back_to_account(f"A link was sent to {viewer.user.email}.", "success")
 
+    def holder_signed_in() -> str | None:
+        """The account whose holder this browser is signed in as (second factor passed)."""
+        viewer: Viewer | None = g.get("viewer")
+        if viewer is None or viewer.session.mfa_pending:
+            return None
+        return viewer.user.id
+
+    def link_user(user_id: str | None) -> UserRecord | None:
+        return None if user_id is None else users.get_user(ctx.spool, user_id)
+
+    own_team = ctx.config.auth.signup == "open"
+
     @blueprint.get("/verify/<token>")
     @public
     async def verification(token: str) -> tuple[str, int]:
@@ -201,19 +219,38 @@ def routes(ctx: DashboardContext) -> Blueprint:
             link = check_link(ctx.spool, token, ("verify_email",), ctx.now())
         except LinkRefused as refusal:
             return await render_template("verify.html", error=str(refusal), token=token), 410
-        return await render_template("verify.html", email=link.email, token=token), 200
+        user = link_user(link.user_id)
+        afresh = user is not None and starts_afresh(user, link.email, holder_signed_in())
+        page = await render_template(
+            "verify.html", email=link.email, token=token, afresh=afresh, own_team=own_team
+        )
+        return page, 200
 
     @blueprint.post("/verify/<token>")
     @public
     async def verify(token: str) -> Response | tuple[str, int]:
         try:
-            user = await verify_email(ctx.spool, token, ctx.now())
+            user, fresh_start = await verify_email(
+                ctx.spool, token, ctx.now(), signed_in_as=holder_signed_in(), own_team=own_team
+            )
         except LinkRefused as refusal:
             return await render_template("verify.html", error=str(refusal), token=token), 410
         except EmailTakenError:
             taken = "This address belongs to another account now: your address did not change."
             return await render_template("verify.html", error=taken, token=token), 409
         await flash(f"{user.email} is confirmed.", "success")
+        if fresh_start is not None:
+            # The account has no password now: the person who proved the mailbox chooses one.
+            await flash(fresh_start.summary(), "warning")
+            set_token, _ = await issue_link(
+                ctx.spool,
+                "set_password",
+                email=normalize_email(user.email),
+                user_id=user.id,
+                ttl=SET_PASSWORD_TTL,
+                now=ctx.now(),
+            )
+            return see_other(f"/password/set/{set_token}")
         return see_other("/account" if g.get("viewer") is not None else "/login")
 
     @blueprint.get("/password/forgot")
@@ -245,13 +282,23 @@ def routes(ctx: DashboardContext) -> Blueprint:
         kind: str, token: str, error: str | None, status: int
     ) -> tuple[str, int]:
         email = None
+        afresh = False
         if error is None or status == 400:
             try:
-                email = check_link(ctx.spool, token, (PASSWORD_LINKS[kind],), ctx.now()).email
+                link = check_link(ctx.spool, token, (PASSWORD_LINKS[kind],), ctx.now())
+                email = link.email
+                user = link_user(link.user_id)
+                afresh = user is not None and not user.email_verified
             except LinkRefused as refusal:
                 error, status = str(refusal), 410
         page = await render_template(
-            "password_set.html", kind=kind, token=token, email=email, error=error
+            "password_set.html",
+            kind=kind,
+            token=token,
+            email=email,
+            error=error,
+            afresh=afresh,
+            own_team=own_team,
         )
         return page, status
 
@@ -269,11 +316,15 @@ def routes(ctx: DashboardContext) -> Blueprint:
             return await password_page(kind, token, "The two passwords differ.", 400)
         try:
             check_link(ctx.spool, token, (PASSWORD_LINKS[kind],), ctx.now())
-            await set_password_by_link(ctx.spool, token, password, ctx.now())
+            _, fresh_start = await set_password_by_link(
+                ctx.spool, token, password, ctx.now(), own_team=own_team
+            )
         except PasswordRefused as refusal:
             return await password_page(kind, token, str(refusal), 400)
         except LinkRefused as refusal:
             return await password_page(kind, token, str(refusal), 410)
+        if fresh_start is not None:
+            await flash(fresh_start.summary(), "warning")
         await flash("Your password is set. Sign in with it.", "success")
         return see_other("/login")
 
