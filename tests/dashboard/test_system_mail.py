@@ -140,7 +140,12 @@ def test_a_member_sees_nothing_of_system_mail(
         lambda: any(b'"email.delivered"' in post.body for post in hooks.posts()),
         "the team's own email.delivered to reach its webhook",
     )
-    assert {json.loads(post.body)["data"]["email_id"] for post in hooks.posts()} == {own}
+    email_events = [
+        json.loads(post.body)["data"]
+        for post in hooks.posts()
+        if json.loads(post.body)["type"].startswith("email.")
+    ]  # the domain's own events (domain.updated) reach the hook too
+    assert {event["email_id"] for event in email_events} == {own}
     _member_finds_none(server, member, team_key, [*system_ids, bounced.group(1)], own=own)
     member.goto(server.url("/suppressions"))
     assert GONE not in member.locator("main").inner_text()
@@ -159,7 +164,8 @@ def test_a_member_sees_nothing_of_system_mail(
     # What the store kept, read by an independent reader: every event and every metrics count
     # of any team is of the team's own email.
     server.stop()
-    assert {event["email_id"] for event in spool_events(server.data_dir)} == {own}
+    stored = spool_events(server.data_dir)
+    assert {event["email_id"] for event in stored if event["type"].startswith("email.")} == {own}
     counts = sums(spool_counters(server.data_dir), r"metrics/[^/]+/h/\d+/(\w+)")
     assert counts == Counter({"sent": 1, "delivered": 1}), counts
 

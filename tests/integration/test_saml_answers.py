@@ -59,7 +59,10 @@ def test_a_signed_answer_to_our_request_gives_the_address(idp: SamlIdp, sp_url: 
     assert saml.check_idp_metadata(sp_url, TEAM, metadata) == idp.entity_id
     assert saml.in_response_to(answer) == request_id
     identity = saml.verify_response(sp_url, TEAM, metadata, answer, request_id)
-    assert identity == SamlIdentity(email="ann@example.com", name="Ann")
+    # The NameID, as the IdP wrote it, under the IdP's entity id: what an SSO link is keyed by.
+    assert identity == SamlIdentity(
+        email="ann@example.com", name="Ann", subject="Ann@Example.com", issuer=idp.entity_id
+    )
 
 
 @pytest.mark.parametrize(
