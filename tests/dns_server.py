@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -22,6 +21,7 @@ import dns.message
 import dns.query
 import dns.rcode
 
+from tests.ports import free_port
 from tests.processes import stop_process
 
 KNOTD_SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
@@ -69,7 +69,7 @@ class AuthoritativeDnsServer:
             (self.directory / "zones" / f"{zone}.zone").write_text(_zone_file(zone))
         error = "no attempt made"
         for _ in range(START_ATTEMPTS):
-            self.port = _free_port()
+            self.port = free_port(udp=True)
             self._write_config()
             log = (self.directory / "knotd.log").open("wb")
             self.process = subprocess.Popen(
@@ -222,17 +222,3 @@ def _escape(chunk: bytes) -> str:
         else:
             out.append(f"\\{byte:03d}")
     return "".join(out)
-
-
-def _free_port() -> int:
-    """A port free for both UDP and TCP on 127.0.0.1 right now."""
-    while True:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
-            udp.bind(("127.0.0.1", 0))
-            port: int = udp.getsockname()[1]
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp:
-                try:
-                    tcp.bind(("127.0.0.1", port))
-                except OSError:
-                    continue
-                return port

@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from tests.ports import free_port
 from tests.processes import stop_process
 
 POSTFIX_SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
@@ -89,7 +90,7 @@ class PostfixMta:
         shutil.chown(self.data_directory, user="postfix")
         error = "no attempt made"
         for _ in range(START_ATTEMPTS):
-            self.port = _free_port()
+            self.port = free_port()
             self._write_config()
             # `postfix check` creates the queue's directories with their owners and modes.
             check = subprocess.run(
@@ -259,10 +260,3 @@ def _bracketed(target: str) -> str:
     """ "host:port" as a next hop without MX lookup: "[host]:port"."""
     host, _, port = target.rpartition(":")
     return f"[{host.strip('[]')}]:{port}"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -30,6 +29,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.ports import free_port
 from tests.processes import stop_process
 
 RSPAMD_SEARCH_PATH = "/usr/bin:/usr/sbin:/bin"
@@ -122,7 +122,7 @@ class RspamdServer:
 
     def _start_once(self) -> str:
         """ "" once rspamd serves on a fresh free port, else why not (and it is stopped)."""
-        self.port = _free_port(socket.SOCK_STREAM)
+        self.port = free_port()
         self._write_config()
         d = self.directory
         variables = {
@@ -183,7 +183,7 @@ class RspamdServer:
 
     def _write_config(self) -> None:
         d = self.directory
-        nameserver = self.nameserver or f"127.0.0.1:{_free_port(socket.SOCK_DGRAM)}"
+        nameserver = self.nameserver or f"127.0.0.1:{free_port(udp=True)}"
         # The package's rules and scores, its default options, one normal worker, no
         # controller, proxy or fuzzy storage (the worker runs the controller's periodic jobs).
         (d / "rspamd.conf").write_text(
@@ -221,13 +221,6 @@ dns {{
             (d / "local.d" / f"{module}.conf").write_text("enabled = false;\n")
         # Bayes keeps its statistics in Redis; without a server it only logs errors.
         (d / "local.d" / "classifier-bayes.conf").write_text("enabled = false;\n")
-
-
-def _free_port(kind: socket.SocketKind) -> int:
-    with socket.socket(socket.AF_INET, kind) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @contextmanager

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import socket
 import ssl
 import subprocess
 import tempfile
@@ -22,6 +21,8 @@ from typing import Any
 
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, Envelope, Session
+
+from tests.ports import free_port
 
 
 @dataclass
@@ -149,13 +150,6 @@ class _ScriptedController(Controller):
         return _HangingUpSmtp(self.receiver, self.handler, **self.SMTP_kwargs)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 class ScriptedSmtpReceiver:
     """The receiver; `start()` it with its script set (STARTTLS is fixed at start)."""
 
@@ -177,7 +171,7 @@ class ScriptedSmtpReceiver:
             context.load_cert_chain(cert, key)
             kwargs["tls_context"] = context
         kwargs["enable_SMTPUTF8"] = self.script.smtputf8
-        self.port = _free_port()
+        self.port = free_port()
         self._controller = _ScriptedController(
             self,
             # A plain asyncio loop of its own: trio-asyncio, once imported anywhere in the

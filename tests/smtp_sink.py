@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.ports import free_port
+
 SMTP_SINK_SEARCH_PATH = "/usr/sbin:/usr/bin:/sbin"
 # What `smtp-sink -d` writes before each message: the envelope and its own Received header.
 _DUMP_FIELDS = ("X-Client-Addr", "X-Client-Proto", "X-Helo-Args", "X-Mail-Args", "X-Rcpt-Args")
@@ -49,9 +51,7 @@ def running_smtp_sink(dump_dir: Path | None = None) -> Iterator[tuple[str, int]]
     binary = smtp_sink_binary()
     if binary is None:
         raise RuntimeError("Postfix's smtp-sink is not installed: apt-get install -y postfix")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     # As root, smtp-sink insists on dropping privileges to a named user.
     as_user = ["-u", "nobody"] if os.geteuid() == 0 else []
     dump = ["-d", f"{dump_dir}/%M."] if dump_dir is not None else []

@@ -14,7 +14,6 @@ Fixtures:
 from __future__ import annotations
 
 import re
-import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -34,18 +33,12 @@ from tests.e2e.conftest import (
     _clean_env,
     write_config,
 )
+from tests.ports import free_port
 from tests.processes import stop_process
 from tests.smtp_receiver import ScriptedSmtpReceiver
 
 # Playwright waits this long for an element or a navigation before a test fails.
 PAGE_TIMEOUT_MS = 15_000
-
-
-def free_port() -> int:
-    """A loopback port free now (bound, read, closed), so a config can name it before start."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

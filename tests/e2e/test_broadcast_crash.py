@@ -19,8 +19,9 @@ import resend
 
 from tests.dns_server import AuthoritativeDnsServer
 from tests.e2e.conftest import DOMAIN, LiveServer, serving, verified_domain, wait_until
-from tests.e2e.test_broadcasts import free_listen, member_email, seed_audience
+from tests.e2e.test_broadcasts import member_email, seed_audience
 from tests.peers import require_peer
+from tests.ports import free_address
 from tests.smtp_sink import running_smtp_sink, smtp_sink_binary
 
 MEMBERS = 3000
@@ -35,7 +36,10 @@ def crash_server(tmp_path: Path, dns_server: AuthoritativeDnsServer) -> Iterator
     with (
         running_smtp_sink() as (host, port),
         serving(
-            tmp_path, dns_server, routes={"example.org": f"{host}:{port}"}, api_listen=free_listen()
+            tmp_path,
+            dns_server,
+            routes={"example.org": f"{host}:{port}"},
+            api_listen=free_address(),
         ) as live,
     ):
         yield live

@@ -14,7 +14,6 @@ import email
 import email.policy
 import json
 import re
-import socket
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ from tests.e2e.conftest import (
     wait_until,
 )
 from tests.peers import require_peer
+from tests.ports import free_address
 from tests.smtp_sink import dump_directory, running_smtp_sink, smtp_sink_binary, sunk_messages
 from tests.webhook_receiver import WebhookReceiver
 
@@ -127,12 +127,6 @@ def seed_audience(
     return trio.run(write)
 
 
-def free_listen() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{sock.getsockname()[1]}"
-
-
 @dataclass
 class Setup:
     live: LiveServer
@@ -155,7 +149,7 @@ def setup(tmp_path: Path, dns_server: AuthoritativeDnsServer) -> Iterator[Setup]
     require_peer(smtp_sink_binary(), "Postfix's smtp-sink", "postfix")
     receiver = WebhookReceiver()
     receiver.start()
-    listen = free_listen()
+    listen = free_address()
     try:
         with (
             dump_directory() as sink_dir,

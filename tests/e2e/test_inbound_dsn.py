@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import smtplib
-import socket
 import ssl
 import time
 from collections.abc import Callable, Iterator
@@ -22,6 +21,7 @@ import resend
 
 from tests.dns_server import AuthoritativeDnsServer
 from tests.e2e.conftest import DOMAIN, LiveServer, serving, spool_events, verified_domain
+from tests.ports import free_address
 from tests.postfix_mta import PostfixMta, postfix_unavailable, running_postfix
 from tests.smtp_receiver import ReceiverScript, ScriptedSmtpReceiver
 
@@ -43,9 +43,7 @@ def remote_site() -> Iterator[ScriptedSmtpReceiver]:
 @pytest.fixture
 def postwire_smtp() -> str:
     """Where Postwire's STARTTLS listener will be: Postfix must know it before Postwire starts."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{sock.getsockname()[1]}"
+    return free_address()
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import email
 import email.policy
 import re
 import signal
-import socket
 from collections import Counter
 from collections.abc import Iterator
 from email.message import EmailMessage
@@ -31,6 +30,7 @@ from tests.e2e.conftest import (
     verified_domain,
     wait_until,
 )
+from tests.ports import free_address
 from tests.smtp_receiver import ReceiverScript, ScriptedSmtpReceiver
 
 REFUSED = "nobody@example.org"
@@ -56,9 +56,7 @@ def metrics_server(
     tmp_path: Path, dns_server: AuthoritativeDnsServer, receiver: ScriptedSmtpReceiver
 ) -> Iterator[LiveServer]:
     # A fixed port: the tracking links' base must be where the server listens after a restart.
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        listen = f"127.0.0.1:{sock.getsockname()[1]}"
+    listen = free_address()
     with serving(
         tmp_path,
         dns_server,

@@ -30,7 +30,7 @@ from tests.e2e.conftest import DOMAIN, LiveServer, serving, spool_events, verifi
 from tests.e2e.conftest import wait_until as wait_briefly
 from tests.e2e.test_inbound_dsn import report
 from tests.e2e.test_metrics_counters import spool_counters, sums
-from tests.e2e.test_smtp_submission import free_address
+from tests.ports import free_address
 from tests.smtp_receiver import ReceivedMessage, ReceiverScript, ScriptedSmtpReceiver
 
 REFUSED = "gone@example.org"

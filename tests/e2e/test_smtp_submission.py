@@ -31,13 +31,8 @@ from tests.e2e.conftest import (
     wait_until,
 )
 from tests.peers import require_peer
+from tests.ports import free_address
 from tests.smtp_sink import dump_directory, running_smtp_sink, smtp_sink_binary, sunk_messages
-
-
-def free_address() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{sock.getsockname()[1]}"
 
 
 @pytest.fixture

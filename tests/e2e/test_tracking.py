@@ -10,7 +10,6 @@ from __future__ import annotations
 import email
 import email.policy
 import re
-import socket
 from collections.abc import Iterator
 from email.message import EmailMessage
 from pathlib import Path
@@ -29,6 +28,7 @@ from tests.e2e.conftest import (
     verified_domain,
     wait_until,
 )
+from tests.ports import free_address
 from tests.smtp_receiver import ScriptedSmtpReceiver
 
 SHOP_LINK = "https://shop.example/orders/42?ref=mail&lang=en"
@@ -56,9 +56,7 @@ def tracking_server(
     tmp_path: Path, dns_server: AuthoritativeDnsServer, receiver: ScriptedSmtpReceiver
 ) -> Iterator[LiveServer]:
     # A fixed port, so `api.public_url` (the links' base) is where the server really listens.
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        listen = f"127.0.0.1:{sock.getsockname()[1]}"
+    listen = free_address()
     with serving(
         tmp_path,
         dns_server,

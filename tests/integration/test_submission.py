@@ -11,7 +11,6 @@ import json
 import logging
 import re
 import smtplib
-import socket
 import ssl
 import time
 from collections.abc import AsyncIterator, Callable
@@ -38,6 +37,7 @@ from postwire.store.accounts import create_api_key, create_team
 from postwire.store.deliveries import email_events, list_suppressions
 from postwire.store.emails import EMAILS
 from postwire.store.spool import TABLES, Spool
+from tests.ports import free_port
 
 ResultT = TypeVar("ResultT")
 
@@ -65,13 +65,6 @@ class Submission:
 
     def records(self) -> list[Any]:
         return [record for _, record in EMAILS.scan(self.spool, prefix=f"{self.team_id}/")]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def submission_config(tmp_path: Path, **env: str) -> Config:
