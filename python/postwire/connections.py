@@ -80,9 +80,6 @@ class ClientConnections:
         if count:
             self._open[source] = count
 
-    def open_from(self, address: str) -> int:
-        return self._open.get(client_source(address), 0)
-
 
 def close_quietly(conn: socket.socket) -> None:
     """Refusing a connection: close it, nothing said."""
