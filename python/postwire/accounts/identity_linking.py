@@ -146,12 +146,7 @@ async def link_team_identity(
     (they must be a member of the team: the link opens that membership, nothing else)."""
     if accounts_users.get_membership(spool, user.id, team_id) is None:
         raise SignInRefused("You are not a member of this team, so its sign-in cannot be linked.")
-    linked = await _linked(spool, identity, team_id, user, now)
-    if linked.id != user.id:
-        raise SignInRefused(
-            "This identity of the team's provider is linked to another account already."
-        )
-    return linked
+    return await _linked_to(spool, identity, team_id, user, now)
 
 
 async def link_proven_by_owner(
@@ -163,12 +158,20 @@ async def link_proven_by_owner(
     member = accounts_users.get_membership(spool, user.id, team_id) is not None
     if not member and _live_team_invitation(spool, team_id, identity.email, now) is None:
         raise _not_a_member(identity)
+    await _linked_to(spool, identity, team_id, user, now)
+    return await account_for_team_identity(spool, identity, team_id, now=now)
+
+
+async def _linked_to(
+    spool: Spool, identity: Identity, team_id: str, user: UserRecord, now: datetime
+) -> UserRecord:
+    """Link the identity to `user`, whose owner asked; refused if it is another account's."""
     linked = await _linked(spool, identity, team_id, user, now)
     if linked.id != user.id:
         raise SignInRefused(
             "This identity of the team's provider is linked to another account already."
         )
-    return await account_for_team_identity(spool, identity, team_id, now=now)
+    return linked
 
 
 async def _linked(
