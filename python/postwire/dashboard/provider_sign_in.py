@@ -25,6 +25,7 @@ from postwire.accounts.identity_linking import (
     link_team_identity,
 )
 from postwire.accounts.oidc import Identity
+from postwire.accounts.saml import SamlIdentity
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.login_flow import finish_login
 from postwire.dashboard.redirects import see_other
@@ -50,6 +51,33 @@ class LinkNotAllowed(Exception):
 class StaleSignIn(Exception):
     """A kept sign-in that was used, expired, or started in another browser; the text says
     so, for the page."""
+
+
+async def keep_proven_identity(
+    ctx: DashboardContext,
+    key: str,
+    team_id: str,
+    identity: Identity | SamlIdentity,
+    *,
+    next_url: str,
+    browser_sha256: str,
+    ttl: timedelta,
+    link_user_id: str = "",
+) -> None:
+    """Keep the identity the team's provider proved under `key` for `ttl`, for the browser
+    whose cookie hashes to `browser_sha256` (`take_proven_identity` takes it back)."""
+    proven = ProvenLoginRecord(
+        team_id=team_id,
+        email=identity.email,
+        name=identity.name,
+        next_url=next_url,
+        browser_sha256=browser_sha256,
+        expires_at=(ctx.now() + ttl).isoformat(),
+        subject=identity.subject,
+        issuer=identity.issuer,
+        link_user_id=link_user_id,
+    )
+    await save_proven_login(ctx.spool, key, proven)
 
 
 async def take_proven_identity(
@@ -140,17 +168,15 @@ async def _ask_password_to_link(
     browser_sha256: str,
 ) -> Response:
     ticket = secrets.token_urlsafe(32)
-    proven = ProvenLoginRecord(
-        team_id=team_id,
-        email=identity.email,
-        name=identity.name,
+    await keep_proven_identity(
+        ctx,
+        link_ticket_key(ticket),
+        team_id,
+        identity,
         next_url=next_url,
         browser_sha256=browser_sha256,
-        expires_at=(ctx.now() + LINK_BY_PASSWORD_TTL).isoformat(),
-        subject=identity.subject,
-        issuer=identity.issuer,
+        ttl=LINK_BY_PASSWORD_TTL,
     )
-    await save_proven_login(ctx.spool, link_ticket_key(ticket), proven)
     page = await render_template(
         "sso_link.html",
         why=why,

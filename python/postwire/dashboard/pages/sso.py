@@ -41,6 +41,7 @@ from postwire.dashboard.provider_sign_in import (
     BROWSER_COOKIE,
     LinkNotAllowed,
     StaleSignIn,
+    keep_proven_identity,
     sign_in_with_identity,
     take_proven_identity,
 )
@@ -49,10 +50,8 @@ from postwire.rate_limit import RateLimiter
 from postwire.store.accounts import TEAMS
 from postwire.store.sso import (
     PendingLoginRecord,
-    ProvenLoginRecord,
     get_sso_config,
     save_pending_login,
-    save_proven_login,
     secret_sha256,
     take_pending_login,
     team_for_email_domain,
@@ -309,18 +308,16 @@ def routes(ctx: DashboardContext) -> Blueprint:
         except SamlError as error:
             return await _refusal(str(error))
         ticket = secrets.token_urlsafe(32)
-        proven = ProvenLoginRecord(
-            team_id=team_id,
-            email=identity.email,
-            name=identity.name,
+        await keep_proven_identity(
+            ctx,
+            ticket,
+            team_id,
+            identity,
             next_url=login.next_url,
             browser_sha256=login.browser_sha256,
-            expires_at=(ctx.now() + PROVEN_TTL).isoformat(),
-            subject=identity.subject,
-            issuer=identity.issuer,
+            ttl=PROVEN_TTL,
             link_user_id=login.link_user_id,
         )
-        await save_proven_login(ctx.spool, ticket, proven)
         # A top-level GET next: the browser's SameSite=Lax cookie comes with it.
         return see_other(f"/auth/saml/{team_id}/done?ticket={ticket}")
 
