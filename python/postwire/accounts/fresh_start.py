@@ -21,13 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from postwire import _core
 from postwire._core import WriteBatch
 from postwire.accounts.users import iso_timestamp
 from postwire.store import mfa_devices
 from postwire.store import sessions as session_store
 from postwire.store import users as user_store
-from postwire.store.accounts import TEAMS, TeamRecord, contract_timestamp
+from postwire.store.accounts import TEAMS, add_team
 from postwire.store.spool import Spool
 from postwire.store.sso_identities import delete_sso_identity, sso_identities_of_user
 from postwire.store.users import MembershipRecord, UserRecord
@@ -102,16 +101,11 @@ def start_afresh(
     local_part = email.partition("@")[0]
     new_team = None
     if own_team:
-        new_team = TeamRecord(
-            id=_core.new_id(), name=f"{local_part}'s team", created_at=contract_timestamp(now)
-        )
-        TEAMS.insert(batch, new_team.id, new_team)
+        new_team = add_team(batch, f"{local_part}'s team", now)
         owner = MembershipRecord(new_team.id, user.id, "owner", iso_timestamp(now))
         user_store.put_membership(batch, owner)
-    if user_store.normalize_email(email) != user_store.normalize_email(user.email):
-        # A change of address: the batch fails with KeyExistsError if it was taken meanwhile.
-        user_store.claim_email(batch, email, user.id)
-        user_store.release_email(batch, user.email)
+    # A change of address: the batch fails with KeyExistsError if it was taken meanwhile.
+    user_store.move_email(batch, user.id, user.email, email)
     fresh = replace(
         user,
         email=email,

@@ -87,9 +87,7 @@ def confirm_email_change(batch: WriteBatch, user: UserRecord) -> UserRecord:
     """Move the user to their pending address, confirmed (its link was opened); the batch
     fails with KeyExistsError if another account took the address meanwhile."""
     changed = replace(user, email=user.pending_email, pending_email="", email_verified=True)
-    if store.normalize_email(changed.email) != store.normalize_email(user.email):
-        store.claim_email(batch, changed.email, user.id)
-        store.release_email(batch, user.email)
+    store.move_email(batch, user.id, user.email, changed.email)
     store.put_user(batch, changed)
     return changed
 

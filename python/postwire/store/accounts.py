@@ -93,10 +93,16 @@ def _random_text(length: int) -> str:
 
 
 async def create_team(spool: Spool, name: str, now: datetime) -> TeamRecord:
-    team = TeamRecord(id=_core.new_id(), name=name, created_at=contract_timestamp(now))
     batch = WriteBatch()
-    TEAMS.insert(batch, team.id, team)
+    team = add_team(batch, name, now)
     await spool.commit(batch)
+    return team
+
+
+def add_team(batch: WriteBatch, name: str, now: datetime) -> TeamRecord:
+    """A new team named `name`, made in `batch`."""
+    team = TeamRecord(id=_core.new_id(), name=name, created_at=contract_timestamp(now))
+    TEAMS.insert(batch, team.id, team)
     return team
 
 

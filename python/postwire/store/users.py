@@ -97,6 +97,14 @@ def release_email(batch: WriteBatch, email: str) -> None:
     USER_EMAILS.delete(batch, normalize_email(email))
 
 
+def move_email(batch: WriteBatch, user_id: str, old: str, new: str) -> None:
+    """Index the user at `new` instead of `old` (nothing if they are one address); the batch
+    fails with KeyExistsError if `new` is taken."""
+    if normalize_email(new) != normalize_email(old):
+        claim_email(batch, new, user_id)
+        release_email(batch, old)
+
+
 def _by_user(user_id: str, team_id: str) -> str:
     return f"user/{user_id}/{team_id}"
 
