@@ -310,6 +310,12 @@ impl Batch {
         self
     }
 
+    /// Whether the batch takes in new mail: only such batches are held to the intake limits
+    /// (the map's reserve and the disk's), so that outcomes and acks can always drain a spool.
+    fn enqueues(&self) -> bool {
+        self.ops.iter().any(|op| matches!(op, Op::Enqueue { .. }))
+    }
+
     fn payload_len(&self) -> usize {
         self.ops
             .iter()
@@ -860,7 +866,7 @@ fn check_batch(tables: &Tables, txn: &RwTxn<'_>, batch: &Batch) -> Result<()> {
 /// A batch that enqueues must leave the reserve free: the live data after it (this transaction's
 /// earlier writes included) stays within the intake limit. Other batches are not checked.
 fn check_intake_room(shared: &Shared, txn: &RwTxn<'_>, batch: &Batch) -> Result<()> {
-    if !batch.ops.iter().any(|op| matches!(op, Op::Enqueue { .. })) {
+    if !batch.enqueues() {
         return Ok(());
     }
     let in_use = live_bytes(&shared.tables, txn)?;
@@ -877,7 +883,7 @@ fn check_intake_room(shared: &Shared, txn: &RwTxn<'_>, batch: &Batch) -> Result<
 /// A batch that enqueues must find the disk able to hold it beyond the file's `end`, the group's
 /// earlier batches (`adding` bytes) and the disk reserve. Other batches are not checked.
 fn check_disk_room(room: &mut DiskRoom, end: u64, adding: u64, batch: &Batch) -> Result<()> {
-    if !batch.ops.iter().any(|op| matches!(op, Op::Enqueue { .. })) {
+    if !batch.enqueues() {
         return Ok(());
     }
     room.ensure(end, adding + batch_size_estimate(batch))
