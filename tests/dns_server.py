@@ -54,6 +54,8 @@ class AuthoritativeDnsServer:
         self.directory = Path(tempfile.mkdtemp(prefix="knot-"))
         self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
+        # Every node a test changed, so `reset` can bring the zones back to their files.
+        self._changed: set[tuple[str, str, str]] = set()
 
     @property
     def nameserver(self) -> str:
@@ -154,6 +156,7 @@ zone:
         """
         zone, owner = self._locate(name)
         rdata = _txt_strings(value) if rtype.upper() == "TXT" else value.split()
+        self._changed.add((zone, owner, rtype))
         with self._transaction(zone):
             self._knotc("zone-unset", zone, owner, rtype, missing_ok=True)
             self._knotc("zone-set", zone, owner, str(ttl), rtype, *rdata)
@@ -163,6 +166,15 @@ zone:
         zone, owner = self._locate(name)
         with self._transaction(zone):
             self._knotc("zone-unset", zone, owner, rtype, missing_ok=True)
+
+    def reset(self) -> None:
+        """Remove every record `publish` added: the zones answer as their files say again, so
+        one server serves test after test as if each had started its own."""
+        for zone in {zone for zone, _, _ in self._changed}:
+            with self._transaction(zone):
+                for _, owner, rtype in sorted(c for c in self._changed if c[0] == zone):
+                    self._knotc("zone-unset", zone, owner, rtype, missing_ok=True)
+        self._changed.clear()
 
     def _locate(self, name: str) -> tuple[str, str]:
         fqdn = name.lower().strip(".")
