@@ -1,6 +1,7 @@
 """Saving a broadcast's block document over a real spool: the document, the rendered HTML and
-text and the envelope fields land in one commit; stale editors, non-drafts, other teams and
-bad documents are refused with readable messages and change nothing."""
+text and the envelope fields land in one commit; stale editors, non-drafts and other teams
+are refused with readable messages and change nothing; a refused field or block keeps its
+saved version while the rest is saved."""
 
 from __future__ import annotations
 
@@ -154,36 +155,122 @@ async def test_another_teams_broadcast_is_not_found(spool: Spool) -> None:
 
 
 @pytest.mark.parametrize(
-    ("change", "words"),
+    ("change", "field", "words"),
     [
-        ({"document": {"version": 1, "blocks": []}}, "footer"),
-        ({"document": "<p>html</p>"}, "JSON object"),
-        ({"subject": "Hi\r\nBcc: x@y.test"}, "one line"),
-        ({"from": "not an address"}, "not an address"),
-        ({"reply_to": "help@shop.test, nope"}, "reply-to"),
-        ({"name": "n" * 300}, "256"),
-        ({"revision": "1"}, "integer"),
+        ({"subject": "Hi\r\nBcc: x@y.test"}, "subject", "one line"),
+        ({"subject": "s" * 999}, "subject", "at most 998 characters, not 999"),
+        ({"from": "not an address"}, "from", "not an address"),
+        ({"reply_to": "help@shop.test, nope"}, "reply_to", "reply-to"),
+        ({"name": "n" * 300}, "name", "256"),
     ],
 )
-async def test_bad_input_is_refused_with_a_readable_message(
-    spool: Spool, change: dict[str, Any], words: str
+async def test_a_refused_envelope_field_keeps_its_saved_value_and_the_rest_is_saved(
+    spool: Spool, change: dict[str, Any], field: str, words: str
 ) -> None:
+    record = await a_broadcast(spool)
+    body = {"document": a_document(), "preview_text": "Saved beside it", **change}
+    saved = await documents.save_document(spool, TEAM, record.id, body, now=NOW)
+    assert [(r.field, r.block_id) for r in saved.refused] == [(field, None)]
+    assert words in saved.refused[0].message
+    after = get_broadcast(spool, TEAM, record.id)
+    assert after is not None and after.preview_text == "Saved beside it"
+    assert "Autumn sale" in (after.html or "")
+    assert (after.subject, after.sender, after.name, after.reply_to) == (
+        record.subject, record.sender, record.name, record.reply_to,
+    )  # fmt: skip
+    assert saved.revision == 1
+
+
+@pytest.mark.parametrize(
+    ("document", "words"),
+    [({"version": 1, "blocks": []}, "footer"), ("<p>html</p>", "JSON object")],
+)
+async def test_a_document_refused_as_a_whole_keeps_the_saved_one(
+    spool: Spool, document: object, words: str
+) -> None:
+    record = await a_broadcast(spool)
+    first = await documents.save_document(
+        spool, TEAM, record.id, {"document": a_document()}, now=NOW
+    )
+    saved_html = get_broadcast(spool, TEAM, record.id).html  # type: ignore[union-attr]
+    body = {"document": document, "revision": first.revision, "subject": "New subject"}
+    saved = await documents.save_document(spool, TEAM, record.id, body, now=NOW)
+    assert [(r.field, r.block_id) for r in saved.refused] == [("document", None)]
+    assert words in saved.refused[0].message
+    after = get_broadcast(spool, TEAM, record.id)
+    assert after is not None and after.subject == "New subject" and after.html == saved_html
+    kept = get_document(spool, TEAM, record.id)
+    assert kept is not None and kept.document == a_document() and kept.revision == 2
+
+
+async def test_nothing_savable_commits_nothing(spool: Spool) -> None:
+    record = await a_broadcast(spool)
+    saved = await documents.save_document(
+        spool, TEAM, record.id, {"document": "<p>html</p>", "from": "nope"}, now=NOW
+    )
+    assert [r.field for r in saved.refused] == ["from", "document"]
+    assert saved.revision == 0
+    assert get_broadcast(spool, TEAM, record.id) == record
+    assert get_document(spool, TEAM, record.id) is None
+
+
+async def test_a_revision_that_is_not_a_number_is_refused(spool: Spool) -> None:
     record = await a_broadcast(spool)
     with pytest.raises(ApiError) as refused:
         await documents.save_document(
-            spool, TEAM, record.id, {"document": a_document(), **change}, now=NOW
+            spool, TEAM, record.id, {"document": a_document(), "revision": "1"}, now=NOW
         )
-    assert refused.value.status == 422 and words in refused.value.message
+    assert refused.value.status == 422 and "integer" in refused.value.message
     assert get_broadcast(spool, TEAM, record.id) == record
 
 
-async def test_a_bad_block_is_named(spool: Spool) -> None:
+async def test_a_refused_block_keeps_its_saved_version_and_is_named(spool: Spool) -> None:
+    record = await a_broadcast(spool)
+    first = await documents.save_document(
+        spool, TEAM, record.id, {"document": a_document()}, now=NOW
+    )
+    document = a_document()
+    document["blocks"][0]["content"] = [{"text": "Winter sale"}]
+    document["blocks"][2]["url"] = "https://shop .test/"  # a space: refused
+    document["blocks"][2]["label"] = "Shop later"
+    document["blocks"].insert(
+        3,
+        {
+            "id": "new",
+            "type": "button",
+            "label": "x",
+            "url": "https://a.test/",
+            "style": {"background": "red"},
+        },
+    )
+    body = {"document": document, "revision": first.revision}
+    saved = await documents.save_document(spool, TEAM, record.id, body, now=NOW)
+    places = [(r.block_id, r.block_field) for r in saved.refused]
+    assert places == [("btn", "url"), ("new", "style")]
+    assert "Block 3 (button)" in saved.refused[0].message
+    kept = get_document(spool, TEAM, record.id)
+    assert kept is not None
+    blocks = {block["id"]: block for block in kept.document["blocks"]}
+    assert blocks["h"]["content"] == [{"text": "Winter sale"}]  # the valid edit is saved
+    assert blocks["btn"] == a_document()["blocks"][2]  # the refused block as it was saved
+    assert "new" not in blocks  # a new block refused is not in the saved document
+    after = get_broadcast(spool, TEAM, record.id)
+    assert after is not None and "Winter sale" in (after.html or "")
+
+
+async def test_a_refused_block_in_a_column_is_placed_there(spool: Spool) -> None:
     record = await a_broadcast(spool)
     document = a_document()
-    document["blocks"][2]["style"] = {"background": "red"}
-    with pytest.raises(ApiError) as refused:
-        await documents.save_document(spool, TEAM, record.id, {"document": document}, now=NOW)
-    assert "Block 3 (button)" in refused.value.message
+    column_button = {"id": "inner", "type": "button", "label": "Go", "url": "https://a b/"}
+    document["blocks"].insert(
+        3, {"id": "cols", "type": "columns", "columns": [[column_button], []]}
+    )
+    saved = await documents.save_document(spool, TEAM, record.id, {"document": document}, now=NOW)
+    assert [(r.block_id, r.block_field) for r in saved.refused] == [("inner", "url")]
+    kept = get_document(spool, TEAM, record.id)
+    assert kept is not None
+    columns = next(b for b in kept.document["blocks"] if b["id"] == "cols")["columns"]
+    assert columns == [[], []]
 
 
 async def test_html_from_the_api_is_replaced_by_a_blank_document(spool: Spool) -> None:

@@ -7,13 +7,19 @@ Only a draft is edited: a scheduled broadcast goes back to draft first (cancel i
 and one that is sending or sent keeps the content it went out with. An editor sends the
 revision it last saw; a save based on an older one (another tab saved since) is refused rather
 than undoing that tab's work.
+
+A value that cannot be saved (a subject too long, a from that is not an address, a link with a
+space) does not hold the others back: the save keeps that field as it was saved (a refused
+block: its saved version, or none if it is new), writes everything else, and says which
+fields it refused. It is still one request under the broadcast's lock and one commit with one
+new revision, so the stale-editor check holds as for any save.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Final
 
@@ -38,12 +44,28 @@ MAX_REPLY_TO: Final = 50
 MAX_SAVE_BYTES: Final = 2 * 1024 * 1024
 # Editor field -> BroadcastRecord field.
 _TEXT_FIELDS: Final = {"name": "name", "subject": "subject", "preview_text": "preview_text"}
+# Refused blocks a save puts back to their saved version before it keeps the whole saved
+# document instead (each is one more parse of the document).
+MAX_REFUSED_BLOCKS: Final = 20
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A value a save kept as it was: `field` is the editor's (`subject`, `from`, ...,
+    `document`); in a document, `block_id` and `block_field` say where (None: the document, or
+    the block, as a whole)."""
+
+    field: str
+    message: str
+    block_id: str | None = None
+    block_field: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class SavedDocument:
     revision: int
     updated_at: str
+    refused: list[Refusal] = field(default_factory=list)
 
 
 def html_digest(html: str | None) -> str:
@@ -89,48 +111,55 @@ def render_raw(raw: object, brand: BrandKit) -> tuple[dict[str, Any], RenderedEm
     return raw, render_document(document, brand)
 
 
-def envelope_fields(body: Mapping[str, Any]) -> dict[str, Any]:
-    """The broadcast record fields a save sets (only those the body names), validated."""
+def envelope_fields(body: Mapping[str, Any]) -> tuple[dict[str, Any], list[Refusal]]:
+    """The broadcast record fields a save sets (only those the body names, each validated on
+    its own), and the fields refused with why."""
     fields: dict[str, Any] = {}
-    for key, name in _TEXT_FIELDS.items():
-        if key in body:
-            fields[name] = _line(body[key], key)
-    if "name" in fields and len(fields["name"]) > MAX_NAME_LENGTH:
-        raise validation_error(f"The name must be at most {MAX_NAME_LENGTH} characters.")
-    if "subject" in fields and len(fields["subject"]) > MAX_SUBJECT_LENGTH:
-        raise validation_error(f"The subject must be at most {MAX_SUBJECT_LENGTH} characters.")
-    if "preview_text" in fields:
-        preview = fields["preview_text"]
-        if len(preview) > MAX_PREVIEW_LENGTH:
-            raise validation_error(
-                f"The preview text must be at most {MAX_PREVIEW_LENGTH} characters."
-            )
-        fields["preview_text"] = preview or None
-    if "from" in body:
-        sender = _line(body["from"], "from").strip()
-        if sender:  # an empty one keeps the saved sender: a draft always has one
-            _check_address(sender, "The from address")
-            fields["sender"] = sender
-    if "reply_to" in body:
-        fields["reply_to"] = _reply_to(body["reply_to"])
-    return fields
+    refused: list[Refusal] = []
+    checks: dict[str, tuple[str, Callable[[object], Any]]] = {
+        "name": ("name", lambda value: _bounded_line(value, "name", "The name", MAX_NAME_LENGTH)),
+        "subject": (
+            "subject",
+            lambda value: _bounded_line(value, "subject", "The subject", MAX_SUBJECT_LENGTH),
+        ),
+        "preview_text": (
+            "preview_text",
+            lambda value: (
+                _bounded_line(value, "preview_text", "The preview text", MAX_PREVIEW_LENGTH) or None
+            ),
+        ),
+        "from": ("sender", _sender),
+        "reply_to": ("reply_to", _reply_to),
+    }
+    for key, (name, check) in checks.items():
+        if key not in body:
+            continue
+        try:
+            value = check(body[key])
+        except ApiError as error:
+            refused.append(Refusal(key, error.message.replace("`", "")))
+            continue
+        if value is not _KEEP:
+            fields[name] = value
+    return fields, refused
 
 
 async def save_document(
     spool: Spool, team_id: str, broadcast_id: str, body: Mapping[str, Any], *, now: datetime
 ) -> SavedDocument:
-    """Save the body's `document` (and envelope fields) to the team's draft broadcast.
+    """Save the body's `document` and envelope fields to the team's draft broadcast, but for
+    the values refused (`SavedDocument.refused`), which keep their saved version.
 
     Raises `ApiError`: 404 no such broadcast in the team, 409 not a draft or a stale
-    revision, 422 a document or field refused (the message says which and why).
+    revision, 422 no `document` or a `revision` that is not a number.
     """
     if "document" not in body:
         raise ApiError(422, "missing_required_field", "Missing `document` field")
     revision = body.get("revision")
     if revision is not None and (isinstance(revision, bool) or not isinstance(revision, int)):
         raise validation_error("The `revision` field must be an integer.")
-    fields = envelope_fields(body)
-    raw, rendered = render_raw(body["document"], team_brand(spool, team_id))
+    fields, refused = envelope_fields(body)
+    brand = team_brand(spool, team_id)
     async with spool.record_lock(broadcast_key(team_id, broadcast_id)):
         record = _draft(spool, team_id, broadcast_id)
         current = get_document(spool, team_id, broadcast_id)
@@ -142,15 +171,90 @@ async def save_document(
                 "This broadcast was saved from another window since you opened it. Reload the "
                 "page to edit the latest version.",
             )
-        saved = DocumentRecord(
-            team_id, broadcast_id, raw, saved_revision + 1, contract_timestamp(now),
-            html_digest(rendered.html),
-        )  # fmt: skip
+        saved_document = None if current is None else current.document
+        rendered_document = _savable_document(body["document"], saved_document, brand, refused)
+        if rendered_document is None and not fields:
+            # Nothing the body sent can be saved: no commit, the revision stays.
+            updated_at = "" if current is None else current.updated_at
+            return SavedDocument(saved_revision, updated_at, refused)
         batch = WriteBatch()
-        put_document(batch, saved)
-        put_broadcast(batch, replace(record, html=rendered.html, text=rendered.text, **fields))
+        if rendered_document is None:
+            changed = replace(record, **fields)  # the saved document and its HTML stay
+            document, digest = saved_document, "" if current is None else current.html_digest
+        else:
+            document, rendered = rendered_document
+            changed = replace(record, html=rendered.html, text=rendered.text, **fields)
+            digest = html_digest(rendered.html)
+        if document is not None:
+            saved = DocumentRecord(
+                team_id, broadcast_id, document, saved_revision + 1, contract_timestamp(now),
+                digest,
+            )  # fmt: skip
+            put_document(batch, saved)
+        put_broadcast(batch, changed)
         await spool.commit(batch)
-    return SavedDocument(saved.revision, saved.updated_at)
+    if document is None:  # envelope fields of a broadcast that has no document yet
+        return SavedDocument(saved_revision, contract_timestamp(now), refused)
+    return SavedDocument(saved.revision, saved.updated_at, refused)
+
+
+def _savable_document(
+    raw: object, saved: dict[str, Any] | None, brand: BrandKit, refused: list[Refusal]
+) -> tuple[dict[str, Any], RenderedEmail] | None:
+    """`raw` checked and rendered, each block it refuses put back to its `saved` version (or
+    left out when it is new), the refusals added to `refused`; None when the document as a
+    whole is refused (its style, its footer, its shape), which keeps the saved one."""
+    candidate = raw
+    for _ in range(MAX_REFUSED_BLOCKS):
+        try:
+            document = parse_document(candidate)
+        except DocumentError as error:
+            refused.append(
+                Refusal("document", str(error).replace("`", ""), error.block_id, error.field)
+            )
+            if error.block_id is None or not isinstance(candidate, dict):
+                return None
+            previous = _find_block(saved["blocks"], error.block_id) if saved else None
+            candidate = {
+                **candidate,
+                "blocks": _with_block(candidate.get("blocks"), error.block_id, previous),
+            }
+            continue
+        assert isinstance(candidate, dict)  # parse_document refuses anything else
+        return candidate, render_document(document, brand)
+    return None
+
+
+def _find_block(blocks: object, block_id: str) -> dict[str, Any] | None:
+    """The block of `block_id` in a list of blocks, columns' blocks included."""
+    for block in blocks if isinstance(blocks, list) else ():
+        if not isinstance(block, dict):
+            continue
+        if block.get("id") == block_id:
+            return block
+        for column in block.get("columns") or ():
+            found = _find_block(column, block_id)
+            if found is not None:
+                return found
+    return None
+
+
+def _with_block(blocks: object, block_id: str, replacement: dict[str, Any] | None) -> object:
+    """`blocks` with the block of `block_id` (in a column too) replaced, or left out when
+    `replacement` is None; the lists are copied, the other blocks shared."""
+    if not isinstance(blocks, list):
+        return blocks
+    result: list[object] = []
+    for block in blocks:
+        if isinstance(block, dict) and block.get("id") == block_id:
+            if replacement is not None:
+                result.append(replacement)
+        elif isinstance(block, dict) and isinstance(block.get("columns"), list):
+            columns = [_with_block(column, block_id, replacement) for column in block["columns"]]
+            result.append({**block, "columns": columns})
+        else:
+            result.append(block)
+    return result
 
 
 async def start_blank_document(
@@ -222,6 +326,25 @@ def _line(value: object, field: str) -> str:
     raise validation_error(
         f"The `{field}` field must be one line of text, without control characters."
     )
+
+
+def _bounded_line(value: object, field: str, what: str, limit: int) -> str:
+    line = _line(value, field)
+    if len(line) > limit:
+        raise validation_error(f"{what} must be at most {limit:,} characters, not {len(line):,}.")
+    return line
+
+
+# A field whose value keeps what was saved.
+_KEEP: Final = object()
+
+
+def _sender(value: object) -> object:
+    sender = _line(value, "from").strip()
+    if not sender:  # an empty one keeps the saved sender: a draft always has one
+        return _KEEP
+    _check_address(sender, "The from address")
+    return sender
 
 
 def _check_address(value: str, what: str) -> None:

@@ -27,6 +27,7 @@ from postwire.broadcasts.blocks.document_values import (
     checked_text,
     checked_url,
     clamped,
+    located,
     refuse_unknown,
     shown,
 )
@@ -268,45 +269,56 @@ def _parse_block(raw: object, where: str, allowed: tuple[str, ...], seen: set[st
     if block_id in seen:
         raise DocumentError(f"{where} has the id `{block_id}` of an earlier block.")
     seen.add(block_id)
+    with located(block_id):
+        return _parse_block_fields(raw, block_id, block_type, where, seen)
+
+
+def _parse_block_fields(
+    raw: dict[str, object], block_id: str, block_type: str, where: str, seen: set[str]
+) -> Block:
     refuse_unknown(raw, ("id", "type", "style", *_BLOCK_KEYS[block_type]), where)
     fields: dict[str, object] = {"id": block_id, "type": block_type}
-    fields["style"] = _parse_block_style(raw.get("style", {}), block_type, where)
+    with located(field="style"):
+        fields["style"] = _parse_block_style(raw.get("style", {}), block_type, where)
     if block_type in ("heading", "paragraph", "footer"):
-        fields["content"] = _parse_runs(raw.get("content", []), where)
+        with located(field="content"):
+            fields["content"] = _parse_runs(raw.get("content", []), where)
     if block_type == "heading":
         level = raw.get("level", 1)
         if level not in (1, 2, 3) or isinstance(level, bool):
             raise DocumentError(f"{where}: `level` must be 1, 2 or 3.")
         fields["level"] = level
     elif block_type == "list":
-        fields["ordered"] = checked_boolean(raw.get("ordered", False), f"{where}: `ordered`")
-        items = raw.get("items", [])
-        if not isinstance(items, list) or len(items) > MAX_LIST_ITEMS:
-            raise DocumentError(
-                f"{where}: `items` must be a list of at most {MAX_LIST_ITEMS} items."
-            )
-        fields["items"] = tuple(
-            _parse_runs(item, f"{where}, item {number}")
-            for number, item in enumerate(items, start=1)
-        )
+        with located(field="ordered"):
+            fields["ordered"] = checked_boolean(raw.get("ordered", False), f"{where}: `ordered`")
+        with located(field="items"):
+            fields["items"] = _parse_items(raw.get("items", []), where)
     elif block_type == "image":
-        fields["src"] = checked_url(raw.get("src", ""), f"{where}: `src`")
-        fields["alt"] = checked_text(raw.get("alt", ""), f"{where}: `alt`", 500).strip()
-        fields["width"] = clamped(
-            raw.get("width", IMAGE_WIDTH[2]), IMAGE_WIDTH, f"{where}: `width`"
-        )
-        fields["link"] = checked_url(raw.get("link", ""), f"{where}: `link`")
+        with located(field="src"):
+            fields["src"] = checked_url(raw.get("src", ""), f"{where}: `src`")
+        with located(field="alt"):
+            fields["alt"] = checked_text(raw.get("alt", ""), f"{where}: `alt`", 500).strip()
+        with located(field="width"):
+            fields["width"] = clamped(
+                raw.get("width", IMAGE_WIDTH[2]), IMAGE_WIDTH, f"{where}: `width`"
+            )
+        with located(field="link"):
+            fields["link"] = checked_url(raw.get("link", ""), f"{where}: `link`")
     elif block_type == "button":
-        fields["label"] = checked_text(raw.get("label", ""), f"{where}: `label`", 200).strip()
-        fields["url"] = checked_url(raw.get("url", ""), f"{where}: `url`")
+        with located(field="label"):
+            fields["label"] = checked_text(raw.get("label", ""), f"{where}: `label`", 200).strip()
+        with located(field="url"):
+            fields["url"] = checked_url(raw.get("url", ""), f"{where}: `url`")
     elif block_type == "footer":
-        fields["label"] = checked_text(
-            raw.get("label", "Unsubscribe"), f"{where}: `label`", 200
-        ).strip()
+        with located(field="label"):
+            fields["label"] = checked_text(
+                raw.get("label", "Unsubscribe"), f"{where}: `label`", 200
+            ).strip()
     elif block_type == "spacer":
-        fields["height"] = clamped(
-            raw.get("height", SPACER_HEIGHT[2]), SPACER_HEIGHT, f"{where}: `height`"
-        )
+        with located(field="height"):
+            fields["height"] = clamped(
+                raw.get("height", SPACER_HEIGHT[2]), SPACER_HEIGHT, f"{where}: `height`"
+            )
     elif block_type == "columns":
         fields["columns"] = _parse_columns(raw.get("columns"), where, seen)
     elif block_type == "social":
@@ -344,8 +356,19 @@ def _parse_social(raw: object, where: str) -> tuple[SocialLink, ...]:
             network = check_choice(item.get("network"), SOCIAL_NETWORKS, f"{place}: `network`")
         except StyleError as error:
             raise DocumentError(str(error)) from None
-        links.append(SocialLink(network, checked_url(item.get("url", ""), f"{place}: `url`")))
+        # The editor's controls of the link are numbered from 0.
+        with located(field=f"url-{number - 1}"):
+            url = checked_url(item.get("url", ""), f"{place}: `url`")
+        links.append(SocialLink(network, url))
     return tuple(links)
+
+
+def _parse_items(raw: object, where: str) -> tuple[tuple[Run, ...], ...]:
+    if not isinstance(raw, list) or len(raw) > MAX_LIST_ITEMS:
+        raise DocumentError(f"{where}: `items` must be a list of at most {MAX_LIST_ITEMS} items.")
+    return tuple(
+        _parse_runs(item, f"{where}, item {number}") for number, item in enumerate(raw, start=1)
+    )
 
 
 def _parse_block_style(raw: object, block_type: str, where: str) -> BlockStyle:

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from postwire.broadcasts.blocks.brand import MAX_URL_LENGTH
 from postwire.errors import PostwireError
@@ -12,7 +14,28 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 class DocumentError(PostwireError, ValueError):
-    """A document is refused; the message says which block and what is wrong, for a person."""
+    """A document is refused; the message says which block and what is wrong, for a person.
+    `block_id` and `field` say it to the editor, which marks that control: the innermost block
+    the value is in (None: the document as a whole) and the block's key (`url`, `content`,
+    `style`, `url-2` for a social link's URL; None: the block as a whole)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.block_id: str | None = None
+        self.field: str | None = None
+
+
+@contextmanager
+def located(block_id: str | None = None, field: str | None = None) -> Iterator[None]:
+    """Errors raised inside are placed at `block_id` and `field`, unless a place nearer to the
+    value (a block inside a column) already set them."""
+    try:
+        yield
+    except DocumentError as error:
+        if error.block_id is None:
+            error.block_id = block_id
+            error.field = error.field or field
+        raise
 
 
 def refuse_unknown(raw: dict[str, object], known: tuple[str, ...], where: str) -> None:

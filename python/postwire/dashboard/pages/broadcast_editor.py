@@ -2,8 +2,9 @@
 
     GET  /broadcasts/<id>/edit            the editor (members: a read-only view and the preview)
     POST /broadcasts/<id>/document        autosave: JSON {document, revision, name, subject,
-                                          preview_text, from, reply_to} -> {revision, saved_at}
-                                          or 4xx {"error": "..."}
+                                          preview_text, from, reply_to} -> {revision, saved_at,
+                                          refused: [{field, error, block_id, block_field}]}
+                                          (the values kept as saved) or 4xx {"error": "..."}
     POST /broadcasts/<id>/document/blank  a broadcast whose HTML came through the API gets a
                                           blank document instead (form; replaces that HTML)
     POST /broadcasts/<id>/document/restore  HTML replaced through the API since the document
@@ -200,7 +201,13 @@ def routes(ctx: DashboardContext) -> Blueprint:
             if error.status == 404:
                 raise NotFound from error
             return _error(error.message.replace("`", ""), error.status)
-        return jsonify({"revision": saved.revision, "saved_at": saved.updated_at}), 200
+        refused = [
+            {"field": r.field, "error": r.message, "block_id": r.block_id,
+             "block_field": r.block_field}
+            for r in saved.refused
+        ]  # fmt: skip
+        answer = {"revision": saved.revision, "saved_at": saved.updated_at, "refused": refused}
+        return jsonify(answer), 200
 
     async def replace_html(broadcast_id: str, write: DocumentWrite, message: str) -> Redirect:
         """A form that puts a document in place of the broadcast's HTML, and back to the page."""
