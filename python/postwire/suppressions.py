@@ -6,11 +6,12 @@ changes, called by the REST API and the dashboard. Refusals are `ApiError`s.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 from postwire._core import WriteBatch
 from postwire.compose.addresses import parse_mailbox
-from postwire.errors import ApiError, validation_error
+from postwire.errors import ApiError, KeyExistsError, validation_error
 from postwire.store.deliveries import (
     SUPPRESSIONS,
     SuppressionRecord,
@@ -21,23 +22,98 @@ from postwire.store.deliveries import (
 from postwire.store.spool import Spool
 
 ORIGINS: Final = ("bounce", "complaint", "manual")
+# Addresses or ids one call of /suppressions/batch/add or /batch/remove may name (contract 15).
+MAX_BATCH: Final = 100
 
 
 async def add_suppression(
     spool: Spool, team_id: str, email: object, now_ms: int
 ) -> SuppressionRecord:
     """Suppress a bare address (`manual`); an address suppressed already keeps its record."""
-    mailbox = parse_mailbox(email) if isinstance(email, str) else None
-    if mailbox is None or mailbox[0] is not None:
-        raise validation_error("The `email` field must be an email address.")
-    key = suppression_key(team_id, mailbox[1])
-    record = SUPPRESSIONS.get(spool, key)
-    if record is None:
-        record = new_suppression(mailbox[1], "manual", now_ms)
-        batch = WriteBatch()
-        SUPPRESSIONS.put(batch, key, record)
-        await spool.commit(batch)
+    address = _bare_address(email, "The `email` field must be an email address.")
+    (record,) = await _suppress(spool, team_id, [address], now_ms)
     return record
+
+
+async def add_suppressions(
+    spool: Spool, team_id: str, emails: object, now_ms: int
+) -> list[SuppressionRecord]:
+    """Suppress up to `MAX_BATCH` bare addresses in one commit, each once (an address repeated,
+    in any case, counts once; one suppressed already keeps its record), in the order given.
+    Nothing is added when one of them is not an address."""
+    items = _batch_list(emails, "emails")
+    addresses: dict[str, None] = {}
+    for index, email in enumerate(items):
+        message = f"The `emails` item at index {index} must be an email address."
+        addresses[_bare_address(email, message).lower()] = None
+    return await _suppress(spool, team_id, list(addresses), now_ms)
+
+
+async def _suppress(
+    spool: Spool, team_id: str, addresses: Sequence[str], now_ms: int
+) -> list[SuppressionRecord]:
+    """The records of `addresses`, adding those missing. Each is inserted: when another
+    request (of any process) adds one of them meanwhile, the batch fails and is made again,
+    so every caller answers the id that was kept."""
+    while True:
+        records: list[SuppressionRecord] = []
+        batch = WriteBatch()
+        for address in addresses:
+            key = suppression_key(team_id, address)
+            record = SUPPRESSIONS.get(spool, key)
+            if record is None:
+                record = new_suppression(address, "manual", now_ms)
+                SUPPRESSIONS.insert(batch, key, record)
+            records.append(record)
+        if len(batch):
+            try:
+                await spool.commit(batch)
+            except KeyExistsError:
+                continue
+        return records
+
+
+async def remove_suppressions(
+    spool: Spool, team_id: str, body: dict[str, object]
+) -> list[SuppressionRecord]:
+    """Remove up to `MAX_BATCH` suppressions named by address (`emails`) or by id (`ids`),
+    never both, in one commit; the records removed (a name that is not suppressed is skipped)."""
+    if ("emails" in body) == ("ids" in body):
+        raise validation_error("Provide either `emails` or `ids`, but not both.")
+    field = "emails" if "emails" in body else "ids"
+    wanted = {str(item).strip().lower() for item in _batch_list(body[field], field)}
+    records = [
+        record
+        for record in list_suppressions(spool, team_id)
+        if (record.email if field == "emails" else record.id) in wanted
+    ]
+    if records:
+        batch = WriteBatch()
+        for record in records:
+            SUPPRESSIONS.delete(batch, suppression_key(team_id, record.email))
+        await spool.commit(batch)
+    return records
+
+
+def _bare_address(value: object, message: str) -> str:
+    mailbox = parse_mailbox(value) if isinstance(value, str) else None
+    if mailbox is None or mailbox[0] is not None:
+        raise validation_error(message)
+    return mailbox[1]
+
+
+def _batch_list(value: object, field: str) -> list[object]:
+    if value is None:
+        raise ApiError(422, "missing_required_field", f"Missing `{field}` field.")
+    if not isinstance(value, list) or not value:
+        raise validation_error(f"The `{field}` field must be a non-empty array.")
+    if len(value) > MAX_BATCH:
+        raise validation_error(
+            f"The `{field}` field must contain at most {MAX_BATCH} items, got {len(value)}."
+        )
+    if not all(isinstance(item, str) for item in value):
+        raise validation_error(f"Every item of the `{field}` field must be a string.")
+    return value
 
 
 def find_suppression(spool: Spool, team_id: str, id_or_email: str) -> SuppressionRecord:

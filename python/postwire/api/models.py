@@ -295,6 +295,32 @@ class SuppressionObject(TypedDict):
 # --- webhooks ----------------------------------------------------------------------------------
 
 
+class AddSuppressionsBody(TypedDict):
+    emails: list[str]  # 1 to 100
+
+
+class RemoveSuppressionsBody(TypedDict):  # one of the two, never both
+    emails: NotRequired[list[str]]
+    ids: NotRequired[list[str]]
+
+
+class SuppressionReference(TypedDict):
+    object: Literal["suppression"]
+    id: str
+
+
+class RemovedSuppression(SuppressionReference):
+    deleted: bool
+
+
+class AddedSuppressions(TypedDict):
+    data: list[SuppressionReference]
+
+
+class RemovedSuppressions(TypedDict):
+    data: list[RemovedSuppression]
+
+
 class CreateWebhookBody(TypedDict):
     endpoint: str
     events: list[str]

@@ -1,7 +1,8 @@
 """`/suppressions`: the team's addresses that mail is no longer sent to.
 
-Hard bounces (and, later, complaints) add addresses; an operator may add or remove them. A
-path identifier is an id or an email address (the Python SDK percent-encodes the latter).
+Hard bounces (and, later, complaints) add addresses; an operator may add or remove them, one
+at a time or up to 100 in one call (`/suppressions/batch/add`, `/batch/remove`). A path
+identifier is an id or an email address (the Python SDK percent-encodes the latter).
 """
 
 from __future__ import annotations
@@ -14,15 +15,23 @@ from quart import Blueprint, request
 
 from postwire.api.auth import current_caller
 from postwire.api.context import ApiContext
-from postwire.api.models import DeletedReference, ListBody, SuppressionObject
+from postwire.api.models import (
+    AddedSuppressions,
+    DeletedReference,
+    ListBody,
+    RemovedSuppressions,
+    SuppressionObject,
+)
 from postwire.api.pagination import list_response, page_of, parse_page_request
 from postwire.api.request_body import json_object
 from postwire.errors import ApiError
 from postwire.store.deliveries import SuppressionRecord
 from postwire.suppressions import (
     add_suppression,
+    add_suppressions,
     find_suppression,
     remove_suppression,
+    remove_suppressions,
     team_suppressions,
 )
 
@@ -53,6 +62,24 @@ def routes(ctx: ApiContext) -> Blueprint:
             raise ApiError(422, "missing_required_field", "Missing `email` field.")
         record = await add_suppression(ctx.spool, current_caller().team_id, email, ctx.now_ms())
         return suppression_json(record), 201
+
+    @blueprint.post("/suppressions/batch/add")
+    async def add_batch() -> tuple[AddedSuppressions, int]:
+        body = await json_object()
+        records = await add_suppressions(
+            ctx.spool, current_caller().team_id, body.get("emails"), ctx.now_ms()
+        )
+        return {"data": [{"object": "suppression", "id": record.id} for record in records]}, 201
+
+    @blueprint.post("/suppressions/batch/remove")
+    async def remove_batch() -> RemovedSuppressions:
+        body = await json_object()
+        records = await remove_suppressions(ctx.spool, current_caller().team_id, body)
+        return {
+            "data": [
+                {"object": "suppression", "id": record.id, "deleted": True} for record in records
+            ]
+        }
 
     @blueprint.get("/suppressions")
     async def list_all() -> ListBody:
