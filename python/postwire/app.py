@@ -179,13 +179,17 @@ async def _run_stages(
         spool: Spool = await storage.nursery.start(serve_spool, config)
         deps = ServiceDeps(spool=spool, process_index=role.index)
         if role.index == 0:
+            from postwire.store.emails import index_earlier_emails
+            from postwire.store.running_service import claim_data_dir, serve_claim_renewal
+
+            # Before any listener: a second serve on this data directory names the first.
+            claim = await claim_data_dir(spool, config)
             # Once per store: emails kept before the dashboard's index get their entries,
             # before delivery or intake can change any of them.
-            from postwire.store.emails import index_earlier_emails
-
             await index_earlier_emails(spool)
         async with shutdown.stage("processing", grace=SHUTDOWN_GRACE_SECONDS) as processing:
             if role.index == 0:
+                await processing.start(partial(serve_claim_renewal, claim=claim), config, deps)
                 deps = await _start_processing(processing, config, deps)
             else:
                 deps = await _start_worker_processing(processing, config, deps)

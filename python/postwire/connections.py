@@ -28,6 +28,8 @@ from collections.abc import Callable
 import trio
 
 from postwire.client_addresses import client_source
+from postwire.config import env_var_name
+from postwire.errors import ConfigError
 
 log = logging.getLogger("postwire")
 
@@ -40,6 +42,22 @@ IGNORABLE_ERRNOS = frozenset(
 )
 # How long a listener pauses when accept() finds no descriptor (Trio's `serve_listeners` too).
 BACKOFF_SECONDS = 0.1
+
+
+def listen_error(key: str, address: str, error: OSError) -> ConfigError:
+    """What a listener that could not bind says: the address and port, the config key that
+    asked for it and the environment variable that overrides it. A port already taken is told
+    as such, not as a mistake in the key (`postwire serve` has refused earlier if another
+    Postwire runs on the same data directory, so this is another program, or a Postwire with a
+    data directory of its own)."""
+    where = f"config key {key!r}, environment variable {env_var_name(key)}"
+    if error.errno == errno.EADDRINUSE:
+        port = address.rpartition(":")[2]
+        return ConfigError(
+            f"cannot listen on {address}: port {port} is already in use by another program "
+            f"(asked for by {where}): stop that program, or choose another port there"
+        )
+    return ConfigError(f"cannot listen on {address} ({where}): {error.strerror or error}")
 
 
 class ClientSlot:

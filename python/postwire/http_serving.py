@@ -33,7 +33,7 @@ from hypercorn.utils import repr_socket_addr
 from quart import Response, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from postwire.connections import ClientConnections, ClientSlot, accept_connections
+from postwire.connections import ClientConnections, ClientSlot, accept_connections, listen_error
 
 if TYPE_CHECKING:
     from postwire.config import Config
@@ -73,11 +73,13 @@ async def serve_http(
     stopping: trio.Event,
     *,
     name: str,
+    key: str,
     limits: HttpLimits,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve `app` on `listen` ("host:port") until `stopping`; log "`name` listening on URL"
-    and report the bound URLs once listening.
+    """Serve `app` on `listen` ("host:port", config key `key`) until `stopping`; log "`name`
+    listening on URL" and report the bound URLs once listening. A bind that fails is a
+    `ConfigError` naming the address, the key and its environment variable.
 
     Hypercorn's trio worker (`hypercorn.trio.run.worker_serve`), with its connections accepted
     by `accept_connections`: a listener out of descriptors pauses rather than fails, and a
@@ -95,7 +97,10 @@ async def serve_http(
     hypercorn_config.errorlog = logging.getLogger("hypercorn.error")
     hypercorn_config.graceful_timeout = 10.0
     served = ASGIWrapper(with_body_deadline(with_shielded_sends(app), limits.body_timeout))
-    sockets = hypercorn_config.create_sockets().insecure_sockets
+    try:
+        sockets = hypercorn_config.create_sockets().insecure_sockets
+    except OSError as exc:
+        raise listen_error(key, listen, exc) from None
     try:
         for sock in sockets:
             sock.listen(hypercorn_config.backlog)

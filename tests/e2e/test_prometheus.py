@@ -328,6 +328,10 @@ def test_a_metrics_address_in_use_is_a_config_error(tmp_path: Path) -> None:
             env={k: v for k, v in os.environ.items() if not k.startswith("POSTWIRE_")},
         )
     assert result.returncode == 2, result.stderr
-    expected = f"config key 'metrics.listen': cannot listen on '{address}': Address already in use"
+    port = address.rpartition(":")[2]
+    expected = (
+        f"cannot listen on {address}: port {port} is already in use by another program "
+        "(asked for by config key 'metrics.listen', environment variable POSTWIRE_METRICS_LISTEN)"
+    )
     assert expected in result.stderr
     assert "Traceback" not in result.stderr

@@ -158,6 +158,7 @@ async def serve_api(
         config.api.listen,
         deps.stopping,
         name="REST API",
+        key="api.listen",
         limits=HttpLimits.of(config),
         task_status=task_status,
     )

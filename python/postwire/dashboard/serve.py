@@ -36,6 +36,7 @@ async def serve_dashboard(
         config.dashboard.listen,
         deps.stopping,
         name="dashboard",
+        key="dashboard.listen",
         limits=HttpLimits.of(config),
         task_status=task_status,
     )

@@ -23,7 +23,6 @@ from hypercorn.typing import (
 )
 
 from postwire.config import Config, process_count
-from postwire.errors import ConfigError
 from postwire.http_serving import HttpLimits, serve_http
 from postwire.metrics.operator_exposition import CONTENT_TYPE, render, spool_facts
 from postwire.metrics.operator_publication import (
@@ -104,30 +103,16 @@ async def serve_prometheus(
         return
     await forget_earlier_runs(deps.spool)
     app = metrics_app(config, deps.spool, deps.process_index)
-    listen = config.metrics.listen
     async with trio.open_nursery() as nursery:
-        try:
-            await nursery.start(
-                partial(
-                    serve_http,
-                    app,
-                    listen,
-                    deps.stopping,
-                    name="metrics",
-                    limits=HttpLimits.of(config),
-                )
+        await nursery.start(
+            partial(
+                serve_http,
+                app,
+                config.metrics.listen,
+                deps.stopping,
+                name="metrics",
+                key="metrics.listen",
+                limits=HttpLimits.of(config),
             )
-        except* OSError as group:  # Hypercorn's bind, inside its own nurseries
-            reason = _first_os_error(group)
-            raise ConfigError(
-                f"config key 'metrics.listen': cannot listen on {listen!r}: {reason}"
-            ) from None
+        )
         task_status.started()
-
-
-def _first_os_error(group: BaseExceptionGroup[OSError]) -> str:
-    for error in group.exceptions:
-        if isinstance(error, BaseExceptionGroup):
-            return _first_os_error(error)
-        return error.strerror or str(error)
-    return "unknown error"

@@ -43,7 +43,13 @@ from postwire.accept import (
 )
 from postwire.client_addresses import client_source
 from postwire.config import Config, split_host_port
-from postwire.connections import ClientConnections, ClientSlot, accept_connections, close_quietly
+from postwire.connections import (
+    ClientConnections,
+    ClientSlot,
+    accept_connections,
+    close_quietly,
+    listen_error,
+)
 from postwire.domains.records import parse_domain_name
 from postwire.domains.store import DomainRecord, scan_all_domains
 from postwire.errors import ApiError, ConfigError, SpoolFullError
@@ -152,9 +158,7 @@ def _bind(key: str, address: str) -> list[socket.socket]:
             try:
                 sock.bind(sockaddr)
             except OSError as exc:
-                raise ConfigError(
-                    f"config key {key!r}: cannot listen on {address!r}: {exc.strerror}"
-                ) from None
+                raise listen_error(key, address, exc) from None
             sock.listen(LISTEN_BACKLOG)
             sock.setblocking(False)
             sock.set_inheritable(True)

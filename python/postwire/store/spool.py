@@ -98,6 +98,8 @@ TABLES: tuple[str, ...] = (
     # waiting to retry by recipient domain (the age of each domain's retry queue).
     "process_metrics",
     "retry_waiting",
+    # Which `postwire serve` runs on this data directory (its pid, host and addresses).
+    "running_service",
 )
 
 
