@@ -27,6 +27,9 @@ UNDOCUMENTED = {
     "/u/assets/<name>",
     # Images uploaded for broadcasts, fetched by mail clients.
     "/images/<image_id>.<ext>",
+    # Signed, expiring links handed out by the API: attachment downloads and shared emails.
+    "/downloads/attachments/<token>",
+    "/shared/<token>",
 }
 
 

@@ -20,7 +20,9 @@ from postwire.api import (
     contact_properties,
     contacts,
     domains,
+    email_attachments,
     email_metrics,
+    email_shares,
     emails,
     images,
     sandbox,
@@ -49,7 +51,14 @@ log = logging.getLogger("postwire.api")
 
 # Paths served without an API key: recipients' mail clients and browsers use the prefixed ones.
 PUBLIC_PATHS = frozenset({"/openapi.json", "/health"})
-PUBLIC_PREFIXES = (tracking.PUBLIC_PREFIX, unsubscribe.PUBLIC_PREFIX, images.PUBLIC_PREFIX)
+PUBLIC_PREFIXES = (
+    tracking.PUBLIC_PREFIX,
+    unsubscribe.PUBLIC_PREFIX,
+    images.PUBLIC_PREFIX,
+    # Signed, expiring links: attachment downloads and shared emails.
+    email_attachments.PUBLIC_PREFIX,
+    email_shares.PUBLIC_PREFIX,
+)
 # Whole-request cap: 40 MB of email after base64, plus JSON overhead.
 MAX_BODY_BYTES = 48 * 1024 * 1024
 # How often a key's last_used_at is written at most (it costs a commit).
@@ -109,6 +118,8 @@ def create_app(ctx: ApiContext) -> QuartTrio:
     app.register_blueprint(api_keys.routes(ctx))
     app.register_blueprint(email_metrics.routes(ctx))
     app.register_blueprint(emails.routes(ctx))
+    app.register_blueprint(email_attachments.routes(ctx))
+    app.register_blueprint(email_shares.routes(ctx))
     app.register_blueprint(domains.routes(ctx))
     app.register_blueprint(suppressions.routes(ctx))
     app.register_blueprint(webhooks.routes(ctx))

@@ -17,6 +17,7 @@ import postwire
 from postwire.api import (
     audience_models,
     broadcast_models,
+    email_content_models,
     metrics_models,
     models,
     template_models,
@@ -53,6 +54,11 @@ CORE_OPERATIONS: tuple[Operation, ...] = (
     Operation("delete", "/domains/{domain_id}", "Delete a domain", models.DeletedReference),
     Operation("post", "/suppressions", "Add an address to the suppression list",
               models.SuppressionObject, 201, models.AddSuppressionBody),
+    Operation("post", "/suppressions/batch/add", "Add up to 100 addresses to the list at once",
+              models.AddedSuppressions, 201, models.AddSuppressionsBody),
+    Operation("post", "/suppressions/batch/remove",
+              "Remove up to 100 suppressions at once, by address or by id",
+              models.RemovedSuppressions, request=models.RemoveSuppressionsBody),
     Operation("get", "/suppressions", "List suppressed addresses (filter with `origin`)",
               models.ListBody, list_item=models.SuppressionObject,
               query=(*PAGE_QUERY, "origin")),
@@ -62,11 +68,6 @@ CORE_OPERATIONS: tuple[Operation, ...] = (
               models.DeletedReference),
     Operation("post", "/webhooks", "Register a webhook endpoint", models.CreatedWebhook, 201,
               models.CreateWebhookBody),
-    Operation("post", "/suppressions/batch/add", "Add up to 100 addresses to the list at once",
-              models.AddedSuppressions, 201, models.AddSuppressionsBody),
-    Operation("post", "/suppressions/batch/remove",
-              "Remove up to 100 suppressions at once, by address or by id",
-              models.RemovedSuppressions, request=models.RemoveSuppressionsBody),
     Operation("get", "/webhooks", "List webhook endpoints, newest first", models.ListBody,
               list_item=models.WebhookObject, query=PAGE_QUERY),
     Operation("get", "/webhooks/{webhook_id}", "Retrieve a webhook endpoint",
@@ -97,6 +98,7 @@ OPERATIONS: tuple[Operation, ...] = (
     + template_models.OPERATIONS
     + broadcast_models.OPERATIONS
     + metrics_models.OPERATIONS
+    + email_content_models.OPERATIONS
 )
 
 # Update bodies whose every field is optional, but one of which must be there.

@@ -98,6 +98,8 @@ TABLES: tuple[str, ...] = (
     # waiting to retry by recipient domain (the age of each domain's retry queue).
     "process_metrics",
     "retry_waiting",
+    # Public links to view an email (POST /emails/{id}/share), by link and by email.
+    "email_shares",
     # Which `postwire serve` runs on this data directory (its pid, host and addresses).
     "running_service",
 )
