@@ -252,6 +252,7 @@ async def _start_intake(stage: Stage, config: Config, deps: ServiceDeps) -> None
     then the worker processes, which accept from the same SMTP sockets."""
     from postwire.api.app import serve_api
     from postwire.dashboard.serve import serve_dashboard
+    from postwire.operator.presence import serve_presence, smtp_listener_addresses
     from postwire.smtp.submission import bind_submission_sockets, serve_submission
     from postwire.workers import serve_workers
 
@@ -259,9 +260,15 @@ async def _start_intake(stage: Stage, config: Config, deps: ServiceDeps) -> None
     await stage.start(partial(_hold_sockets, listeners=listeners), config, deps)
     # The dashboard first: building it imports its page modules (SAML's libraries among them),
     # which holds the event loop for a moment that an API already answering would stall in.
-    await stage.start(serve_dashboard, config, deps)
-    await stage.start(serve_api, config, deps)
+    dashboard_urls = await stage.start(serve_dashboard, config, deps)
+    api_urls = await stage.start(serve_api, config, deps)
     await stage.start(partial(serve_submission, listeners=listeners), config, deps)
+    # Before the workers: the first process's presence drops the rows of earlier runs.
+    addresses = {"REST API": api_urls, "dashboard": dashboard_urls}
+    if config.metrics.listen:
+        addresses["metrics"] = [f"http://{config.metrics.listen}"]  # as configured
+    addresses |= smtp_listener_addresses(listeners)
+    await stage.start(partial(serve_presence, listeners=addresses), config, deps)
     if process_count(config) > 1:
         await stage.start(partial(serve_workers, listeners=listeners), config, deps)
 
@@ -269,10 +276,13 @@ async def _start_intake(stage: Stage, config: Config, deps: ServiceDeps) -> None
 async def _start_worker_intake(
     stage: Stage, config: Config, deps: ServiceDeps, listeners: Sequence[ListeningSocket]
 ) -> None:
+    from postwire.operator.presence import serve_presence, smtp_listener_addresses
     from postwire.smtp.submission import serve_submission
 
     await stage.start(partial(_hold_sockets, listeners=listeners), config, deps)
     await stage.start(partial(serve_submission, listeners=listeners), config, deps)
+    addresses = smtp_listener_addresses(listeners)
+    await stage.start(partial(serve_presence, listeners=addresses), config, deps)
 
 
 async def _hold_sockets(

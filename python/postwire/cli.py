@@ -22,6 +22,7 @@ from postwire.config import (
 )
 from postwire.errors import ConfigError, PostwireError
 
+from postwire.operator import commands as operator_commands
 EXIT_USAGE = 2  # argparse's status for bad usage; a bad config is the same kind of mistake
 
 
@@ -91,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     team.add_argument("--new-team", metavar="NAME", help="create a new team for this key")
     create.set_defaults(handler=_create_key)
 
+    operator_commands.add_key_actions(keys, config_parent)
     domains = commands.add_parser("domains", help="manage sending domains").add_subparsers(
         dest="domains_command", metavar="ACTION", required=True
     )
@@ -112,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--team", metavar="TEAM_ID", help="the team (default: the only team)")
     verify.set_defaults(handler=_verify_domain)
 
+    operator_commands.add_domain_actions(domains, config_parent)
     users_commands = commands.add_parser("users", help="manage dashboard users").add_subparsers(
         dest="users_command", metavar="ACTION", required=True
     )
@@ -147,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
     unlock_user.add_argument("email", metavar="EMAIL", help="the address the user signs in with")
     unlock_user.set_defaults(handler=_unlock_user)
 
+    operator_commands.add_user_actions(users_commands, config_parent)
+    operator_commands.add_status_and_config(commands, config_parent)
+    operator_commands.add_queue(commands, config_parent)
     sandbox = commands.add_parser(
         "sandbox", help="read the inbox of `postwire serve --sandbox`"
     ).add_subparsers(dest="sandbox_command", metavar="ACTION", required=True)
@@ -317,8 +323,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     configure_logging()
     try:
         config = load_config(find_config_file(args.config))
-        if args.command != "serve":
-            _check_data_dir(config)
+        if args.command != "serve" and getattr(args, "needs_store", True):
+            _check_data_dir(config)  # `config check` reads no store
     except ConfigError as exc:
         print(f"postwire: {exc}", file=sys.stderr)
         sys.exit(EXIT_USAGE)

@@ -914,14 +914,9 @@ def _default_public_url(listen: str, helo_name: str) -> str:
     return "http://" + join_host_port(host, port)
 
 
-def load_config(path: Path | None, environ: Mapping[str, str] = os.environ) -> Config:
-    """Load the configuration: defaults, then the TOML file at `path`, then POSTWIRE_* variables.
-
-    With `path` None the embedded default applies (data in ./postwire-data, loopback listeners on
-    unprivileged ports); with a file, keys it leaves out take production defaults. Relative paths
-    in the file resolve against the file's directory, those from the environment against the
-    current directory. Raises ConfigError naming the key on any unknown or invalid value.
-    """
+def _layered_values(path: Path | None, environ: Mapping[str, str]) -> tuple[_Values, Path | None]:
+    """Every key set by a layer (defaults that differ, the file, the environment), with where
+    it came from, and the absolute path of the file."""
     cwd = Path.cwd()
     values: _Values = {}
     config_file = None
@@ -935,7 +930,26 @@ def load_config(path: Path | None, environ: Mapping[str, str] = os.environ) -> C
         document = _read_file(config_file)
         values.update(_values_from_file(document, _Origin(f"in {config_file}", config_file.parent)))
     values.update(_values_from_env(environ, cwd))
+    return values, config_file
 
+
+def key_origins(path: Path | None, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """Where each key that `load_config(path, environ)` takes from a layer comes from:
+    "embedded default", "production default", "in <file>" or "from environment variable <V>".
+    Keys left out keep their built-in default (or one computed from other keys)."""
+    values, _ = _layered_values(path, environ)
+    return {name: origin.description for name, (_, origin) in values.items()}
+
+
+def load_config(path: Path | None, environ: Mapping[str, str] = os.environ) -> Config:
+    """Load the configuration: defaults, then the TOML file at `path`, then POSTWIRE_* variables.
+
+    With `path` None the embedded default applies (data in ./postwire-data, loopback listeners on
+    unprivileged ports); with a file, keys it leaves out take production defaults. Relative paths
+    in the file resolve against the file's directory, those from the environment against the
+    current directory. Raises ConfigError naming the key on any unknown or invalid value.
+    """
+    values, config_file = _layered_values(path, environ)
     checked: dict[str, object] = {}
     for name, (value, origin) in values.items():
         validate = _VALIDATORS.get(name)

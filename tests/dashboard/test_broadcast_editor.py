@@ -18,6 +18,7 @@ import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from tests.dashboard.conftest import DashboardServer, StartDashboard, free_port, log_in
+from tests.dashboard.page_problems import watch_problems
 from tests.dashboard.screenshots import screenshot
 from tests.dashboard.test_settings_pages import create_key_in_page
 from tests.e2e.conftest import wait_until
@@ -54,16 +55,7 @@ def world(start_dashboard: StartDashboard, page: Page) -> Iterator[EditorWorld]:
     listens, so uploaded images are served to the preview."""
     # Every test ends with no script error and nothing the pages' policies refused (chromium
     # reports a CSP violation as a console error naming the policy).
-    problems: list[str] = []
-    page.on("pageerror", lambda error: problems.append(f"script error: {error}"))
-    page.on(
-        "console",
-        lambda message: (
-            problems.append(f"console: {message.text}")
-            if message.type == "error" and "Content Security Policy" in message.text
-            else None
-        ),
-    )
+    problems = watch_problems(page)
     api_port = free_port()
     # No metrics listener: its own free port could be the one just picked for the API.
     server = start_dashboard(

@@ -162,6 +162,9 @@ async def cancel_email(spool: Spool, record: EmailRecord, now_ms: int) -> EmailR
     return await _change_scheduled(spool, batch, replace(record, last_event="canceled"), "canceled")
 
 
+    # Its delivery record goes with the message: no delivery will end it, and the operator's
+    # queue lists delivery records (`store.deliveries` imports this module, hence the name).
+    batch.delete("deliveries", record.id.encode())
 # Set in `email_index` once every email record has its index entries.
 # v2: recipient entries were added, so stores indexed before them are indexed once more.
 _INDEXED_MARK: Final = b"indexed/v2"

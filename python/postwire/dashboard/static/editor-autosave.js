@@ -1,5 +1,7 @@
 // Autosave of the broadcast editor: a debounced JSON POST with the CSRF header, one request at
 // a time, a status line that says where the save stands, and a last send when the page is left.
+// The server saves what it can and lists the values it refused (kept as saved): the page marks
+// them, and sends them again with every save until they are fixed.
 "use strict";
 
 window.PostwireEditor = window.PostwireEditor || {};
@@ -9,9 +11,13 @@ window.PostwireEditor = window.PostwireEditor || {};
   const RETRY_MS = 5000;
 
   class Autosave {
-    // `body(revision)`: the JSON to send; `onSaved()`: runs after each save the server took.
-    constructor({ url, csrf, revision, status, body, onSaved }) {
-      Object.assign(this, { url, csrf, revision, status, body, onSaved });
+    // `body(revision)`: the JSON to send; `onSaved(refused)`: runs after each save the server
+    // took, with the values it refused; `onState()`: runs whenever the status changes.
+    // `describe(refusal)`: a refused value's name, for the status line.
+    constructor({ url, csrf, revision, status, body, onSaved, onState, describe }) {
+      Object.assign(this, { url, csrf, revision, status, body, onSaved, onState, describe });
+      this.refused = [];
+      this.savedAt = null;
       this.timer = null;
       this.inFlight = false;
       this.again = false;
@@ -31,6 +37,12 @@ window.PostwireEditor = window.PostwireEditor || {};
     show(text, state) {
       this.status.textContent = text;
       this.status.dataset.state = state;
+      this.onState();
+    }
+
+    // Whether the editor holds edits the saved broadcast does not have.
+    ahead() {
+      return this.dirty || this.inFlight || this.refused.length > 0;
     }
 
     schedule() {
@@ -66,9 +78,15 @@ window.PostwireEditor = window.PostwireEditor || {};
         const reply = await answer.json().catch(() => ({}));
         if (answer.ok) {
           this.revision = reply.revision;
+          this.refused = reply.refused || [];
+          this.savedAt = new Date().toLocaleTimeString();
+          this.inFlight = false;
           if (this.dirty) this.show("Unsaved changes", "pending");
-          else this.show(`Saved at ${new Date().toLocaleTimeString()}`, "saved");
-          this.onSaved();
+          else if (this.refused.length) {
+            const names = this.refused.map((refusal) => this.describe(refusal)).join(", ");
+            this.show(`Saved at ${this.savedAt}, except ${names}: see the marked ${this.refused.length > 1 ? "fields" : "field"}.`, "partial");
+          } else this.show(`Saved at ${this.savedAt}`, "saved");
+          this.onSaved(this.refused);
         } else {
           this.dirty = true;
           this.show(`Not saved: ${reply.error || `the server answered ${answer.status}`}`, "error");

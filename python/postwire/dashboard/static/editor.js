@@ -30,6 +30,7 @@ document.addEventListener("DOMContentLoaded", () => {
     defaultPadding: data.default_padding,
     uploadedImages: data.uploaded_images,
     selectedId: null,
+    refused: [], // the values the last save kept as saved, marked where they are
   };
   const TYPING_STEP_MS = 800;
   const csrf = envelope.dataset.csrf;
@@ -52,6 +53,7 @@ document.addEventListener("DOMContentLoaded", () => {
     E.blocks.drawCanvas(canvas, model.doc, context);
     drawInspector();
     updateHistoryButtons();
+    markRefused();
     if (keep) {
       const target = document.getElementById(keep);
       if (target) target.focus();
@@ -459,7 +461,86 @@ document.addEventListener("DOMContentLoaded", () => {
     if (input.dataset.hintMin) lengthHint(input);
   }
 
+  // --- values a save refused: marked where they are ---------------------------------------------
+
+  const ENVELOPE_NAMES = {
+    name: "the name",
+    subject: "the subject",
+    preview_text: "the preview text",
+    from: "the from address",
+    reply_to: "the reply-to",
+  };
+
+  function describeRefusal(refusal) {
+    if (refusal.field !== "document") return ENVELOPE_NAMES[refusal.field] || refusal.field;
+    const block = refusal.block_id ? model.find(refusal.block_id) : null;
+    return block ? `the ${E.blocks.NAMES[block.type].toLowerCase()}` : "the document";
+  }
+
+  // The control that holds a refused value: an envelope field, a block's field, the block, or
+  // the canvas for the document as a whole.
+  function refusedControl(refusal) {
+    if (refusal.field !== "document") return envelope.querySelector(`[data-envelope="${refusal.field}"]`);
+    if (!refusal.block_id) return canvas;
+    const block = { id: refusal.block_id };
+    const control = refusal.block_field && document.getElementById(E.blocks.controlId(block, refusal.block_field));
+    return control || document.getElementById(E.blocks.controlId(block, "block"));
+  }
+
+  function unmark() {
+    for (const node of document.querySelectorAll(".field-error[data-refusal]")) node.remove();
+    for (const node of document.querySelectorAll("[data-refused]")) {
+      node.removeAttribute("aria-invalid");
+      const described = (node.getAttribute("aria-describedby") || "").split(" ").filter((id) => id && !id.startsWith("refusal-"));
+      if (described.length) node.setAttribute("aria-describedby", described.join(" "));
+      else node.removeAttribute("aria-describedby");
+      node.classList.remove("refused");
+      delete node.dataset.refused;
+    }
+  }
+
+  // Each refused value: its control marked invalid, the reason in words beside it and named by
+  // the control's description, so a screen reader says it on focus.
+  function markRefused() {
+    unmark();
+    context.refused.forEach((refusal, index) => {
+      const control = refusedControl(refusal);
+      if (!control) return;
+      const id = `refusal-${index}`;
+      const message = E.blocks.element("p", { className: "field-error", id, "data-refusal": "1", text: refusal.error });
+      if (control === canvas) canvas.before(message);
+      else if (control.classList.contains("block")) control.querySelector(".block-body").prepend(message);
+      else if (control.closest(".form-row")) control.closest(".form-row").appendChild(message);
+      else (control.closest(".block-field, .social-row") || control).after(message);
+      control.classList.add("refused");
+      control.dataset.refused = "1";
+      if (control.matches("input, select, [role=textbox]")) {
+        control.setAttribute("aria-invalid", "true");
+        const described = control.getAttribute("aria-describedby");
+        control.setAttribute("aria-describedby", described ? `${described} ${id}` : id);
+      }
+    });
+  }
+
   // --- autosave and the preview ---------------------------------------------------------------------
+
+  const previewNote = document.getElementById("preview-stale");
+
+  // The preview shows the saved broadcast: it says so when the editor holds newer edits.
+  function updatePreviewNote() {
+    if (!saver.ahead()) {
+      previewNote.hidden = true;
+      return;
+    }
+    const since = saver.savedAt ? `the version saved at ${saver.savedAt}` : "the last saved version";
+    let text = `This preview shows ${since}, older than the editor: your newest edits are not in it yet.`;
+    if (saver.refused.length && !saver.dirty && !saver.inFlight) {
+      const names = saver.refused.map(describeRefusal).join(", ");
+      text = `This preview shows ${since}, older than the editor: it does not have your changes to ${names}, which could not be saved.`;
+    }
+    previewNote.textContent = text;
+    previewNote.hidden = false;
+  }
 
   const saver = new E.Autosave({
     url: `/broadcasts/${data.broadcast_id}/document`,
@@ -467,7 +548,13 @@ document.addEventListener("DOMContentLoaded", () => {
     revision: data.revision,
     status,
     body: (revision) => JSON.stringify({ document: model.doc, revision, ...envelopeValues() }),
-    onSaved: refreshPreview,
+    onSaved(refused) {
+      context.refused = refused;
+      markRefused();
+      refreshPreview();
+    },
+    onState: () => updatePreviewNote(),
+    describe: describeRefusal,
   });
   function scheduleSave() {
     saver.schedule();

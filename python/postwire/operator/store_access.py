@@ -1,0 +1,21 @@
+"""The running service's store, opened by an operator's command as one more process."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import trio
+
+from postwire.config import Config
+from postwire.store.spool import Spool, serve_spool
+
+
+@asynccontextmanager
+async def opened_spool(config: Config) -> AsyncIterator[Spool]:
+    """The service's spool, opened beside the running service (LMDB takes many processes,
+    and the record locks that order writers are shared through the spool's lock file)."""
+    async with trio.open_nursery() as nursery:
+        spool = await nursery.start(serve_spool, config)
+        yield spool
+        nursery.cancel_scope.cancel()
