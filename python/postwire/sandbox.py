@@ -32,10 +32,14 @@ from postwire.services import ServiceDeps
 from postwire.store import accounts
 from postwire.store.sandbox_inbox import HeldMessage, get_held, held_source, list_held
 from postwire.store.spool import Spool, serve_spool
+from postwire.suppressions import add_suppression
 
 log = logging.getLogger("postwire.sandbox")
 
 SANDBOX_DOMAIN: Final = "sandbox.postwire.test"
+# The test address that is on every team's suppression list (`delivery/sandbox.py` lists the
+# others that fail on purpose).
+SUPPRESSED_ADDRESS: Final = f"suppressed@{SANDBOX_DOMAIN}"
 # With no team yet, the sandbox makes one, so that `postwire keys create` joins it.
 FIRST_TEAM_NAME: Final = "default"
 # How soon a team created while the sandbox runs gets its domain.
@@ -48,6 +52,8 @@ BANNER: Final = f"""\
   lookup and no SMTP connection is made for any recipient.
   Send from any address at {SANDBOX_DOMAIN} (verified for every team).
   Read what was sent:  postwire sandbox list  |  GET /sandbox/messages
+  To test failures, send to delivered@, bounced@, complained@, delayed@ or
+  suppressed@{SANDBOX_DOMAIN}.
 ==============================================================================
 """
 
@@ -61,8 +67,10 @@ async def serve_sandbox(
     """Keep the sandbox domain ready for every team while the sandbox is on.
 
     On start it says loudly that nothing leaves the machine, creates the first team if there
-    is none, and gives every team the verified domain; then it gives it to new teams (and
-    makes it verified again if it was changed) until `deps.stopping`. With the sandbox off it
+    is none, and gives every team the verified domain and `SUPPRESSED_ADDRESS` on its
+    suppression list; then it gives both to new teams (and makes the domain verified again if
+    it was changed) until `deps.stopping`. A team that removes the address from its list has
+    it back at the next start. With the sandbox off it
     only sets domains left by an earlier sandbox run back to `not_started`, so mail from them
     is refused rather than sent for real, and returns. Holds nothing that needs cleaning up.
     """
@@ -78,6 +86,7 @@ async def serve_sandbox(
     if not accounts.list_teams(deps.spool):
         await accounts.create_team(deps.spool, FIRST_TEAM_NAME, datetime.now(UTC))
     await provide_sandbox_domains(deps.spool, config)
+    await suppress_test_address(deps.spool, [team.id for team in accounts.list_teams(deps.spool)])
     task_status.started()
     while True:
         with trio.move_on_after(TEAM_POLL_SECONDS):
@@ -85,21 +94,34 @@ async def serve_sandbox(
         if deps.stopping.is_set():
             return
         try:
-            await provide_sandbox_domains(deps.spool, config)
+            new_teams = await provide_sandbox_domains(deps.spool, config)
+            await suppress_test_address(deps.spool, new_teams)
         except SpoolError as exc:  # full, say: the next round tries again
             log.warning("sandbox: cannot store the sandbox domain: %s", exc)
 
 
-async def provide_sandbox_domains(spool: Spool, config: Config) -> None:
-    """Give every team the sandbox domain, verified, with a DKIM key of its own."""
+async def provide_sandbox_domains(spool: Spool, config: Config) -> list[str]:
+    """Give every team the sandbox domain, verified, with a DKIM key of its own; the ids of
+    the teams that had none."""
+    new_teams: list[str] = []
     for team in accounts.list_teams(spool):
         domain = find_domain_by_name(spool, team.id, SANDBOX_DOMAIN)
         if domain is None:
             domain = await _new_domain(spool, config, team.id)
+            new_teams.append(team.id)
             log.info("sandbox: %s is ready for team %s", SANDBOX_DOMAIN, team.name)
         ready = _verified(domain, config)
         if ready != domain:
             await domain_store.save_domain(spool, ready)
+    return new_teams
+
+
+async def suppress_test_address(spool: Spool, team_ids: list[str]) -> None:
+    """Put `SUPPRESSED_ADDRESS` on these teams' suppression lists, as a person would (origin
+    `manual`), so that mail to it is skipped the way mail to any suppressed address is."""
+    now_ms = int(datetime.now(UTC).timestamp() * 1000)
+    for team_id in team_ids:
+        await add_suppression(spool, team_id, SUPPRESSED_ADDRESS, now_ms)
 
 
 async def _new_domain(spool: Spool, config: Config, team_id: str) -> DomainRecord:

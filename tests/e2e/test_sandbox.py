@@ -43,9 +43,11 @@ def user_env(**extra: str) -> dict[str, str]:
 
 class SandboxServer:
     """`postwire serve --sandbox` on the embedded default, in `directory`, its standard
-    output and error kept in files there."""
+    output and error kept in files there; `extra_env` adds to (or overrides) its environment."""
 
-    def __init__(self, directory: Path, traps: OutboundTraps) -> None:
+    def __init__(
+        self, directory: Path, traps: OutboundTraps, extra_env: dict[str, str] | None = None
+    ) -> None:
         self.stdout_path, self.stderr_path = directory / "serve.out", directory / "serve.err"
         # Port 0 for the listeners only, so runs never clash; the traps stand where any DNS
         # query or SMTP connection for a recipient would go.
@@ -58,7 +60,7 @@ class SandboxServer:
             POSTWIRE_DNS_NAMESERVERS=traps.nameserver,
             POSTWIRE_DELIVERY_PORT=str(traps.smtp_port),
             POSTWIRE_DELIVERY_ROUTES=json.dumps({"routed.test": traps.smtp_address}),
-        )
+        ) | (extra_env or {})
         with self.stdout_path.open("wb") as stdout, self.stderr_path.open("wb") as stderr:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "postwire", "serve", "--sandbox"],

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -87,7 +88,7 @@ def test_a_port_another_program_holds_is_named_with_its_key(
         taken.listen()
         port = taken.getsockname()[1]
         address = f"127.0.0.1:{port}"
-        value: str | tuple[str, ...] = (address,) if field == "starttls_listen" else address
+        value: Any = (address,) if field == "starttls_listen" else address
         config = tmp_path / "postwire.toml"
         write_config(config, tmp_path / "data", **{field: value})
         result = serve(config)

@@ -40,7 +40,7 @@ from postwire.delivery.insights_copies import InsightsCopies
 from postwire.delivery.outcome_events import add_outcomes
 from postwire.delivery.resolver import Destination, DestinationError, MxResolver
 from postwire.delivery.retry_policy import next_attempt_at, stable_jitter
-from postwire.delivery.sandbox import held_outcomes
+from postwire.delivery.sandbox import complainants, report_complaints, sandbox_outcomes
 from postwire.delivery.site_pool import Job, SitePool
 from postwire.errors import DestinationRefused, LeaseLostError, NoSuchMessageError, SpoolFullError
 from postwire.metrics.operator_registry import (
@@ -242,8 +242,10 @@ class DeliveryEngine:
                 # message's domains answers: a crash meanwhile would deliver to them again.
                 await self._record_finished(message_id, attempt, outcomes)
 
-        if self.config.sandbox:  # nothing leaves the machine: the local inbox takes everyone
-            attempt.outcomes.update(held_outcomes(to_send))
+        if self.config.sandbox:  # nothing leaves the machine: the sandbox answers for everyone
+            outcomes = sandbox_outcomes(to_send)
+            OPERATOR_METRICS.count_outcomes(outcomes.values())
+            attempt.outcomes.update(outcomes)
             by_domain.clear()
         if len(by_domain) == 1:  # the usual case: no nursery to pay for
             ((domain, recipients),) = by_domain.items()
@@ -253,6 +255,11 @@ class DeliveryEngine:
                 for domain, recipients in by_domain.items():
                     nursery.start_soon(deliver_domain, domain, recipients)
         await self._record(message_id, attempt, suppressed)
+        if self.config.sandbox and (complaining := complainants(attempt.outcomes)):
+            # As a mailbox provider's feedback loop would, once the message reached them.
+            await report_complaints(
+                self.spool, self.config, delivery.envelope_from, complaining, self.now_ms()
+            )
 
     def _guarded(self, destination: Destination) -> Destination:
         """The destination's addresses the engine may connect to (routes are the operator's:
@@ -320,11 +327,9 @@ class DeliveryEngine:
         team = delivery.team_id
         batch = _core.WriteBatch()
         outcomes = {a: o for a, o in attempt.outcomes.items() if a not in attempt.recorded}
-        if self.config.sandbox and outcomes:  # its bytes move to the inbox as the ack drops them
-            hold_message(
-                batch, self.spool, team, message_id, delivery.envelope_from, list(outcomes),
-                now_ms,
-            )  # fmt: skip
+        held = [address for address, outcome in outcomes.items() if outcome.status == "delivered"]
+        if self.config.sandbox and held:  # its bytes move to the inbox as the ack drops them
+            hold_message(batch, self.spool, team, message_id, delivery.envelope_from, held, now_ms)
         first_ms = delivery.first_attempt_ms if delivery.first_attempt_ms is not None else now_ms
         retry_at = next_attempt_at(
             datetime.fromtimestamp(first_ms / 1000, UTC),
