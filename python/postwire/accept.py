@@ -89,6 +89,19 @@ class Draft:
 IDEMPOTENCY_HEADERS = (b"resend-idempotency-key", b"postwire-idempotency-key")
 _STRIPPED_HEADERS = (b"bcc", *IDEMPOTENCY_HEADERS)
 
+# A submitted message's fields that are not its sender's custom headers: those of RFC 5322
+# (with its trace and Resent-* fields) and MIME (RFC 2045), which the API sets through its own
+# body fields or writes itself, and the signatures and trace relays add. Everything else
+# (X-*, List-*, Auto-Submitted, ...) counts as custom, as it would in the API's `headers`.
+_STANDARD_FIELDS = frozenset(
+    {
+        "from", "sender", "reply-to", "to", "cc", "bcc", "message-id", "in-reply-to",
+        "references", "subject", "comments", "keywords", "date", "return-path", "received",
+        "mime-version", "dkim-signature", "authentication-results", "received-spf",
+    }
+)  # fmt: skip
+_STANDARD_PREFIXES = ("resent-", "content-", "arc-")
+
 
 @dataclass(frozen=True, slots=True)
 class SubmittedMessage:
@@ -118,8 +131,7 @@ class SubmittedMessage:
         for field_bytes in self.fields:
             field_name, colon, value = field_bytes.partition(b":")
             if colon and field_name.strip().lower() == name:
-                text = value.decode("utf-8", "replace").replace("\r\n", "")
-                values.append(text.strip())
+                values.append(_unfolded(value))
         return values
 
     def without(self, names: Sequence[bytes]) -> SubmittedMessage:
@@ -131,6 +143,19 @@ class SubmittedMessage:
 
     def to_bytes(self) -> bytes:
         return b"".join(f + b"\r\n" for f in self.fields) + b"\r\n" + self.body
+
+    def custom_headers(self) -> list[dict[str, str]]:
+        """The fields its sender added beyond the message format's own (`_STANDARD_FIELDS`),
+        `{name, value}` in order with values decoded: what `headers` sets over the API."""
+        custom = []
+        for field_bytes in self.fields:
+            raw_name, colon, value = field_bytes.partition(b":")
+            name = raw_name.strip().decode("ascii", "replace")
+            lowered = name.lower()
+            if not colon or lowered in _STANDARD_FIELDS or lowered.startswith(_STANDARD_PREFIXES):
+                continue
+            custom.append({"name": name, "value": _decoded(_unfolded(value))})
+        return custom
 
     def idempotency_key(self) -> str | None:
         for name in IDEMPOTENCY_HEADERS:
@@ -165,6 +190,11 @@ def _domain_of_one_address(values: list[str], refusal: str) -> str:
     if len(addresses) != 1 or "@" not in addresses[0][1]:
         raise validation_error(refusal)
     return addresses[0][1].rpartition("@")[2].lower()
+
+
+def _unfolded(value: bytes) -> str:
+    """A field's raw value as one line of text, without its surrounding spaces."""
+    return value.decode("utf-8", "replace").replace("\r\n", "").strip()
 
 
 def _addresses(values: list[str]) -> list[str]:
@@ -354,6 +384,7 @@ class Acceptor:
             self.sending_domain(team_id, key, agent_domain)
         email_id = _core.new_id()
         message = message.without(_STRIPPED_HEADERS)
+        custom_headers = message.custom_headers()  # before Postwire adds any
         if received is not None:  # trace fields go on top (RFC 5321 4.4)
             message = SubmittedMessage([received(email_id), *message.fields], message.body)
         message_ids = message.values(b"message-id")
@@ -385,6 +416,7 @@ class Acceptor:
             bcc=[r for r in recipients if r.lower() not in visible],
             reply_to=_addresses(message.values(b"reply-to")),
             api_key_id=None if key is None else key.id,
+            headers=custom_headers,
         )
         body = message.to_bytes()  # signed below, with the other drafts' signer
         if self.tracking is not None:
@@ -457,6 +489,10 @@ class Acceptor:
             template_id=request.template_id,
             broadcast_id=request.broadcast_id,
             api_key_id=None if key is None else key.id,
+            # A broadcast's headers are Postwire's (unsubscribe links), none of its sender's.
+            headers=[]
+            if request.broadcast_id is not None
+            else [{"name": name, "value": value} for name, value in request.headers],
         )
         due = scheduled if scheduled is not None else now
         return Draft(fields, message, _millis(due), self.signer_for(domain), domain.tls)

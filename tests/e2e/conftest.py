@@ -157,6 +157,7 @@ def write_config(
     api_extra: str = "",
     smtp_extra: str = "",
     spool_map_size: int | None = None,
+    sandbox: bool = False,
 ) -> None:
     """`routes` (domain pattern -> "host:port") becomes the `[delivery.routes]` table;
     `starttls_listen` and `tls_listen` ("host:port" each) the SMTP listeners, none by default;
@@ -170,7 +171,8 @@ def write_config(
     `auth_signup` is `auth.signup` and `auth_extra` raw TOML lines appended to `[auth]`;
     `metrics_listen` the Prometheus listener (any free port by default, like the dashboard);
     `api_extra` and `smtp_extra` raw TOML lines appended to `[api]` and `[smtp]`;
-    `spool_map_size` is `spool.map_size` (its reserves are an eighth of it)."""
+    `spool_map_size` is `spool.map_size` (its reserves are an eighth of it); `sandbox` turns
+    sandbox mode on."""
     servers = ", ".join(f'"{server}"' for server in nameservers)
     listeners = ", ".join(f'"{listener}"' for listener in starttls_listen)
     tls_listeners = ", ".join(f'"{listener}"' for listener in tls_listen)
@@ -185,6 +187,7 @@ def write_config(
     path.write_text(
         f"""data_dir = "{data_dir}"
 processes = {processes}
+sandbox = {"true" if sandbox else "false"}
 
 [dns]
 nameservers = [{servers}]

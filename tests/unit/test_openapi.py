@@ -71,7 +71,10 @@ def test_answers_are_exact_and_request_bodies_open() -> None:
     items = listed["application/json"]["schema"]["allOf"][1]["properties"]["data"]["items"]
     assert items == {"$ref": "#/components/schemas/DomainSummary"}
     assert not {"object", "records"} & set(schemas["DomainSummary"]["properties"])
-    assert {"object", "records", "tracking_subdomain"} <= set(schemas["DomainObject"]["required"])
+    assert {"object", "records"} <= set(schemas["DomainObject"]["required"])
+    # Optional in the Node SDK's types, not nullable: there only when set.
+    assert "tracking_subdomain" not in schemas["DomainObject"]["required"]
+    assert schemas["DomainObject"]["properties"]["tracking_subdomain"] == {"type": "string"}
     assert "priority" in schemas["DomainMxRecord"]["required"]
     assert "priority" not in schemas["DomainTxtRecord"]["properties"]
     # An update names at least one thing to change.

@@ -136,7 +136,7 @@ class UpdateTopicBody(TypedDict):
 class TopicSummary(TypedDict):
     id: str
     name: str
-    description: str | None
+    description: NotRequired[str]
     default_subscription: Literal["opt_in", "opt_out"]
     visibility: Literal["public", "private"]
     created_at: str
@@ -146,7 +146,7 @@ class TopicObject(TypedDict):
     object: Literal["topic"]
     id: str
     name: str
-    description: str | None
+    description: NotRequired[str]
     default_subscription: Literal["opt_in", "opt_out"]
     visibility: Literal["public", "private"]
     created_at: str

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypedDict
+from typing import Annotated, Literal, NotRequired, TypedDict
 
 from postwire.api.models import DeletedReference, IdOnly, ListBody, Reference
 from postwire.api.operation import PAGE_QUERY, Operation
+from postwire.api.wire_values import BlankIsAbsent
 
 BroadcastStatus = Literal["draft", "scheduled", "queued", "sending", "sent", "canceled"]
 
@@ -46,7 +47,8 @@ UpdateBroadcastBody = TypedDict(
 
 
 class SendBroadcastBody(TypedDict):
-    scheduled_at: NotRequired[str]
+    # The Go SDK sends `"scheduled_at": ""` for "now".
+    scheduled_at: NotRequired[Annotated[str, BlankIsAbsent()]]
 
 
 class BroadcastCounts(TypedDict):

@@ -2,9 +2,11 @@
 
 `POST` takes `multipart/form-data` as the SDKs send it: the CSV in `file`, and the JSON fields
 `column_map`, `segments` and `topics`, and `on_conflict`, before or after the file (Python's
-SDK sends them first, Go's after). The file streams into the spool as it arrives, one commit
-per 1 MiB chunk, so the request holds a chunk in memory and not the file, and a file larger
-than `MAX_FILE_BYTES` is refused (413) as soon as it passes that. The answer comes once the
+SDK sends them first, Go's after). The file's separator and encoding are detected
+(`audiences.csv_format`); the optional fields `separator` and `encoding` choose them.
+The file streams into the spool as it arrives, one commit per 1 MiB chunk, so the request
+holds a chunk in memory and not the file, and a file larger than `MAX_FILE_BYTES` is refused
+(413) as soon as it passes that. The answer comes once the
 whole file, the job and its queue entry are on disk; a refused or broken upload removes what
 it stored. `audiences.imports` runs the job.
 """
@@ -31,6 +33,7 @@ from postwire.api.auth import current_caller
 from postwire.api.context import ApiContext
 from postwire.api.models import ListBody
 from postwire.api.pagination import list_response, parse_page_request
+from postwire.audiences.csv_format import DEFAULT_FORMAT, parse_format
 from postwire.audiences.csv_rows import parse_column_map
 from postwire.audiences.import_uploads import (
     MAX_FILE_BYTES,
@@ -212,7 +215,18 @@ def _new_import(
     topics and contact properties and the file's header."""
     if not got_file:
         raise ApiError(422, "missing_required_field", "Missing `file` field.")
-    header = upload.header()
+    fmt = upload.detected_format().format if upload.size else DEFAULT_FORMAT
+    if "separator" in fields or "encoding" in fields:
+        chosen = parse_format(
+            fields.get("separator", fmt.separator), fields.get("encoding", fmt.encoding)
+        )
+        if chosen is None:
+            raise validation_error(
+                "The `separator` must be `,`, `;` or `tab`, and the `encoding` `utf-8` or "
+                "`windows-1252`."
+            )
+        fmt = chosen
+    header = upload.header(fmt)
     column_map = _json_field(fields, "column_map")
     return import_job(
         ctx.spool,
@@ -225,4 +239,5 @@ def _new_import(
         segments=_json_field(fields, "segments"),
         topics=_json_field(fields, "topics"),
         now=ctx.now(),
+        fmt=fmt,
     )

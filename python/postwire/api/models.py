@@ -6,8 +6,9 @@ into the JSON schemas of `GET /openapi.json`, so the document cannot drift from 
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
+from postwire.api.wire_values import BlankIsAbsent
 from postwire.store.deliveries import DeliveryAttempt
 
 # --- shared ------------------------------------------------------------------------------------
@@ -91,13 +92,15 @@ class SendTemplateBody(TypedDict):
     variables: NotRequired[dict[str, Any]]
 
 
-# `from` is a Python keyword, hence the functional form. A template may supply from and subject.
+# A template supplies from and subject when the send leaves them out; the Go SDK always sends
+# both, "" when unset. `from` is a Python keyword, hence the functional form.
+TemplateSupplied = Annotated[str, BlankIsAbsent(when_given="template")]
 SendEmailBody = TypedDict(
     "SendEmailBody",
     {
-        "from": NotRequired[str],
+        "from": NotRequired[TemplateSupplied],
         "to": str | list[str],
-        "subject": NotRequired[str],
+        "subject": NotRequired[TemplateSupplied],
         "cc": NotRequired[str | list[str]],
         "bcc": NotRequired[str | list[str]],
         "reply_to": NotRequired[str | list[str]],
@@ -267,7 +270,7 @@ class DomainObject(TypedDict):
     region: str
     open_tracking: bool
     click_tracking: bool
-    tracking_subdomain: str | None
+    tracking_subdomain: NotRequired[str]  # only when one is set
     capabilities: DomainCapabilities
     records: list[DomainMxRecord | DomainTxtRecord]
     failure_reason: NotRequired[str]

@@ -11,7 +11,16 @@ from __future__ import annotations
 
 import types
 import typing
-from typing import Any, Literal, NotRequired, Required, Union, get_args, get_origin
+from typing import (
+    Annotated,
+    Any,
+    Literal,
+    NotRequired,
+    Required,
+    Union,
+    get_args,
+    get_origin,
+)
 
 import postwire
 from postwire.api import (
@@ -34,7 +43,7 @@ CORE_OPERATIONS: tuple[Operation, ...] = (
     Operation("delete", "/api-keys/{key_id}", "Delete an API key", models.DeletedReference),
     Operation("post", "/emails", "Send an email", models.IdOnly, request=models.SendEmailBody),
     Operation("post", "/emails/batch", "Send up to 100 emails", models.BatchResult,
-              request=models.SendEmailBody),
+              request=models.SendEmailBody, request_array=True),
     Operation("get", "/emails", "List emails, newest first", models.ListBody,
               list_item=models.EmailObject, query=PAGE_QUERY),
     Operation("get", "/emails/{email_id}", "Retrieve an email", models.EmailObject),
@@ -131,7 +140,7 @@ class SchemaBuilder:
             return {}
         if annotation is bytes:  # a file in a multipart/form-data body
             return {"type": "string", "format": "binary"}
-        if origin in (NotRequired, Required):
+        if origin in (NotRequired, Required, Annotated):
             return self.of(get_args(annotation)[0], closed=closed)
         if origin is Literal:
             return {"enum": list(get_args(annotation))}
@@ -217,10 +226,11 @@ def openapi_document(server_url: str) -> dict[str, Any]:
                     "schema": {"enum": ["strict", "permissive"]},
                 }
             )
+        if op.request is not None and op.request_array:
             operation["requestBody"] = {
                 "required": True,
                 "content": _json_content(
-                    {"type": "array", "maxItems": 100, "items": schemas.of(models.SendEmailBody)}
+                    {"type": "array", "maxItems": 100, "items": schemas.of(op.request)}
                 ),
             }
         elif op.request is not None:

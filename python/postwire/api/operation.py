@@ -16,6 +16,7 @@ class Operation:
     list_item: type | None = None  # for list responses: the type of `data` items
     query: tuple[str, ...] = ()
     request_media: str = "application/json"
+    request_array: bool = False  # the body is an array of `request` objects
 
 
 PAGE_QUERY = ("limit", "after", "before")

@@ -8,6 +8,7 @@ from typing import Any
 
 from quart import request
 
+from postwire.api.wire_values import normalize_body, request_type_of
 from postwire.errors import ApiError, validation_error
 
 # No request of the contract nests deeper than a few levels; this leaves ample room, and keeps
@@ -16,9 +17,10 @@ MAX_NESTING = 32
 
 
 async def json_body() -> Any:
-    """The parsed JSON body; None when there is none (Go and Node send an empty body with a JSON
-    content type on GET and DELETE). Malformed JSON is a 400 in the contract's shape; arrays and
-    objects nested deeper than `MAX_NESTING` a 422."""
+    """The parsed JSON body, its values read as the contract means them (`wire_values`); None
+    when there is none (Go and Node send an empty body with a JSON content type on GET and
+    DELETE). Malformed JSON is a 400 in the contract's shape; arrays and objects nested deeper
+    than `MAX_NESTING` a 422."""
     raw = await request.get_data(as_text=False)
     if not raw.strip():
         return None
@@ -31,7 +33,9 @@ async def json_body() -> Any:
         raise ApiError(400, "validation_error", "The request body is not valid JSON.") from None
     if nests_deeper_than(body, MAX_NESTING):
         raise _too_deep()
-    return body
+    rule = request.url_rule.rule if request.url_rule is not None else None
+    request_type, array = request_type_of(request.method, rule)
+    return normalize_body(body, request_type, array=array)
 
 
 def nests_deeper_than(value: Any, limit: int) -> bool:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from postwire.api import models
 from postwire.api.operation import PAGE_QUERY, Operation
+from postwire.api.wire_values import BlankIsAbsent
 
 VariableType = Literal["string", "number", "boolean", "object", "list"]
 TemplateStatus = Literal["draft", "published"]
@@ -32,11 +33,12 @@ CreateTemplateBody = TypedDict(
     },
 )
 
+# The Go SDK sends `name` and `html` in every update, "" when they stay as they are.
 UpdateTemplateBody = TypedDict(
     "UpdateTemplateBody",
     {
-        "name": NotRequired[str],
-        "html": NotRequired[str],
+        "name": NotRequired[Annotated[str, BlankIsAbsent()]],
+        "html": NotRequired[Annotated[str, BlankIsAbsent()]],
         "alias": NotRequired[str | None],
         "from": NotRequired[str | None],
         "subject": NotRequired[str | None],

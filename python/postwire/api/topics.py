@@ -48,12 +48,15 @@ DEFAULT_PAGE = 20
 
 
 def topic_summary(topic: TopicRecord) -> TopicSummary:
+    # A topic without a description has none (the Node SDK types it optional, not nullable);
+    # a contact's topic says null (`contact_topic`), as that type does.
+    described = {} if topic.description is None else {"description": topic.description}
     return cast(
         TopicSummary,
         {
             "id": topic.id,
             "name": topic.name,
-            "description": topic.description,
+            **described,
             "default_subscription": topic.default_subscription,
             "visibility": topic.visibility,
             "created_at": topic.created_at,

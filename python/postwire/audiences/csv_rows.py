@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final, NamedTuple
 
 from postwire.audiences.contact_rules import MAX_NAME_LENGTH, MAX_PROPERTY_STRING
+from postwire.audiences.csv_format import DEFAULT_FORMAT, CsvFormat
 from postwire.compose.addresses import NOT_AN_ADDRESS, recipient_problem
 from postwire.errors import validation_error
 from postwire.store.contacts import ContactRecord
@@ -41,14 +42,17 @@ class CsvRecord(NamedTuple):  # a tuple: made once per row, it costs a third of 
     row: int
     end: int  # file offset just past the record: where the next one starts
     cells: list[str]  # [] for a blank row (no cell holds anything but spaces)
-    problem: str | None = None  # the record is unreadable (not UTF-8, not CSV)
+    problem: str | None = None  # the record is unreadable (not in the encoding, not CSV)
 
 
-def read_records(window: bytes, start: int, row: int, *, at_eof: bool) -> list[CsvRecord]:
+def read_records(
+    window: bytes, start: int, row: int, *, at_eof: bool, fmt: CsvFormat = DEFAULT_FORMAT
+) -> list[CsvRecord]:
     """The records of `window`, the file's bytes from offset `start`, where record number `row`
-    begins. Unless the window reaches the end of the file, its last record is left out: it may
-    go on past the window (a quoted cell holding line breaks), and the next window, starting
-    where the last record returned ends, reads it again. Lines end with LF or CRLF."""
+    begins, in the file's format (separator and encoding). Unless the window reaches the end
+    of the file, its last record is left out: it may go on past the window (a quoted cell
+    holding line breaks), and the next window, starting where the last record returned ends,
+    reads it again. Lines end with LF or CRLF."""
     lines = window.split(b"\n")
     tail = lines.pop()  # after the last LF: part of a line, or nothing
     sizes = [len(line) + 1 for line in lines]
@@ -57,19 +61,20 @@ def read_records(window: bytes, start: int, row: int, *, at_eof: bool) -> list[C
         sizes.append(len(tail))
     # Where each line ends in the file; the reader's line count says which lines a record took.
     ends = list(itertools.accumulate(sizes, initial=start))
-    unreadable: set[int] = set()  # lines that are not UTF-8
-    try:  # one decode for the window, as a rule; LF is one byte in UTF-8, so lines agree
-        joined = b"\n".join(lines).decode()
+    unreadable: set[int] = set()  # lines that are not text in the encoding
+    # One decode for the window, as a rule; LF is one byte in both encodings, so lines agree.
+    try:
+        joined = fmt.decode(b"\n".join(lines))
         texts = [text + "\n" for text in joined.split("\n")] if lines else []
     except UnicodeDecodeError:
         texts = []
         for number, line in enumerate(lines):
             try:
-                texts.append(line.decode() + "\n")
+                texts.append(fmt.decode(line) + "\n")
             except UnicodeDecodeError:
-                texts.append(line.decode(errors="replace") + "\n")
+                texts.append(line.decode(fmt.encoding, errors="replace") + "\n")
                 unreadable.add(number)
-    reader = csv.reader(texts, strict=False)
+    reader = csv.reader(texts, delimiter=fmt.separator, strict=False)
     records: list[CsvRecord] = []
     first_line = 0
     while True:
@@ -81,7 +86,7 @@ def read_records(window: bytes, start: int, row: int, *, at_eof: bool) -> list[C
         except csv.Error as error:
             cells, problem = [], f"the row is not CSV ({error})"
         if unreadable and not unreadable.isdisjoint(range(first_line, reader.line_num)):
-            problem = problem or "the row is not UTF-8 text"
+            problem = problem or f"the row is not {fmt.encoding_name} text"
         first_line = reader.line_num
         if not "".join(cells).strip():
             cells = []
@@ -90,11 +95,11 @@ def read_records(window: bytes, start: int, row: int, *, at_eof: bool) -> list[C
     return records if at_eof else records[:-1]
 
 
-def read_header(head: bytes, *, at_eof: bool) -> CsvRecord | None:
+def read_header(head: bytes, *, at_eof: bool, fmt: CsvFormat = DEFAULT_FORMAT) -> CsvRecord | None:
     """The header (row 1) from the file's first bytes, its cells trimmed; None when they do not
     hold all of it. A UTF-8 byte order mark is skipped."""
-    start = len(UTF8_BOM) if head.startswith(UTF8_BOM) else 0
-    records = read_records(head[start:], start, 1, at_eof=at_eof)
+    start = len(UTF8_BOM) if head.startswith(UTF8_BOM) and fmt.encoding == "utf-8" else 0
+    records = read_records(head[start:], start, 1, at_eof=at_eof, fmt=fmt)
     if not records:
         return None
     first = records[0]

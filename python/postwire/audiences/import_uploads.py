@@ -17,6 +17,7 @@ import trio
 
 from postwire._core import WriteBatch
 from postwire.audiences.contact_rules import segment_ids, topic_choices
+from postwire.audiences.csv_format import DEFAULT_FORMAT, CsvFormat, DetectedFormat, detect_format
 from postwire.audiences.csv_rows import (
     MAX_RECORD_BYTES,
     CsvRecord,
@@ -88,24 +89,38 @@ class ImportUpload:
             store.discard_upload(batch, self.import_id, self.chunks + 1)
             await self.spool.commit(batch)
 
-    def header(self) -> CsvRecord:
+    def detected_format(self) -> DetectedFormat:
+        """The file's separator and encoding, told from its first MiB."""
+        return detect_format(bytes(self.head), at_eof=self.size == len(self.head))
+
+    def header(self, fmt: CsvFormat = DEFAULT_FORMAT) -> CsvRecord:
         """The file's header (row 1), or the 422 that says why it cannot be used."""
         if self.size == 0:
             raise validation_error("The CSV file is empty.")
-        header = read_header(bytes(self.head), at_eof=self.size == len(self.head))
-        if header is None:
-            raise validation_error("The CSV header (its first row) must end within its first MiB.")
-        if header.problem is not None:
-            raise validation_error(f"The CSV header cannot be read: {header.problem}.")
-        return header
+        return file_header(bytes(self.head), at_eof=self.size == len(self.head), fmt=fmt)
 
-    def sample_rows(self, count: int) -> list[list[str]]:
+    def sample_rows(self, count: int, fmt: CsvFormat = DEFAULT_FORMAT) -> list[list[str]]:
         """The cells of the first `count` rows after the header that the file's first MiB
         holds (blank rows left out), to show beside the column map."""
-        header = self.header()
-        at_eof = self.size == len(self.head)
-        records = read_records(bytes(self.head[header.end :]), header.end, 2, at_eof=at_eof)
-        return [record.cells for record in records if record.cells][:count]
+        return sample_rows(bytes(self.head), count, at_eof=self.size == len(self.head), fmt=fmt)
+
+
+def file_header(head: bytes, *, at_eof: bool, fmt: CsvFormat) -> CsvRecord:
+    """The header of a file whose first bytes are `head`, or the 422 that says why it cannot
+    be used."""
+    header = read_header(head, at_eof=at_eof, fmt=fmt)
+    if header is None:
+        raise validation_error("The CSV header (its first row) must end within its first MiB.")
+    if header.problem is not None:
+        raise validation_error(f"The CSV header cannot be read: {header.problem}.")
+    return header
+
+
+def sample_rows(head: bytes, count: int, *, at_eof: bool, fmt: CsvFormat) -> list[list[str]]:
+    """The cells of the first `count` rows after the header in `head` (blank rows left out)."""
+    header = file_header(head, at_eof=at_eof, fmt=fmt)
+    records = read_records(head[header.end :], header.end, 2, at_eof=at_eof, fmt=fmt)
+    return [record.cells for record in records if record.cells][:count]
 
 
 def import_job(
@@ -121,6 +136,7 @@ def import_job(
     topics: Any,
     now: datetime,
     by_name: bool = True,
+    fmt: CsvFormat = DEFAULT_FORMAT,
 ) -> store.ImportRecord:
     """The queued job of a file whose `header` is known: `targets` (as `parse_column_map`
     gives them) checked against the header and the team's contact properties, `segments` and
@@ -151,4 +167,6 @@ def import_job(
         file_size=file_size,
         offset=header.end,
         row=2,
+        separator=fmt.separator,
+        encoding=fmt.encoding,
     )

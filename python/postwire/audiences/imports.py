@@ -20,6 +20,7 @@ import trio
 
 from postwire import _core
 from postwire._core import WriteBatch
+from postwire.audiences.csv_format import CsvFormat
 from postwire.audiences.csv_rows import (
     MAX_RECORD_BYTES,
     ContactRow,
@@ -125,7 +126,8 @@ async def run_import(spool: Spool, team_id: str, import_id: str, stopping: trio.
             await _finish(spool, record, "The uploaded file is missing from the store.")
             return
         at_eof = record.offset + len(window) >= record.file_size
-        records = read_records(window, record.offset, record.row, at_eof=at_eof)
+        fmt = CsvFormat(record.separator, record.encoding)
+        records = read_records(window, record.offset, record.row, at_eof=at_eof, fmt=fmt)
         if not records:
             if len(window) >= MAX_RECORD_BYTES:
                 reason = (

@@ -83,7 +83,11 @@ def create_dashboard(ctx: DashboardContext) -> QuartTrio:
 
     @app.context_processor
     async def inject_viewer() -> dict[str, object]:
-        return {"viewer": g.get("viewer"), "domain_alerts": g.get("domain_alerts", [])}
+        return {
+            "viewer": g.get("viewer"),
+            "domain_alerts": g.get("domain_alerts", []),
+            "sandbox": ctx.config.sandbox,  # the banner of every page (`base.html`)
+        }
 
     @app.get("/static/<path:name>")
     async def static_asset(name: str) -> Response:

@@ -510,10 +510,16 @@ def to_json(
         for record in domain_dns_records(domain, config)
         if record.required
     ]
+    # No tracking subdomain: none in the object (the Node SDK types it optional, not nullable).
+    tracking = (
+        {}
+        if domain.tracking_subdomain is None
+        else {"tracking_subdomain": domain.tracking_subdomain}
+    )
     body: dict[str, object] = {
         "object": "domain",
         **common,
-        "tracking_subdomain": domain.tracking_subdomain,
+        **tracking,
         "capabilities": capabilities,
         "records": records,
     }

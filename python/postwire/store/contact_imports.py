@@ -55,6 +55,10 @@ class ImportRecord:
     updated: int = 0
     skipped: int = 0
     failed: int = 0
+    # How the file is written (`audiences.csv_format`); records older than these fields were
+    # comma-separated UTF-8.
+    separator: str = ","
+    encoding: str = "utf-8"
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +86,11 @@ class ImportDraft:
     header: list[str]  # the header's cells, trimmed
     header_end: int  # the file offset of row 2
     sample: list[list[str]]  # the first rows' cells
+    # The format the header and sample were read in: detected at upload, or chosen since;
+    # `format_sure` False when detection was a guess the page asks a person to check.
+    separator: str = ","
+    encoding: str = "utf-8"
+    format_sure: bool = True
 
 
 @dataclass(frozen=True, slots=True)

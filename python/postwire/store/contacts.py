@@ -133,7 +133,10 @@ def delete_contact(batch: WriteBatch, contact: ContactRecord, now_ms: int) -> No
 
 def contact_webhook_data(contact: ContactRecord) -> dict[str, Any]:
     """The `data` of a contact.* webhook (contract section 8.2). `audience_id` is the first
-    segment's id, or "" outside every segment: the Rust SDK requires a string."""
+    segment's id, or "" outside every segment: the Rust SDK requires a string. A name the
+    contact lacks is left out (the Node SDK types `first_name` and `last_name` optional, not
+    nullable)."""
+    names = {"first_name": contact.first_name, "last_name": contact.last_name}
     return {
         "id": contact.id,
         "audience_id": contact.segment_ids[0] if contact.segment_ids else "",
@@ -141,7 +144,6 @@ def contact_webhook_data(contact: ContactRecord) -> dict[str, Any]:
         "created_at": iso_from_contract_timestamp(contact.created_at),
         "updated_at": iso_from_contract_timestamp(contact.updated_at),
         "email": contact.email,
-        "first_name": contact.first_name,
-        "last_name": contact.last_name,
+        **{key: name for key, name in names.items() if name is not None},
         "unsubscribed": contact.unsubscribed,
     }

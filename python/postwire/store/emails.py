@@ -50,6 +50,9 @@ class EmailRecord:
     broadcast_id: str | None = None  # the broadcast that sent it
     template_id: str | None = None  # the template it was rendered from
     api_key_id: str | None = None  # the API key that sent it (None: a broadcast, or older)
+    # The sender's own header fields, `{name, value}` in order: webhooks carry them (contract
+    # 8.2 `data.headers`). Not those Postwire writes (a broadcast's List-Unsubscribe).
+    headers: list[dict[str, str]] = field(default_factory=list)
 
 
 EMAILS = Table("emails", EmailRecord)

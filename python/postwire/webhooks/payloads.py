@@ -49,6 +49,8 @@ def webhook_payload(event: EventRecord, email: EmailRecord | None) -> bytes:
             data["broadcast_id"] = email.broadcast_id
         if email.template_id is not None:
             data["template_id"] = email.template_id
+        if email.headers:  # only when the sender set some (contract 8.2)
+            data["headers"] = [dict(header) for header in email.headers]
     elif isinstance(concerned, str):
         data["to"] = [concerned]
     extra = _EXTRA_KEY.get(event.type)
