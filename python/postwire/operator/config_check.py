@@ -17,8 +17,9 @@ from postwire.config import KEYS, Config, env_var_name, key_origins
 from postwire.operator.output import table
 
 # Keys whose values are credentials: shown as set or not, never printed.
-SECRET_KEYS = frozenset({"auth.google_client_secret", "auth.github_client_secret",
-                         "delivery.route_auth", "smtp.tls_key"})  # fmt: skip
+SECRET_KEYS = frozenset(
+    {"auth.google_client_secret", "auth.github_client_secret", "delivery.route_auth"}
+)
 # Defaults computed from other keys when the key is not set.
 COMPUTED = {
     "api.public_url": "computed from api.listen",
