@@ -373,6 +373,10 @@ class Spool:
     def message_count(self) -> int: ...
     def next_due_at(self) -> int | None:
         """Earliest due time in the index (lease expiries count), ms since the epoch."""
+    def copy_to(self, path: str | os.PathLike[str]) -> None:
+        """Write a consistent, compacted copy of the whole spool to the file `path` (a
+        `data.mdb` that opens as a spool), as of one read transaction; writers in this process
+        and others go on meanwhile. Raises `SpoolError` if it cannot be written."""
     def usage(self) -> tuple[int, int]:
         """`(bytes in use, map size)`."""
     def close(self) -> None:

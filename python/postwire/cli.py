@@ -10,6 +10,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 import postwire
@@ -21,8 +22,8 @@ from postwire.config import (
     load_config,
 )
 from postwire.errors import ConfigError, PostwireError
-
 from postwire.operator import commands as operator_commands
+
 EXIT_USAGE = 2  # argparse's status for bad usage; a bad config is the same kind of mistake
 
 
@@ -91,8 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     team.add_argument("--team", metavar="TEAM_ID", help="the team (default: the only team)")
     team.add_argument("--new-team", metavar="NAME", help="create a new team for this key")
     create.set_defaults(handler=_create_key)
-
     operator_commands.add_key_actions(keys, config_parent)
+
     domains = commands.add_parser("domains", help="manage sending domains").add_subparsers(
         dest="domains_command", metavar="ACTION", required=True
     )
@@ -113,8 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("name")
     verify.add_argument("--team", metavar="TEAM_ID", help="the team (default: the only team)")
     verify.set_defaults(handler=_verify_domain)
-
     operator_commands.add_domain_actions(domains, config_parent)
+
     users_commands = commands.add_parser("users", help="manage dashboard users").add_subparsers(
         dest="users_command", metavar="ACTION", required=True
     )
@@ -149,10 +150,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     unlock_user.add_argument("email", metavar="EMAIL", help="the address the user signs in with")
     unlock_user.set_defaults(handler=_unlock_user)
-
     operator_commands.add_user_actions(users_commands, config_parent)
     operator_commands.add_status_and_config(commands, config_parent)
     operator_commands.add_queue(commands, config_parent)
+
     sandbox = commands.add_parser(
         "sandbox", help="read the inbox of `postwire serve --sandbox`"
     ).add_subparsers(dest="sandbox_command", metavar="ACTION", required=True)
@@ -167,7 +168,67 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("id", help="the email's id, as `postwire sandbox list` shows it")
     show.add_argument("--raw", action="store_true", help="the exact source bytes, DKIM header too")
     show.set_defaults(handler=_show_sandbox)
+
+    backup = commands.add_parser(
+        "backup",
+        parents=[config_parent],
+        help="copy the data directory to DIR, consistently, while the service runs",
+        description="Write a consistent copy of the spool (compacted, as of one commit), the "
+        "other files of the data directory and the config file to DIR, a new or empty "
+        "directory. Postwire may run meanwhile. See docs/operations.md.",
+    )
+    backup.add_argument("directory", metavar="DIR", type=Path)
+    backup.set_defaults(handler=_back_up)
+    restore = commands.add_parser(
+        "restore",
+        parents=[config_parent],
+        help="put a backup from DIR into the (stopped) data directory",
+        description="Check the backup in DIR against its manifest and put it into the config's "
+        "data directory, which no process may have open. Refuses a data directory that holds "
+        "Postwire data already, unless --force.",
+    )
+    restore.add_argument("directory", metavar="DIR", type=Path)
+    restore.add_argument(
+        "--force", action="store_true", help="replace the data directory's data with the backup's"
+    )
+    restore.set_defaults(handler=_restore)
     return parser
+
+
+def _back_up(config: Config, args: argparse.Namespace) -> int:
+    import trio
+
+    from postwire.backup import back_up
+
+    try:
+        done = trio.run(back_up, config, args.directory)
+    except (PostwireError, OSError) as exc:
+        print(f"postwire: backup failed: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"backup of {config.data_dir} written to {done.directory}: {done.files} files, "
+        f"{done.bytes} bytes, {done.emails} emails, {done.queued} messages queued"
+    )
+    return 0
+
+
+def _restore(config: Config, args: argparse.Namespace) -> int:
+    import trio
+
+    from postwire.backup import restore
+
+    try:
+        done = trio.run(partial(restore, force=args.force), config, args.directory)
+    except (PostwireError, OSError) as exc:
+        print(f"postwire: restore failed: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"restored the backup of {done.created_at} (Postwire {done.backup_version}) into "
+        f"{done.data_dir}: {done.emails} emails, {done.queued} messages queued"
+    )
+    if done.config_file is not None:
+        print(f"the backed-up config file ({done.config_file}) is in {args.directory}/config")
+    return 0
 
 
 def _create_key(config: Config, args: argparse.Namespace) -> int:
@@ -323,8 +384,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     configure_logging()
     try:
         config = load_config(find_config_file(args.config))
-        if args.command != "serve" and getattr(args, "needs_store", True):
-            _check_data_dir(config)  # `config check` reads no store
+        if args.command not in ("serve", "restore") and getattr(args, "needs_store", True):
+            _check_data_dir(config)  # restore fills a new data directory; config check has none
     except ConfigError as exc:
         print(f"postwire: {exc}", file=sys.stderr)
         sys.exit(EXIT_USAGE)

@@ -377,6 +377,11 @@ struct Shared {
     tables: Tables,
     intake_limit: u64,
     page_size: u64,
+    /// Held open for the environment's life: closing any descriptor of `lock.mdb` would drop
+    /// every POSIX lock this process holds on it, LMDB's shared lock on its first byte included,
+    /// and the next process to open the spool would then take itself for the only one and
+    /// reset the reader table and the writer's mutex under the processes already running.
+    _lock_file: std::fs::File,
 }
 
 /// What the committer thread writes with.
@@ -437,7 +442,7 @@ impl Spool {
 
         let io_error = |e: std::io::Error| SpoolError::Storage(e.to_string());
         let disk_error = |e: std::io::Error| SpoolError::from(heed::Error::Io(e));
-        allocate_lock_file(&path.join("lock.mdb")).map_err(disk_error)?;
+        let lock_file = allocate_lock_file(&path.join("lock.mdb")).map_err(disk_error)?;
         let room =
             DiskRoom::open(&path.join("data.mdb"), options.disk_reserve()).map_err(io_error)?;
         let page_size = u64::from(env.stat().page_size);
@@ -458,6 +463,7 @@ impl Spool {
             },
             intake_limit: options.intake_limit(),
             page_size,
+            _lock_file: lock_file,
         });
         let (jobs, receiver) = crossbeam_channel::unbounded();
         let committer = {
@@ -650,6 +656,20 @@ impl Spool {
     /// The earliest due time in the index (a lease's expiry counts), for sleeping until then.
     pub fn next_due_at(&self) -> Result<Option<u64>> {
         self.read(|tables, rtxn| Ok(tables.due.first(rtxn)?.map(|(k, _)| due_key_time(k))))
+    }
+
+    /// Write a consistent, compacted copy of the whole environment to the file `path` (created,
+    /// or truncated), as of one read transaction: writers, in this process or another, go on
+    /// meanwhile. The copy is a `data.mdb` that opens as a spool of its own.
+    pub fn copy_to(&self, path: &Path) -> Result<()> {
+        self.with_open(|running| {
+            let file = running
+                .shared
+                .env
+                .copy_to_path(path, heed::CompactionOption::Enabled)?;
+            file.sync_all()
+                .map_err(|e| SpoolError::from(heed::Error::Io(e)))
+        })
     }
 
     /// Bytes of the map in use and the map's size.
@@ -901,14 +921,15 @@ fn batch_size_estimate(batch: &Batch) -> u64 {
 
 /// LMDB's lock file is a sparse file mapped writable: a reader slot in a page never touched
 /// before would fault on a full disk. Its blocks are allocated once, on open.
-fn allocate_lock_file(path: &Path) -> std::io::Result<()> {
+fn allocate_lock_file(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::MetadataExt;
     let file = std::fs::OpenOptions::new().write(true).open(path)?;
     let meta = file.metadata()?;
     match disk_room::allocate(&file, 0, meta.len()) {
         // Already whole (no holes): nothing could fault.
-        Err(_) if meta.blocks() * 512 >= meta.len() => Ok(()),
-        other => other,
+        Err(_) if meta.blocks() * 512 >= meta.len() => Ok(file),
+        Ok(()) => Ok(file),
+        Err(err) => Err(err),
     }
 }
 
@@ -1215,6 +1236,47 @@ mod tests {
         refused.push(add("sent", 1)).push(add("text", 1));
         assert!(matches!(spool.commit(refused), Err(SpoolError::Invalid(_))));
         assert_eq!(spool.get("emails", b"sent").unwrap(), Some(b"4".to_vec()));
+    }
+
+    #[test]
+    fn copy_to_writes_a_compacted_spool_that_opens_with_everything_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = open(dir.path());
+        let mut batch = Batch::new();
+        batch
+            .push(enqueue("m1", 10))
+            .push(put("emails", "e1", "first"));
+        spool.commit(batch).unwrap();
+        let mut deleted = Batch::new();
+        deleted.push(Op::Delete {
+            table: "emails".into(),
+            key: b"e1".to_vec(),
+        });
+        deleted.push(put("emails", "e2", "second"));
+        spool.commit(deleted).unwrap();
+
+        let copy = tempfile::tempdir().unwrap();
+        spool.copy_to(&copy.path().join("data.mdb")).unwrap();
+        spool
+            .commit({
+                let mut later = Batch::new();
+                later.push(put("emails", "e3", "after the copy"));
+                later
+            })
+            .unwrap();
+        drop(spool);
+
+        let restored = open(copy.path());
+        assert_eq!(restored.get("emails", b"e1").unwrap(), None);
+        assert_eq!(
+            restored.get("emails", b"e2").unwrap(),
+            Some(b"second".to_vec())
+        );
+        assert_eq!(restored.get("emails", b"e3").unwrap(), None);
+        assert_eq!(
+            restored.message_body("m1").unwrap(),
+            Some(b"body of m1".to_vec())
+        );
     }
 
     #[test]

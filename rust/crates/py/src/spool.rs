@@ -287,6 +287,11 @@ impl Spool {
         self.spool.next_due_at().map_err(spool_error)
     }
 
+    /// Write a consistent, compacted copy of the spool to the file `path` (GIL released).
+    fn copy_to(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        py.detach(|| self.spool.copy_to(&path)).map_err(spool_error)
+    }
+
     /// `(bytes in use, map size)`.
     fn usage(&self) -> PyResult<(u64, u64)> {
         self.spool.usage().map_err(spool_error)
