@@ -36,7 +36,7 @@ import trio
 from postwire.config import Config, process_count
 from postwire.connections import raise_descriptor_limit
 from postwire.errors import ConfigError
-from postwire.services import ServiceDeps
+from postwire.services import Reloads, ServiceDeps
 from postwire.store.spool import Spool, serve_spool
 
 if TYPE_CHECKING:
@@ -82,6 +82,8 @@ class _Shutdown:
         self.requested = trio.Event()
         self.ready = False
         self.forced = False
+        # What SIGHUP reloads, once the spool's stage has made the process's deps.
+        self.reloads: Reloads | None = None
         # Every stage opened, outermost first. None is removed: cancelling a finished stage is
         # harmless, and a second signal must reach a stage that is still draining.
         self._stages: list[Stage] = []
@@ -123,7 +125,10 @@ class _Shutdown:
     async def receive_signals(self, signals: AsyncIterator[int]) -> None:
         async for signum in signals:
             log.debug("received %s", signal.Signals(signum).name)
-            self.request()
+            if signum != signal.SIGHUP:
+                self.request()
+            elif self.reloads is not None:
+                self.reloads.reload()
 
 
 async def run(
@@ -163,7 +168,7 @@ async def _serve(config: Config, role: _Role, report_ready: Callable[[], None]) 
     dns.asyncbackend.set_default_backend("trio")
     raise_descriptor_limit()  # every connection costs one
     shutdown = _Shutdown()
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(shutdown.receive_signals, signals)
             await _run_stages(config, role, shutdown, report_ready)
@@ -178,6 +183,7 @@ async def _run_stages(
     async with shutdown.stage("storage", grace=0.0) as storage:
         spool: Spool = await storage.nursery.start(serve_spool, config)
         deps = ServiceDeps(spool=spool, process_index=role.index)
+        shutdown.reloads = deps.reloads
         if role.index == 0:
             from postwire.store.emails import index_earlier_emails
             from postwire.store.running_service import claim_data_dir, serve_claim_renewal

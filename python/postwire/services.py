@@ -7,6 +7,7 @@ needs of them (the `Protocol`s below), so it imports no feature package either.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -31,6 +32,22 @@ class VerificationRequests(Protocol):
         """Restart the domain's verification and check it now; return it as stored."""
 
 
+class Reloads:
+    """What SIGHUP reloads in one process: each service that holds files read at start (the
+    SMTP certificate) registers how to read them again; the first process also passes the
+    signal on to its workers."""
+
+    def __init__(self) -> None:
+        self._callbacks: list[Callable[[], None]] = []
+
+    def register(self, callback: Callable[[], None]) -> None:
+        self._callbacks.append(callback)
+
+    def reload(self) -> None:
+        for callback in list(self._callbacks):
+            callback()
+
+
 @dataclass(frozen=True, slots=True)
 class ServiceDeps:
     """What a service receives beside the config: handles of the services started before it."""
@@ -44,3 +61,5 @@ class ServiceDeps:
     domain_verifier: VerificationRequests | None = None
     delivery: Wakeable | None = None
     webhooks: Wakeable | None = None
+    # One per process, shared by every stage's copy of the deps.
+    reloads: Reloads = field(default_factory=Reloads)

@@ -54,6 +54,9 @@ def _listening_socket(fd: int) -> socket.socket:
 
 def main() -> None:
     """A worker process: read orders from stdin, serve until SIGTERM."""
+    # A SIGHUP passed on before the supervisor listens for it must not end the process (its
+    # default); the certificate is read after that anyway.
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     orders = _read_orders()
     configure_logging(f"worker {orders.index}")
     listeners = [

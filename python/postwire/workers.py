@@ -80,9 +80,18 @@ async def serve_workers(
     Reports ready once every worker serves; a worker that exits before it is ready the first
     time is an error (its own log says why).
     """
+    running: set[trio.Process] = set()
+
+    def pass_on_hangup() -> None:
+        # Workers run in sessions of their own: SIGHUP reaches them only through this process.
+        for process in running:
+            if process.returncode is None:
+                process.send_signal(signal.SIGHUP)
+
+    deps.reloads.register(pass_on_hangup)
     async with trio.open_nursery() as nursery:
         for index in range(1, process_count(config)):
-            await nursery.start(_keep_worker, config, deps, listeners, index)
+            await nursery.start(_keep_worker, config, deps, listeners, index, running)
         task_status.started()
 
 
@@ -91,6 +100,7 @@ async def _keep_worker(
     deps: ServiceDeps,
     listeners: Sequence[ListeningSocket],
     index: int,
+    running: set[trio.Process],
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -106,6 +116,7 @@ async def _keep_worker(
             pass_fds=[fd for fd, _ in orders.listeners],
             start_new_session=True,
         )
+        running.add(process)
         try:
             ready = await _hand_orders(process, orders)
             if ready and not started:
@@ -115,6 +126,7 @@ async def _keep_worker(
             if ready:
                 await first_of(process.wait, deps.stopping.wait)
         finally:
+            running.discard(process)
             with trio.CancelScope(shield=True):
                 await _stop(process)
         if not started:

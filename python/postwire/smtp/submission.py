@@ -64,7 +64,7 @@ from postwire.inbound.verp import ReturnPathKey, parse_verp
 from postwire.smtp import submission_policy as policy
 from postwire.smtp.received import SubmissionTrace, received_field
 from postwire.smtp.submission_policy import Reply, SessionFacts
-from postwire.smtp.tls_material import ensure_tls_material, server_tls_context
+from postwire.smtp.tls_material import ServedCertificate, ensure_tls_material
 from postwire.store.accounts import ApiKeyRecord, authenticate
 from postwire.store.auth_failures import count_auth_failures, record_auth_failure
 from postwire.store.idempotency import IdempotencyScope, validate_key
@@ -729,8 +729,9 @@ async def serve_submission(
 
     from postwire.smtp.asyncio_bridge import batch_callbacks
 
-    cert, key = await ensure_tls_material(config)
-    tls_context = server_tls_context(cert, key)
+    # Read, and registered for SIGHUP, with no checkpoint between: a reload cannot be missed.
+    served = ServedCertificate(*await ensure_tls_material(config))
+    deps.reloads.register(served.reload)
     handler = SubmissionHandler(
         config,
         deps,
@@ -747,7 +748,7 @@ async def serve_submission(
                 ident="Postwire ESMTP",
                 timeout=config.smtp.idle_timeout_seconds,
                 # Implicit TLS: the socket already is TLS, so no STARTTLS and AUTH at once.
-                tls_context=None if implicit_tls else tls_context,
+                tls_context=None if implicit_tls else served.context,
                 require_starttls=not implicit_tls,
                 auth_require_tls=not implicit_tls,
                 authenticator=handler.authenticator,
@@ -770,9 +771,9 @@ async def serve_submission(
 
         def start_sessions(implicit_tls: bool) -> Callable[[socket.socket, ClientSlot], None]:
             make_session = session_factory(implicit_tls=implicit_tls)
-            ssl_context = tls_context if implicit_tls else None
 
             def start(conn: socket.socket, slot: ClientSlot) -> None:
+                ssl_context = served.context if implicit_tls else None
                 task = loop.create_task(_start_session(conn, slot, make_session, ssl_context))
                 starting.add(task)
                 task.add_done_callback(starting.discard)

@@ -7,6 +7,8 @@ every later start, so clients that pinned it keep working.
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import os
 import socket
 import ssl
@@ -19,6 +21,8 @@ from postwire.config import Config
 from postwire.errors import ConfigError
 
 SELF_SIGNED_DAYS = 3650
+
+log = logging.getLogger("postwire.smtp")
 
 
 async def ensure_tls_material(config: Config) -> tuple[Path, Path]:
@@ -51,6 +55,35 @@ async def ensure_tls_material(config: Config) -> tuple[Path, Path]:
     os.replace(key_tmp, key)
     os.replace(cert_tmp, cert)
     return cert, key
+
+
+class ServedCertificate:
+    """The TLS context new SMTP sessions get, read again from its files by `reload` (SIGHUP):
+    sessions already open keep the context they began with, new ones get the new one."""
+
+    def __init__(self, cert: Path, key: Path) -> None:
+        self.cert, self.key = cert, key
+        self.context = server_tls_context(cert, key)
+
+    def reload(self) -> None:
+        """Read the certificate and key again; on an error keep serving the current ones."""
+        try:
+            self.context = server_tls_context(self.cert, self.key)
+        except ConfigError as exc:
+            log.error("SIGHUP: %s; still serving the certificate loaded before", exc)
+            return
+        log.info(
+            "SIGHUP: SMTP certificate reloaded from %s (SHA-256 %s)",
+            self.cert, certificate_fingerprint(self.cert),
+        )  # fmt: skip
+
+
+def certificate_fingerprint(cert: Path) -> str:
+    """SHA-256 of the first certificate in the PEM file, as `openssl x509 -fingerprint` says."""
+    pem = cert.read_text()
+    first = pem[: pem.index("-----END CERTIFICATE-----") + len("-----END CERTIFICATE-----")]
+    digest = hashlib.sha256(ssl.PEM_cert_to_DER_cert(first)).hexdigest().upper()
+    return ":".join(digest[i : i + 2] for i in range(0, len(digest), 2))
 
 
 def server_tls_context(cert: Path, key: Path) -> ssl.SSLContext:
