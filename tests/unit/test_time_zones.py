@@ -4,8 +4,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from postwire.dashboard.pages.broadcast_send import parse_schedule_input
-from postwire.dashboard.time_zones import local_to_utc, time_zones
+from postwire.dashboard.time_zones import local_to_utc, parse_schedule_input, time_zones
 from postwire.errors import ApiError
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)

@@ -19,7 +19,6 @@ the checklist is checked again here, at the moment of sending, not trusted from 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from typing import Final
 
 from quart import Blueprint, request
@@ -30,7 +29,7 @@ from postwire.broadcasts.drafts import BroadcastDrafts, Schedule, looks_like_id,
 from postwire.broadcasts.proof_sends import parse_proof_recipients, send_proofs
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.pages.refusals import Redirect, done, refused
-from postwire.dashboard.time_zones import in_zone, local_to_utc, time_zones
+from postwire.dashboard.time_zones import parse_schedule_input, scheduled_in_words
 from postwire.errors import ApiError, validation_error
 from postwire.store.broadcasts import BroadcastRecord
 from postwire.store.contacts import find_contact
@@ -39,27 +38,6 @@ from postwire.store.topics import get_topic
 
 # An address is at most 254 characters; anything longer names no contact.
 MAX_CONTACT_REFERENCE: Final = 320
-# As far ahead as the REST API schedules.
-MAX_SCHEDULE_AHEAD: Final = timedelta(days=30)
-
-
-def parse_schedule_input(value: str, zone_name: str, now: datetime) -> datetime:
-    """A `datetime-local` value (`2026-11-25T09:30`) in the time zone `zone_name`, as UTC; in
-    the next 30 days."""
-    try:
-        moment = datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise validation_error(
-            "Give the date and time to send at, such as 2026-12-01 09:30."
-        ) from None
-    if moment.tzinfo is None:
-        moment = local_to_utc(moment, zone_name.strip() or "UTC")
-    moment = moment.astimezone(UTC)
-    if moment <= now:
-        raise validation_error("The time to send at must be in the future.")
-    if moment > now + MAX_SCHEDULE_AHEAD:
-        raise validation_error("A broadcast can be scheduled at most 30 days ahead.")
-    return moment
 
 
 def add_routes(
@@ -144,11 +122,7 @@ def add_routes(
             sent = await send_checked(record, lambda now: parse_schedule_input(value, zone, now))
         except ApiError as error:
             return await refused(error, page_of(record))
-        moment = datetime.strptime((sent.scheduled_at or "")[:16], "%Y-%m-%d %H:%M")
-        words = f"{moment:%Y-%m-%d %H:%M} UTC"
-        # Only a listed zone is named back: a value with its own offset was never read in one.
-        if zone != "UTC" and zone in time_zones():
-            words += f" ({in_zone(moment.replace(tzinfo=UTC), zone):%Y-%m-%d %H:%M} {zone})"
+        words = scheduled_in_words(sent.scheduled_at or "", zone)
         return await done(f"The broadcast is scheduled for {words}.", page_of(record))
 
     @bp.post("/broadcasts/<broadcast_id>/cancel")

@@ -6,6 +6,8 @@
     GET /emails/<id>/html         its HTML, for the page's sandboxed frame (its own CSP)
     GET /emails/<id>/raw          its raw source, downloaded as a .eml file
 
+A scheduled email's Reschedule and Cancel forms post to `email_schedule`'s routes.
+
 Every look-up is under the viewer's team: another team's email id is a 404 like a missing one.
 """
 
@@ -20,6 +22,7 @@ from werkzeug.exceptions import NotFound
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.email_filters import STATUSES, is_email_id, parse_email_query
 from postwire.dashboard.email_source import SourceParts, source_parts
+from postwire.dashboard.time_zones import time_zones
 from postwire.dashboard.viewer import Viewer
 from postwire.domains.store import list_domains
 from postwire.insights.reading import EmailInsights, by_area, read_email_insights
@@ -79,7 +82,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @bp.get("/emails/<email_id>")
     async def email_page(email_id: str) -> str:
-        record = _email(ctx, email_id)
+        record = team_email(ctx, email_id)
         source = raw_source(ctx.spool, record)
         parts = source_parts(source.content) if source is not None else SourceParts()
         events = email_events(ctx.spool, record)
@@ -101,11 +104,12 @@ def routes(ctx: DashboardContext) -> Blueprint:
             insights_by_area=by_area,
             insights_enabled=ctx.config.insights.enabled,
             event_budget=EVENT_SCAN_BUDGET,
+            time_zones=time_zones(),
         )
 
     @bp.get("/emails/<email_id>/html")
     async def email_html(email_id: str) -> Response:
-        record = _email(ctx, email_id)
+        record = team_email(ctx, email_id)
         html = record.html
         if html is None:
             source = raw_source(ctx.spool, record)
@@ -118,7 +122,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @bp.get("/emails/<email_id>/raw")
     async def email_raw(email_id: str) -> Response:
-        record = _email(ctx, email_id)
+        record = team_email(ctx, email_id)
         source = raw_source(ctx.spool, record)
         if source is None:
             raise NotFound(
@@ -143,7 +147,7 @@ def _viewer() -> Viewer:
     return viewer
 
 
-def _email(ctx: DashboardContext, email_id: str) -> EmailRecord:
+def team_email(ctx: DashboardContext, email_id: str) -> EmailRecord:
     """The viewer's team's email `email_id`; 404 for any other id, another team's included."""
     if not is_email_id(email_id):
         raise NotFound

@@ -1,6 +1,7 @@
 """Webhooks: the team's endpoints; a new endpoint (URL and event types, under the same SSRF
 rules as the REST API); an endpoint's page with its recent events and each event's delivery
-attempts, replay of an event, a new signing secret, enable/disable and deletion.
+attempts, a change of its URL and event types, replay of an event, a new signing secret,
+enable/disable and deletion.
 
 A signing secret is shown once, on the page the POST that made it renders (`no-store`). The
 rules and writes are `webhooks.endpoints`', shared with the REST API.
@@ -95,6 +96,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
             "webhooks.html",
             webhooks=team_webhooks(ctx.spool, team_id())[::-1],  # newest first
             event_kinds=EVENT_KINDS,
+            default_events=[kind for kind in EVENT_KINDS if kind.startswith("email.")],
         )
 
     @blueprint.post("/webhooks")
@@ -125,6 +127,27 @@ def routes(ctx: DashboardContext) -> Blueprint:
             events=[event_row(message) for message in shown],
             next_after=next_after,
             paged=after is not None,
+            event_kinds=EVENT_KINDS,
+        )
+
+    @blueprint.post("/webhooks/<webhook_id>")
+    async def change(webhook_id: str) -> Redirect:
+        webhook = team_webhook(webhook_id)
+        form = await request.form
+        back = f"/webhooks/{webhook.id}"
+        try:
+            changed = await endpoints.update_webhook(
+                ctx.spool,
+                webhook.team_id,
+                webhook.id,
+                endpoint=form.get("endpoint", "").strip(),
+                events=form.getlist("events"),
+                allow_private=allow_private(),
+            )
+        except ApiError as error:
+            return await refused(error, back)
+        return await done(
+            f"Saved: {', '.join(changed.events)} events go to {changed.endpoint}.", back
         )
 
     @blueprint.get("/webhooks/<webhook_id>/events/<event_id>")
