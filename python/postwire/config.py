@@ -278,6 +278,8 @@ class MetricsConfig:
     # Count events into the per-team metrics (the Metrics page, `GET /emails/metrics`). Off
     # only to measure what counting costs.
     count_events: bool = True
+    # How often each domain's health is judged from its counts (its first round at start-up).
+    health_interval_seconds: int = 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -839,6 +841,7 @@ _VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "auth.github_authorize_url": _check_url,
     "auth.github_token_url": _check_url,
     "auth.github_api_url": _check_url,
+    "metrics.health_interval_seconds": _at_least(1),
     "spool.map_size": _at_least(1),
     "spool.commit_window_us": _at_least(0),
     "spool.max_batch": _at_least(1),

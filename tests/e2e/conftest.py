@@ -154,6 +154,7 @@ def write_config(
     auth_signup: str = "invite_only",
     auth_extra: str = "",
     metrics_listen: str = "127.0.0.1:0",
+    metrics_extra: str = "",
     api_extra: str = "",
     smtp_extra: str = "",
     spool_map_size: int | None = None,
@@ -169,7 +170,8 @@ def write_config(
     `dashboard_public_url` place the dashboard (any free port by default, so servers of
     parallel tests never collide; the public URL then defaults from the listener);
     `auth_signup` is `auth.signup` and `auth_extra` raw TOML lines appended to `[auth]`;
-    `metrics_listen` the Prometheus listener (any free port by default, like the dashboard);
+    `metrics_listen` the Prometheus listener (any free port by default, like the dashboard)
+    and `metrics_extra` raw TOML lines appended to `[metrics]`;
     `api_extra` and `smtp_extra` raw TOML lines appended to `[api]` and `[smtp]`;
     `spool_map_size` is `spool.map_size` (its reserves are an eighth of it); `sandbox` turns
     sandbox mode on."""
@@ -211,6 +213,7 @@ listen = "{dashboard_listen}"
 {dashboard_url}
 [metrics]
 listen = "{metrics_listen}"
+{metrics_extra}
 
 [auth]
 signup = "{auth_signup}"

@@ -3,8 +3,8 @@ and the last 7 days, against the thresholds mailbox providers publish (`metrics.
 a warning when one is crossed.
 
 `serve_domain_health` (first process only) evaluates every domain from the metrics' counters
-every EVALUATE_SECONDS, never by reading emails. Each domain's verdict is kept in the
-`domain_health` table; when a domain's state gets worse (ok -> warning -> critical) the same
+every `metrics.health_interval_seconds`, never by reading emails. Each domain's verdict is kept
+in the `domain_health` table; when a domain's state gets worse (ok -> warning -> critical) the same
 commit adds a `domain.health_warning` webhook event for its team, and a warning is logged. A
 domain that stays past a threshold is not warned about again; one that recovers and crosses
 again is.
@@ -40,7 +40,6 @@ from postwire.webhooks.payloads import iso_from_ms
 
 log = logging.getLogger(__name__)
 
-EVALUATE_SECONDS: Final = 30.0
 WARNING_EVENT: Final = "domain.health_warning"
 
 
@@ -154,8 +153,9 @@ async def serve_domain_health(
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Evaluate domain health every EVALUATE_SECONDS until the stage stops (nothing is kept in
-    hand: a round cut short commits nothing and the next start evaluates again). Idle when
+    """Evaluate domain health every `metrics.health_interval_seconds` until the stage stops
+    (nothing is kept in hand: a round cut short commits nothing and the next start evaluates
+    again). Idle when
     `metrics.count_events` is off: there are no counts to judge."""
     evaluator = HealthEvaluator(deps.spool, deps.spool.clock_ms, deps.webhooks)
     task_status.started()
@@ -167,5 +167,5 @@ async def serve_domain_health(
             await evaluator.evaluate_all()
         except SpoolError as exc:  # full, say: the next round evaluates again
             log.warning("domain health was not stored: %s", exc)
-        with trio.move_on_after(EVALUATE_SECONDS):
+        with trio.move_on_after(config.metrics.health_interval_seconds):
             await deps.stopping.wait()
