@@ -7,7 +7,7 @@ RUST_SRC  := $(shell find rust -name '*.rs' -o -name Cargo.toml) Cargo.toml Carg
 
 .PHONY: help setup serve sandbox test test-rust test-python lint bench-core bench-api bench-delivery bench-smtp \
 	bench-webhooks bench-broadcasts bench-audiences bench-dashboard bench-insights bench bench-gate clean need-knot need-postfix need-swaks need-openssl need-stunnel \
-	need-opendkim need-nginx need-wrk need-py-spy
+	need-opendkim need-nginx need-wrk need-py-spy need-systemd-analyze
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -32,7 +32,8 @@ sandbox: setup  ## run `postwire serve --sandbox`: mail is held in a local inbox
 
 # The real peers the tests run against (each need-* below installs its own when missing). A test
 # whose peer is missing fails: it never skips.
-TEST_NEEDS := need-knot need-postfix need-swaks need-openssl need-chromium need-xmlsec1 need-rspamd
+TEST_NEEDS := need-knot need-postfix need-swaks need-openssl need-chromium need-xmlsec1 need-rspamd \
+	need-systemd-analyze
 
 # Test files are spread over worker processes, a file's tests kept together (its module
 # fixtures and the browser are set up once a worker). Most tests wait on live servers, peers and
@@ -77,6 +78,8 @@ need-xmlsec1:  # pysaml2 signs and checks SAML with the xmlsec1 program
 	@command -v xmlsec1 >/dev/null || { $(APT_INSTALL) xmlsec1; }
 need-rspamd:  # content scoring for insights (tests start their own on loopback)
 	@test -x /usr/bin/rspamd || { $(APT_INSTALL) rspamd; }
+need-systemd-analyze:  # checks deploy/postwire.service (docs/operations.md)
+	@command -v systemd-analyze >/dev/null || { $(APT_INSTALL) systemd; }
 need-stunnel:
 	@command -v stunnel4 >/dev/null || command -v stunnel >/dev/null || { $(APT_INSTALL) stunnel4; }
 need-opendkim:

@@ -368,14 +368,20 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     return [exc]
 
 
-def configure_logging(process: str | None = None) -> None:
-    """INFO and above to stderr, one line per record; `process` names a worker process."""
+def configure_logging(process: str | None = None, *, json_lines: bool = False) -> None:
+    """INFO and above to stderr, one line per record (a JSON object with `json_lines`, see
+    `log_format`); `process` names a worker process. Calling it again replaces the format."""
     where = "" if process is None else f" [{process}]"
-    logging.basicConfig(
-        level=logging.INFO,
-        stream=sys.stderr,
-        format=f"%(asctime)s %(levelname)s %(name)s{where}: %(message)s",
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    if json_lines:
+        from postwire.log_lines import JsonLineFormatter
+
+        handler.setFormatter(JsonLineFormatter(process))
+    else:
+        handler.setFormatter(
+            logging.Formatter(f"%(asctime)s %(levelname)s %(name)s{where}: %(message)s")
+        )
+    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -384,6 +390,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     configure_logging()
     try:
         config = load_config(find_config_file(args.config))
+        if config.log_format == "json":
+            configure_logging(json_lines=True)
         if args.command not in ("serve", "restore") and getattr(args, "needs_store", True):
             _check_data_dir(config)  # restore fills a new data directory; config check has none
     except ConfigError as exc:

@@ -3,6 +3,7 @@
     Config
     ├── data_dir          where the spool and everything else lives
     ├── sandbox           hold every message in a local inbox (one machine, loopback only)
+    ├── log_format        log lines as text or as JSON objects
     ├── api               ApiConfig: REST API and dashboard
     ├── smtp              SmtpConfig: submission listeners, TLS, size limit, trusted networks
     ├── dns               DnsConfig: nameservers for MX and domain verification
@@ -303,6 +304,8 @@ class Config:
     # Hold every message in a local inbox instead of delivering it (`serve --sandbox`): only
     # while every listener is on loopback (`check_sandbox_allowed`).
     sandbox: bool = False
+    # Log lines on stderr: "text" (a line of words) or "json" (one JSON object a line).
+    log_format: str = "text"
     api: ApiConfig = field(default_factory=ApiConfig)
     smtp: SmtpConfig = field(default_factory=SmtpConfig)
     dns: DnsConfig = field(default_factory=DnsConfig)
@@ -328,6 +331,7 @@ def process_count(config: Config) -> int:
 
 EMBEDDED_DATA_DIR = Path("postwire-data")
 SIGNUP_MODES = ("open", "invite_only")
+LOG_FORMATS = ("text", "json")
 
 # Keys whose production default differs from the embedded one (the dataclass defaults).
 # The API stays on loopback: it speaks plain HTTP, so exposing it is a deliberate choice
@@ -783,6 +787,12 @@ def _check_route_tls(key: str, value: Mapping[str, str]) -> Mapping[str, str]:
     return _check_patterns(key, value, policy)
 
 
+def _check_log_format(key: str, value: str) -> str:
+    if value not in LOG_FORMATS:
+        raise ConfigError(f"config key {key!r} must be one of {', '.join(LOG_FORMATS)}")
+    return value
+
+
 def _check_signup(key: str, value: str) -> str:
     if value not in SIGNUP_MODES:
         raise ConfigError(f"config key {key!r} must be one of {', '.join(SIGNUP_MODES)}")
@@ -830,6 +840,7 @@ _VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "dashboard.session_idle_minutes": _at_least(1),
     "dashboard.session_max_hours": _at_least(1),
     "auth.signup": _check_signup,
+    "log_format": _check_log_format,
     "auth.max_login_failures": _at_least(1),
     "auth.max_login_failures_per_address": _at_least(1),
     "auth.max_signups_per_address": _at_least(1),

@@ -58,7 +58,7 @@ def main() -> None:
     # default); the certificate is read after that anyway.
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     orders = _read_orders()
-    configure_logging(f"worker {orders.index}")
+    configure_logging(f"worker {orders.index}", json_lines=orders.config.log_format == "json")
     listeners = [
         ListeningSocket(_listening_socket(fd), implicit_tls)
         for fd, implicit_tls in orders.listeners
