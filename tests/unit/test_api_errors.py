@@ -67,9 +67,8 @@ async def api_client(
 UNKNOWN_ENDPOINTS = [
     ("GET", "/emails/receiving"),  # upstream endpoints Postwire does not serve (yet)
     ("GET", "/emails/receiving/01a20f9a-67fe-77e1-8da4-6826a52d0d20"),
-    ("POST", "/domains/claim"),
-    ("POST", "/suppressions/batch/add"),
-    ("POST", "/suppressions/batch/remove"),
+    ("GET", "/automations"),
+    ("POST", "/domains/not-an-id/claim/verify"),
     ("GET", "/nothing/here"),
     ("GET", "/domains/not-an-id/verify"),
     ("GET", "/webhooks/01a20f9a-67fe-77e1-8da4-6826a52d0d20/events/evt_1"),

@@ -19,6 +19,7 @@ from postwire.api import (
     contact_imports,
     contact_properties,
     contacts,
+    domain_claims,
     domains,
     email_attachments,
     email_metrics,
@@ -121,6 +122,7 @@ def create_app(ctx: ApiContext) -> QuartTrio:
     app.register_blueprint(email_attachments.routes(ctx))
     app.register_blueprint(email_shares.routes(ctx))
     app.register_blueprint(domains.routes(ctx))
+    app.register_blueprint(domain_claims.routes(ctx))
     app.register_blueprint(suppressions.routes(ctx))
     app.register_blueprint(webhooks.routes(ctx))
     app.register_blueprint(sandbox.routes(ctx))

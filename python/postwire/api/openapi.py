@@ -26,6 +26,7 @@ import postwire
 from postwire.api import (
     audience_models,
     broadcast_models,
+    domain_claim_models,
     email_content_models,
     metrics_models,
     models,
@@ -108,6 +109,7 @@ OPERATIONS: tuple[Operation, ...] = (
     + broadcast_models.OPERATIONS
     + metrics_models.OPERATIONS
     + email_content_models.OPERATIONS
+    + domain_claim_models.OPERATIONS
 )
 
 # Update bodies whose every field is optional, but one of which must be there.

@@ -2,8 +2,8 @@
 
 Every id Postwire hands out is a UUID (version 7; any version is read). A route matches only
 when its id segments have that shape, so upstream endpoints Postwire does not serve, such as
-`GET /emails/receiving` or `POST /domains/claim`, answer 404 "The
-requested endpoint does not exist" rather than "Email not found" or 405. Pagination cursors are
+`GET /emails/receiving` or `GET /automations/runs`, answer 404 "The requested endpoint does
+not exist" rather than "Email not found" or 405. Pagination cursors are
 ids too: anything else is a 422, never page one.
 """
 

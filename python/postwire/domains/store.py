@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, cast
 
@@ -134,7 +134,7 @@ def domain_key(team_id: str, domain_id: str) -> str:
     return f"domain/{team_id}/{domain_id}"
 
 
-def _name_key(team_id: str, name: str) -> str:
+def name_key(team_id: str, name: str) -> str:
     return f"name/{team_id}/{name}"
 
 
@@ -240,7 +240,7 @@ def scan_all_domains(spool: Spool) -> Iterator[DomainRecord]:
 
 def find_domain_by_name(spool: Spool, team_id: str, name: str) -> DomainRecord | None:
     """The team's domain called exactly `name` (canonical form), or None."""
-    entry = DOMAIN_NAMES.get(spool, _name_key(team_id, name))
+    entry = DOMAIN_NAMES.get(spool, name_key(team_id, name))
     return None if entry is None else load_domain(spool, team_id, entry.domain_id)
 
 
@@ -259,7 +259,7 @@ def find_verified_domain_for_sender(
         return None
     labels = name.split(".")
     for start in range(len(labels) - 1):  # registered domains have at least two labels
-        entry = DOMAIN_NAMES.get(spool, _name_key(team_id, ".".join(labels[start:])))
+        entry = DOMAIN_NAMES.get(spool, name_key(team_id, ".".join(labels[start:])))
         if entry is None:
             continue
         domain = load_domain(spool, team_id, entry.domain_id)
@@ -280,6 +280,35 @@ def domain_dns_records(domain: DomainRecord, config: Config) -> list[DnsRecord]:
 
 
 # --- writes ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NewDomain:
+    """The checked values of a domain to add: `new_domain_record`'s arguments."""
+
+    name: str
+    region: str
+    custom_return_path: str
+    open_tracking: bool
+    click_tracking: bool
+    tls: str
+    capabilities: dict[str, str]
+    tracking_subdomain: str | None
+
+
+def parse_new_domain(body: Mapping[str, object]) -> NewDomain:
+    """The values of a `POST /domains` body as parsed from JSON (absent or None: the default),
+    checked: 422 `validation_error` names the field."""
+    return NewDomain(
+        name=parse_domain_name(body.get("name")),
+        region=parse_region(body.get("region")),
+        custom_return_path=parse_return_path(body.get("custom_return_path")),
+        open_tracking=parse_bool("open_tracking", body.get("open_tracking")) or False,
+        click_tracking=parse_bool("click_tracking", body.get("click_tracking")) or False,
+        tls=parse_tls(body.get("tls")) or "opportunistic",
+        capabilities=parse_capabilities(body.get("capabilities"), {}),
+        tracking_subdomain=parse_tracking_subdomain(body.get("tracking_subdomain")),
+    )
 
 
 async def new_domain_record(
@@ -339,36 +368,29 @@ async def create_domain(
     domain of that name, or another team verified it (the contract's answer; which team is not
     said). Another team's unverified domain of that name blocks nothing.
     """
-    canonical = parse_domain_name(name)
-    region_name = parse_region(region)
-    return_path = parse_return_path(custom_return_path)
-    opens = parse_bool("open_tracking", open_tracking) or False
-    clicks = parse_bool("click_tracking", click_tracking) or False
-    tls_mode = parse_tls(tls) or "opportunistic"
-    capability_states = parse_capabilities(capabilities, {})
-    tracking_label = parse_tracking_subdomain(tracking_subdomain)
+    values = parse_new_domain(
+        {
+            "name": name,
+            "region": region,
+            "custom_return_path": custom_return_path,
+            "open_tracking": open_tracking,
+            "click_tracking": click_tracking,
+            "tls": tls,
+            "capabilities": capabilities,
+            "tracking_subdomain": tracking_subdomain,
+        }
+    )
+    canonical = values.name
     if (
         find_domain_by_name(spool, team_id, canonical) is not None
         or verified_owner(spool, canonical) is not None
     ):
         raise _registered_already(canonical)  # before spending a key generation on it
-    domain = await new_domain_record(
-        spool,
-        config,
-        team_id,
-        canonical,
-        region=region_name,
-        custom_return_path=return_path,
-        open_tracking=opens,
-        click_tracking=clicks,
-        tls=tls_mode,
-        capabilities=capability_states,
-        tracking_subdomain=tracking_label,
-    )
+    domain = await new_domain_record(spool, config, team_id, **dataclasses.asdict(values))
     domain_id = domain.id
     batch = _core.WriteBatch()
     index_owners(spool, batch)
-    DOMAIN_NAMES.insert(batch, _name_key(team_id, canonical), DomainNameEntry(domain_id))
+    DOMAIN_NAMES.insert(batch, name_key(team_id, canonical), DomainNameEntry(domain_id))
     DOMAINS.put(batch, domain_key(team_id, domain_id), domain)
     try:
         await spool.commit(batch)
@@ -414,7 +436,7 @@ async def save_domain(spool: Spool, domain: DomainRecord) -> None:
     itself rather than from DNS (the sandbox's own, verified by construction)."""
     async with lock_for(domain_key(domain.team_id, domain.id)):
         batch = _core.WriteBatch()
-        DOMAIN_NAMES.put(batch, _name_key(domain.team_id, domain.name), DomainNameEntry(domain.id))
+        DOMAIN_NAMES.put(batch, name_key(domain.team_id, domain.name), DomainNameEntry(domain.id))
         DOMAINS.put(batch, domain_key(domain.team_id, domain.id), domain)
         await spool.commit(batch)
 
@@ -464,7 +486,7 @@ async def delete_domain(spool: Spool, team_id: str, domain_id: str) -> DomainRec
         domain = get_domain(spool, team_id, domain_id)
         batch = _core.WriteBatch()
         DOMAINS.delete(batch, domain_key(team_id, domain_id))
-        DOMAIN_NAMES.delete(batch, _name_key(team_id, domain.name))
+        DOMAIN_NAMES.delete(batch, name_key(team_id, domain.name))
         for key in (owner_key(domain.name), _legacyowner_key(domain.name)):
             if DOMAIN_OWNERS.get(spool, key) == DomainOwner(team_id, domain_id):
                 DOMAIN_OWNERS.delete(batch, key)

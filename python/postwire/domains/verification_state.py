@@ -6,7 +6,9 @@
 `verified/<name>` in the commit that makes it verified, so two verifying at once cannot both win.
 Every other team's domain of that name is then `failed`, with a `failure_reason` and a
 `domain.updated` webhook event (`drop_other_claims`), and stays failed whatever it asks. Any
-change of a domain's status adds a `domain.updated` event in the commit that makes it.
+change of a domain's status adds a `domain.updated` event in the commit that makes it. A name
+changes hands otherwise only through a claim proven in DNS (`take_over_name`, for
+`domains.claims`).
 
 Finding the other teams' domains of a name reads every domain: this is the rare event of a
 name changing hands, not worth an index of names across teams. A domain missed there (the
@@ -189,3 +191,40 @@ async def drop_other_claims(spool: Spool, config: Config, winner: DomainRecord) 
             dropped += 1
             log.info("domain %s: verified by another team, this team's claim dropped", domain.name)
     return dropped
+
+
+def name_lock_key(name: str) -> str:
+    """The record lock a change of `name`'s owner holds (`Spool.record_lock`)."""
+    return f"domains/{owner_key(name)}"
+
+
+async def take_over_name(
+    spool: Spool, config: Config, claimer: DomainOwner, name: str
+) -> DomainOwner | None:
+    """Make the claimer's domain the owner of `name` (a claim proven in DNS), in one commit;
+    the owner it took the name from, if any. The caller holds `name_lock_key(name)`, so two
+    claims of one name, in any processes, never both read the old owner.
+
+    The previous owner's domain becomes `failed`, with a `failure_reason` and a
+    `domain.updated` event, and stays so: its own checks now find the name taken. It keeps its
+    DKIM key and the mail it accepted before (docs/api.md, "Domain claims").
+    """
+    previous = verified_owner(spool, name)
+    batch = _core.WriteBatch()
+    index_owners(spool, batch)
+    DOMAIN_OWNERS.put(batch, owner_key(name), claimer)
+    if previous is None or previous == claimer:
+        await spool.commit(batch)
+        return None
+    async with lock_for(domain_key(previous.team_id, previous.domain_id)):
+        old = load_domain(spool, previous.team_id, previous.domain_id)
+        if old is not None:
+            reason = (
+                f"Another team proved in DNS that it holds {name} and took it over: this "
+                "domain cannot be verified or send mail any more. Delete it."
+            )
+            taken = dataclasses.replace(old, status="failed", failure_reason=reason)
+            _put_with_event(batch, old, taken, config, spool.clock_ms())
+        await spool.commit(batch)
+    log.info("domain %s: taken over by a claim proven in DNS", name)
+    return previous
