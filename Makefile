@@ -13,14 +13,20 @@ help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 $(BIN)/python:
+	@echo "==> setup 1/3: a virtualenv in $(VENV)"
 	$(PYTHON) -m venv $(VENV)
+	@echo "==> setup 2/3: pip and the build tools (maturin)"
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "maturin==1.16.0" setuptools wheel
 
-# The editable install builds the Rust extension in release mode through maturin.
+# The editable install builds the Rust extension in release mode through maturin. Not --quiet:
+# pip names each dependency it fetches, and says "still running" while the extension builds.
 $(INSTALLED): $(BIN)/python pyproject.toml $(RUST_SRC)
-	$(BIN)/pip install --quiet --no-build-isolation -e '.[dev]'
+	@echo "==> setup 3/3: Postwire's Python dependencies, then its Rust extension (a release"
+	@echo "    build of the core: about 3 minutes on 2 cores the first time, less after a change)"
+	$(BIN)/pip install --no-build-isolation -e '.[dev]'
 	touch $@
+	@echo "==> setup done: $(BIN)/postwire"
 
 setup: $(INSTALLED)  ## create the virtualenv, build the extension (release), install
 

@@ -23,6 +23,7 @@ import dataclasses
 import logging
 import math
 import os
+import shlex
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -319,16 +320,21 @@ def _create_data_dir(config: Config) -> None:
 
 
 def _log_ready(config: Config, spool: Spool) -> None:
+    from postwire.cli import command_as_run
+
+    # Commands a person can paste as they are: the `postwire` this serve was run as.
+    postwire = command_as_run()
     if config.config_file is None:
         log.info("configuration: embedded default (no --config, POSTWIRE_CONFIG or config file)")
         # Its data is ./postwire-data: other commands find it only from the same directory.
-        where = f"(in {config.data_dir.parent})"
-        key_command = f"postwire keys create --name NAME {where}"
-        user_command = f"postwire users create --email EMAIL {where}"
+        where = f" (in {config.data_dir.parent})"
+        options = ""
     else:
         log.info("configuration: %s", config.config_file)
-        key_command = f"postwire keys create --name NAME --config {config.config_file}"
-        user_command = f"postwire users create --email EMAIL --config {config.config_file}"
+        where = ""
+        options = f" --config {shlex.quote(str(config.config_file))}"
+    key_command = f"{postwire} keys create --name my-key{options}"
+    user_command = f"{postwire} users create --email you@example.com{options}"
     log.info("data directory: %s", config.data_dir)
     log.info("spool: %s (map size %s)", config.data_dir / "spool", _gib(config.spool.map_size))
     for warning in _setup_warnings(config, spool):
@@ -336,10 +342,11 @@ def _log_ready(config: Config, spool: Spool) -> None:
     processes = process_count(config)
     extra = f", {processes} processes" if processes > 1 else ""
     log.info("postwire is ready (pid %d%s)", os.getpid(), extra)
-    log.info("to get an API key, run: %s", key_command)
+    log.info("to get an API key, run%s: %s", where, key_command)
     log.info(
-        "dashboard: %s; to make its first user, run: %s", config.dashboard.public_url, user_command
-    )
+        "dashboard: %s; to make its first user, run%s: %s",
+        config.dashboard.public_url, where, user_command,
+    )  # fmt: skip
 
 
 def _gib(size: int) -> str:

@@ -368,6 +368,28 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     return [exc]
 
 
+def command_as_run(argv0: str | None = None) -> str:
+    """`postwire` as a person runs it again in this shell, for the commands the log suggests:
+    `postwire` when that is the one on PATH, else the path it was run as (`.venv/bin/postwire`
+    from `make serve`), or `python -m postwire` with this interpreter."""
+    import os
+    import shlex
+    import shutil
+
+    script = Path(sys.argv[0] if argv0 is None else argv0)
+    if script.name == "__main__.py":
+        python = os.path.relpath(sys.executable) if _under_cwd(sys.executable) else sys.executable
+        return f"{shlex.quote(python)} -m postwire"
+    found = shutil.which(script.name)
+    if found is not None and Path(found).resolve() == script.resolve():
+        return script.name
+    return shlex.quote(str(script))
+
+
+def _under_cwd(path: str) -> bool:
+    return Path(path).absolute().is_relative_to(Path.cwd())
+
+
 def configure_logging(process: str | None = None, *, json_lines: bool = False) -> None:
     """INFO and above to stderr, one line per record (a JSON object with `json_lines`, see
     `log_format`); `process` names a worker process. Calling it again replaces the format."""

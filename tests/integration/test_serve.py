@@ -38,11 +38,14 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 class ServeProcess:
-    """A `python -m postwire ...` child whose stderr is read line by line on a thread."""
+    """A `python -m postwire ...` child (or `command ...`) whose stderr is read line by line
+    on a thread."""
 
-    def __init__(self, args: list[str], cwd: Path, env: dict[str, str]) -> None:
+    def __init__(
+        self, args: list[str], cwd: Path, env: dict[str, str], command: list[str] | None = None
+    ) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "postwire", *args],
+            [*(command or [sys.executable, "-m", "postwire"]), *args],
             cwd=cwd,
             env=env,
             stdout=subprocess.PIPE,
@@ -132,7 +135,7 @@ def test_serve_with_config_stops_cleanly_on_signal(
     serve = ServeProcess(["serve", "--config", str(config)], tmp_path, clean_env())
     processes.append(serve)
     serve.wait_for(READY)
-    serve.wait_for("postwire keys create --name NAME --config")
+    serve.wait_for(f"-m postwire keys create --name my-key --config {config}")
     assert str(tmp_path / "data") in serve.stderr  # it says where data lives
     assert (tmp_path / "data" / "spool").is_dir()
 
@@ -149,7 +152,7 @@ def test_serve_embedded_default_creates_postwire_data(
     serve = ServeProcess(["serve"], tmp_path, clean_env(**EPHEMERAL_LISTENERS))
     processes.append(serve)
     serve.wait_for(READY)
-    serve.wait_for("postwire keys create --name NAME")
+    serve.wait_for("-m postwire keys create --name my-key")
     assert "embedded default" in serve.stderr
     assert serve.stop(signum) == 0, serve.stderr
     assert (tmp_path / "postwire-data" / "spool").is_dir()
