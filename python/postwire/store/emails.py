@@ -162,12 +162,12 @@ async def cancel_email(spool: Spool, record: EmailRecord, now_ms: int) -> EmailR
     _require_scheduled(record, "canceled")
     batch = WriteBatch()
     batch.remove(record.id, now_ms)
-    return await _change_scheduled(spool, batch, replace(record, last_event="canceled"), "canceled")
-
-
     # Its delivery record goes with the message: no delivery will end it, and the operator's
     # queue lists delivery records (`store.deliveries` imports this module, hence the name).
     batch.delete("deliveries", record.id.encode())
+    return await _change_scheduled(spool, batch, replace(record, last_event="canceled"), "canceled")
+
+
 # Set in `email_index` once every email record has its index entries.
 # v2: recipient entries were added, so stores indexed before them are indexed once more.
 _INDEXED_MARK: Final = b"indexed/v2"
