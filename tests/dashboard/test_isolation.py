@@ -247,8 +247,9 @@ def populate(team: Team, world_server: DashboardServer, api: httpx.Client, **kw:
 
 
 def populate_audience(team: Team, api: httpx.Client, bearer: dict[str, str]) -> None:
-    """A contact property, topic, segment, contact, draft broadcast and finished CSV import of
-    `team`, through the REST API: their ids fill the audience and broadcast pages' routes."""
+    """A contact property, topic, segment, contact, draft broadcast, template and finished CSV
+    import of `team`, through the REST API: their ids fill the audience, broadcast and template
+    pages' routes."""
 
     def created(path: str, body: dict[str, Any]) -> str:
         answer = api.post(path, headers=bearer, json=body)
@@ -281,6 +282,9 @@ def populate_audience(team: Team, api: httpx.Client, bearer: dict[str, str]) -> 
             "html": "<p>Hello</p>",
             "name": f"{team.name} draft",
         },
+    )
+    team.ids["template_id"] = created(
+        "/templates", {"name": f"{team.name} template", "html": f"<p>{team.subject}</p>"}
     )
     imported = api.post(
         "/contacts/imports",
