@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from tests.chromium import launched_chromium
 from tests.e2e.sdk_parity import World, live_world, team_client, verify_domain
 
 PDF = b"%PDF-1.4 quarterly numbers\n" * 40
@@ -228,3 +229,35 @@ def test_share_refuses_other_teams(world: World) -> None:
         assert owner.post(f"/emails/{email_id}/share").status_code == 200
         unknown = owner.post("/emails/0190a5a0-0000-7000-8000-000000000000/share")
         assert unknown.status_code == 404
+
+
+def test_a_shared_email_runs_nothing_in_a_browser(world: World) -> None:
+    """Debian's chromium opens a shared link: the email is shown, its script never runs, and the
+    page cannot read the cookies of the API's origin (its CSP sandbox makes it an opaque one)."""
+    with team_client(world.server, "share-browser") as api:
+        verify_domain(api, world.dns, "share-browser.test")
+        email_id = scheduled_email(
+            api,
+            "share-browser.test",
+            html='<p id="shown">Quarterly numbers</p>'
+            '<script>document.body.dataset.ran = "yes"; parent.document.title = "pwned"</script>'
+            '<img src="x" onerror="document.body.dataset.ran = \'yes\'">',
+        )
+        url = api.post(f"/emails/{email_id}/share").json()["url"]
+    with launched_chromium() as browser:
+        context = browser.new_context()
+        context.add_cookies(
+            [{"name": "api_session", "value": "secret", "url": world.server.base_url}]
+        )
+        page = context.new_page()
+        page.goto(world.server.base_url + public_path(url))
+        frame = page.frame_locator("iframe")
+        assert frame.locator("#shown").inner_text() == "Quarterly numbers"
+        assert page.title() == "Quarterly report"
+        body = page.frames[1].evaluate("document.body.dataset.ran || null")
+        assert body is None
+        cookie = page.evaluate(
+            "() => { try { return document.cookie } catch (e) { return 'blocked' } }"
+        )
+        assert cookie in ("blocked", "")
+        context.close()
