@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from playwright.sync_api import Browser
+import httpx
+from playwright.sync_api import Browser, Page
 
 from tests.dashboard.conftest import PAGE_TIMEOUT_MS, DashboardServer, log_in
+from tests.dashboard.page_problems import watch_problems
 from tests.dashboard.test_settings_pages import create_key_in_page
 from tests.e2e.conftest import write_config
 from tests.ports import free_port
@@ -49,3 +52,35 @@ def team_with_key(
         return create_key_in_page(page, server, f"{team} tests")
     finally:
         profile.close()
+
+
+@dataclass(frozen=True)
+class TeamOnServer:
+    server: DashboardServer
+    api: httpx.Client  # the REST API with a full-access key of the team
+
+
+@contextmanager
+def team_on_dashboard(
+    browser: Browser, directory: Path, email: str, password: str, team: str
+) -> Iterator[TeamOnServer]:
+    """A server (`running_dashboard`) with a `team` whose owner is `email`, and a REST client
+    of that team."""
+    with running_dashboard(directory) as server:
+        token = team_with_key(browser, server, email, password, team)
+        with httpx.Client(
+            base_url=server.base_url, headers={"Authorization": f"Bearer {token}"}, timeout=30
+        ) as client:
+            yield TeamOnServer(server, client)
+
+
+@contextmanager
+def signed_in_cleanly(
+    page: Page, server: DashboardServer, email: str, password: str
+) -> Iterator[Page]:
+    """`page` signed in as `email`; the block must end with no script error and nothing the
+    page's policy refused (`watch_problems`)."""
+    problems = watch_problems(page)
+    log_in(page, server, email, password)
+    yield page
+    assert problems == []

@@ -13,9 +13,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect
 
-from tests.dashboard.conftest import DashboardServer, log_in
-from tests.dashboard.module_server import running_dashboard, team_with_key
-from tests.dashboard.page_problems import watch_problems
+from tests.dashboard.module_server import TeamOnServer, signed_in_cleanly, team_on_dashboard
 from tests.dashboard.screenshots import screenshot
 
 OWNER = "owner@refusals-example.test"
@@ -25,28 +23,16 @@ SAVE_TIMEOUT_MS = 10_000
 
 
 @pytest.fixture(scope="module")
-def server(browser: Browser, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DashboardServer]:
-    with running_dashboard(tmp_path_factory.mktemp("editor-refusals")) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def api(browser: Browser, server: DashboardServer) -> Iterator[httpx.Client]:
-    token = team_with_key(browser, server, OWNER, PASSWORD, "Refusals")
-    with httpx.Client(
-        base_url=server.base_url, headers={"Authorization": f"Bearer {token}"}, timeout=30
-    ) as client:
-        yield client
+def world(browser: Browser, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TeamOnServer]:
+    directory = tmp_path_factory.mktemp("editor-refusals")
+    with team_on_dashboard(browser, directory, OWNER, PASSWORD, "Refusals") as team:
+        yield team
 
 
 @pytest.fixture
-def signed_in(server: DashboardServer, page: Page) -> Iterator[Page]:
-    """The owner signed in; the test ends with no script error and nothing the page's policy
-    refused (chromium reports a CSP violation as a console error)."""
-    problems = watch_problems(page)
-    log_in(page, server, OWNER, PASSWORD)
-    yield page
-    assert problems == []
+def signed_in(world: TeamOnServer, page: Page) -> Iterator[Page]:
+    with signed_in_cleanly(page, world.server, OWNER, PASSWORD) as signed:
+        yield signed
 
 
 def new_broadcast(api: httpx.Client, subject: str) -> str:
@@ -70,8 +56,9 @@ def described_by(control: Locator) -> str:
 
 
 def test_a_refused_field_is_marked_where_it_is_and_the_other_edits_are_saved(
-    server: DashboardServer, api: httpx.Client, signed_in: Page
+    world: TeamOnServer, signed_in: Page
 ) -> None:
+    server, api = world.server, world.api
     page = signed_in
     broadcast_id = new_broadcast(api, "Before")
     page.goto(server.url(f"/broadcasts/{broadcast_id}/edit"))
@@ -133,10 +120,11 @@ def test_a_refused_field_is_marked_where_it_is_and_the_other_edits_are_saved(
 
 
 def test_a_refused_document_style_is_named_above_the_blocks(
-    server: DashboardServer, api: httpx.Client, signed_in: Page
+    world: TeamOnServer, signed_in: Page
 ) -> None:
     """A save whose only change is refused commits nothing; the preview still says it is
     older than the editor."""
+    server, api = world.server, world.api
     page = signed_in
     broadcast_id = new_broadcast(api, "Only a bad link")
     page.goto(server.url(f"/broadcasts/{broadcast_id}/edit"))

@@ -5,18 +5,25 @@
     GET  /contacts/imports/<import_id>             a draft's mapping step, or a job's progress
                                                    and refused rows
     POST /contacts/imports/<import_id>             start a draft with the mapping chosen
+                                                   (creating the new properties it names)
+    POST /contacts/imports/<import_id>/format      read a draft again with another separator
+                                                   or encoding
     POST /contacts/imports/<import_id>/discard     drop a draft and its file
     GET  /contacts/imports/<import_id>/progress    the job's counts as JSON, for the page's script
     GET  /contacts/imports/<import_id>/errors.csv  the refused rows kept, as a CSV download
 
 The file goes into the spool as the API's uploads do (`audiences.import_uploads`), up to the
-API's 50 MB, and the job is the API's, run by `audiences.imports`.
+API's 50 MB, and the job is the API's, run by `audiences.imports`. Its separator and encoding
+are detected at upload (`audiences.csv_format`) and shown for a person to change. A column
+can become a new contact property, created by the properties API's own `create_property`.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import re
+from dataclasses import replace
 from typing import Any, Final
 
 from quart import Blueprint, Response, g, redirect, render_template, request
@@ -25,13 +32,22 @@ from werkzeug.exceptions import NotFound
 
 from postwire import _core
 from postwire._core import WriteBatch
+from postwire.audiences.csv_format import ENCODINGS, SEPARATORS, CsvFormat, parse_format
 from postwire.audiences.csv_rows import (
     CONTACT_FIELDS,
+    MAX_RECORD_BYTES,
     PROPERTY_PREFIX,
     CsvRecord,
     target_named_like,
 )
-from postwire.audiences.import_uploads import MAX_FILE_BYTES, ImportUpload, import_job
+from postwire.audiences.import_uploads import (
+    MAX_FILE_BYTES,
+    ImportUpload,
+    file_header,
+    import_job,
+    sample_rows,
+)
+from postwire.audiences.properties import create_property
 from postwire.audiences.records import is_record_id
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.pages.contacts import team_segments, team_topics
@@ -50,6 +66,11 @@ ERRORS_SHOWN: Final = 100
 READ_CHUNK: Final = 1024 * 1024
 IGNORED: Final = "ignore"
 COLUMN_FIELD: Final = "column."
+# A column mapped to a property made for it: `new.string` or `new.number`, its key in the
+# `new_key.<column index>` field.
+NEW_PROPERTY: Final = "new."
+NEW_KEY_FIELD: Final = "new_key."
+NEW_PROPERTY_WORDS: Final = {"string": "New text property", "number": "New number property"}
 TOPIC_FIELD: Final = "topic."
 FIELD_WORDS: Final = {
     "email": "Email address",
@@ -95,6 +116,12 @@ def progress_json(record: store.ImportRecord) -> dict[str, Any]:
         "failure": record.failure,
         "completed_at": record.completed_at,
     }
+
+
+def suggested_key(column: str, index: int) -> str:
+    """A contact property key made from a column's name (`Plan type` -> `plan_type`)."""
+    key = re.sub(r"[^A-Za-z0-9_]+", "_", column.strip().lower()).strip("_")[:50]
+    return key or f"column_{index + 1}"
 
 
 def spreadsheet_safe(cell: str) -> str:
@@ -157,7 +184,8 @@ def routes(ctx: DashboardContext) -> Blueprint:
         try:
             while chunk := file.stream.read(READ_CHUNK):
                 await upload.write(chunk)
-            header = upload.header()
+            detected = upload.detected_format()
+            header = upload.header(detected.format)
             draft = store.ImportDraft(
                 id=upload.import_id,
                 team_id=upload.team_id,
@@ -167,7 +195,10 @@ def routes(ctx: DashboardContext) -> Blueprint:
                 file_size=upload.size,
                 header=header.cells,
                 header_end=header.end,
-                sample=upload.sample_rows(SAMPLE_ROWS),
+                sample=upload.sample_rows(SAMPLE_ROWS, detected.format),
+                separator=detected.format.separator,
+                encoding=detected.format.encoding,
+                format_sure=detected.sure,
             )
             batch = WriteBatch()
             upload.finish(batch)
@@ -205,11 +236,16 @@ def routes(ctx: DashboardContext) -> Blueprint:
         targets = [(field, words) for field, words in FIELD_WORDS.items()]
         targets += [(PROPERTY_PREFIX + key, f"Property {key} ({prop.type})")
                     for key, prop in properties.items()]  # fmt: skip
+        targets += [(NEW_PROPERTY + kind, words) for kind, words in NEW_PROPERTY_WORDS.items()]
         return await render_template(
             "contact_import_map.html",
             draft=draft,
             guesses=guesses,
             targets=targets,
+            new_keys=[suggested_key(column, i) for i, column in enumerate(draft.header)],
+            new_key_field=NEW_KEY_FIELD,
+            separators=SEPARATORS,
+            encodings=ENCODINGS,
             segments=team_segments(spool, draft.team_id),
             topics=team_topics(spool, draft.team_id),
             column_field=COLUMN_FIELD,
@@ -217,20 +253,33 @@ def routes(ctx: DashboardContext) -> Blueprint:
             ignored=IGNORED,
         )
 
+    async def started(import_id: str) -> Redirect:
+        """What a form of a draft that is a job by now leads to."""
+        team_job(import_id)  # another team's id, or none: a 404
+        return await done("This import has already started.", f"/contacts/imports/{import_id}")
+
     @bp.post("/contacts/imports/<import_id>")
     async def start(import_id: str) -> Redirect:
         draft = team_draft(import_id)
         if draft is None:
-            team_job(import_id)  # another team's id, or none: a 404
-            return await done("This import has already started.", f"/contacts/imports/{import_id}")
+            return await started(import_id)
         back = f"/contacts/imports/{draft.id}"
         form = await request.form
         targets: dict[str, tuple[str, str | None]] = {}
+        new_properties: dict[str, str] = {}  # key -> type, made before the job is queued
         for index, column in enumerate(draft.header):
             target = form.get(f"{COLUMN_FIELD}{index}", IGNORED)
             if target == IGNORED:
                 continue
-            if target not in CONTACT_FIELDS and not target.startswith(PROPERTY_PREFIX):
+            if (
+                target.startswith(NEW_PROPERTY)
+                and target[len(NEW_PROPERTY) :] in NEW_PROPERTY_WORDS
+            ):
+                key = form.get(f"{NEW_KEY_FIELD}{index}", "").strip()
+                key = key or suggested_key(column, index)
+                new_properties[key] = target.removeprefix(NEW_PROPERTY)
+                target = PROPERTY_PREFIX + key
+            elif target not in CONTACT_FIELDS and not target.startswith(PROPERTY_PREFIX):
                 return await refused(
                     validation_error(f"Column {column!r}: choose what it holds."), back
                 )
@@ -251,11 +300,12 @@ def routes(ctx: DashboardContext) -> Blueprint:
             if team_draft(draft.id) is None:
                 return await done("This import has already started.", back)
             try:
+                await create_properties(draft.team_id, new_properties)
                 record = import_job(
                     spool, draft.team_id, draft.id, header, draft.file_size,
                     targets=targets, on_conflict=form.get("on_conflict") or None,
                     segments=form.getlist("segments"), topics=topics, now=ctx.now(),
-                    by_name=False,
+                    by_name=False, fmt=CsvFormat(draft.separator, draft.encoding),
                 )  # fmt: skip
             except ApiError as error:
                 return await refused(error, back)
@@ -263,6 +313,52 @@ def routes(ctx: DashboardContext) -> Blueprint:
             store.start_draft(batch, draft, record)
             await spool.commit(batch)
         return await done("The import has started.", back)
+
+    async def create_properties(team: str, wanted: dict[str, str]) -> None:
+        """Create the properties of `wanted` (key -> type) as the properties API does; one that
+        exists with that type already (made by an earlier try of this mapping) is used."""
+        existing = team_properties(spool, team)
+        for key, kind in wanted.items():
+            if key in existing and existing[key].type == kind:
+                continue
+            if key in existing:
+                raise validation_error(
+                    f"The contact property `{key}` exists already and holds a "
+                    f"{existing[key].type}: choose it in the list, or give the new property "
+                    "another key."
+                )
+            await create_property(spool, team, {"key": key, "type": kind}, ctx.now())
+
+    @bp.post("/contacts/imports/<import_id>/format")
+    async def change_format(import_id: str) -> Redirect:
+        """Read the draft's header and first rows again in the separator and encoding chosen."""
+        draft = team_draft(import_id)
+        if draft is None:
+            return await started(import_id)
+        back = f"/contacts/imports/{draft.id}"
+        form = await request.form
+        fmt = parse_format(form.get("separator"), form.get("encoding"))
+        if fmt is None:
+            return await refused(validation_error("Choose a separator and an encoding."), back)
+        head = store.read_file(spool, draft.id, 0, MAX_RECORD_BYTES)
+        at_eof = len(head) >= draft.file_size
+        try:
+            header = file_header(head, at_eof=at_eof, fmt=fmt)
+            sample = sample_rows(head, SAMPLE_ROWS, at_eof=at_eof, fmt=fmt)
+        except ApiError as error:
+            return await refused(error, back)
+        async with spool.record_lock(store.draft_key(draft.team_id, draft.id)):
+            if team_draft(draft.id) is None:
+                return await done("This import has already started.", back)
+            batch = WriteBatch()
+            store.put_draft(batch, replace(
+                draft, header=header.cells, header_end=header.end, sample=sample,
+                separator=fmt.separator, encoding=fmt.encoding, format_sure=True,
+            ))  # fmt: skip
+            await spool.commit(batch)
+        separator = SEPARATORS[fmt.separator].split(" ")[0].lower()
+        message = f"The file is read again as {ENCODINGS[fmt.encoding]}, {separator}-separated."
+        return await done(message, back)
 
     @bp.post("/contacts/imports/<import_id>/discard")
     async def discard(import_id: str) -> Redirect:
