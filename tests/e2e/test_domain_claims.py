@@ -44,10 +44,10 @@ def check_claim(claim: dict[str, Any], name: str) -> None:
     assert claim["created_at"].endswith("+00") and claim["expires_at"] > claim["created_at"]
 
 
-def send(api: Any, domain: str) -> int:
+def send(api: Any, domain: str) -> Any:
     body = {"from": f"a@{domain}", "to": "b@example.org", "subject": "s", "text": "t",
             "scheduled_at": "in 1 hour"}  # fmt: skip
-    return int(api.post("/emails", json=body).status_code)
+    return api.post("/emails", json=body)
 
 
 def test_a_claim_proven_in_dns_takes_the_domain_over(world: World) -> None:
@@ -57,7 +57,8 @@ def test_a_claim_proven_in_dns_takes_the_domain_over(world: World) -> None:
         team_client(world.server, "claim-new") as new,
     ):
         held = verify_domain(old, world.dns, name)
-        assert send(old, name) == 200
+        accepted = send(old, name)
+        assert accepted.status_code == 200
         # Node's body: every option, snake_case.
         started = new.post(
             "/domains/claim",
@@ -90,14 +91,17 @@ def test_a_claim_proven_in_dns_takes_the_domain_over(world: World) -> None:
         # The previous owner lost it: failed, said why, and it sends no more.
         lost = old.get(f"/domains/{held['id']}").json()
         assert lost["status"] == "failed" and "took it over" in lost["failure_reason"]
-        assert send(old, name) == 403
+        assert send(old, name).status_code == 403
+        # Mail it accepted before is kept, as accepted.
+        before = old.get(f"/emails/{accepted.json()['id']}").json()
+        assert before["last_event"] == "scheduled"
         assert old.post(f"/domains/{held['id']}/verify").status_code == 200
         assert old.get(f"/domains/{held['id']}").json()["status"] == "failed"
         # The new owner verifies its own records like any domain, then sends.
         # (publishing replaces the previous owner's records at the same names)
         publish_records(world.dns, new.get(f"/domains/{claim['domain_id']}").json())
         verified = wait_for_domain(new, claim["domain_id"], "verified")
-        assert verified["status"] == "verified" and send(new, name) == 200
+        assert verified["status"] == "verified" and send(new, name).status_code == 200
         # Nobody else may add the name now.
         refused = old.post("/domains", json={"name": name})
         assert refused.status_code == 403 and refused.json()["name"] == "validation_error"
