@@ -295,9 +295,6 @@ class SuppressionObject(TypedDict):
     created_at: str
 
 
-# --- webhooks ----------------------------------------------------------------------------------
-
-
 class AddSuppressionsBody(TypedDict):
     emails: list[str]  # 1 to 100
 
@@ -322,6 +319,9 @@ class AddedSuppressions(TypedDict):
 
 class RemovedSuppressions(TypedDict):
     data: list[RemovedSuppression]
+
+
+# --- webhooks ----------------------------------------------------------------------------------
 
 
 class CreateWebhookBody(TypedDict):
