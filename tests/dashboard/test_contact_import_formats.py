@@ -7,7 +7,9 @@ property holds become new contact properties, of the type chosen on the mapping 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
+import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
@@ -15,6 +17,7 @@ from tests.dashboard.conftest import DashboardServer
 from tests.dashboard.module_server import TeamOnServer, signed_in_cleanly, team_on_dashboard
 from tests.dashboard.screenshots import screenshot
 from tests.dashboard.test_audience_pages import check_accessible, submit
+from tests.e2e.conftest import wait_until
 
 OWNER = "owner@formats.example"
 PASSWORD = "correct horse battery staple 13"
@@ -124,3 +127,36 @@ def test_tabs_are_detected(world: TeamOnServer, signed_in: Page) -> None:
     expect(page.locator("#format-unsure")).to_have_count(0)
     assert header_cells(page) == ["email", "first_name"]
     expect(page.locator(".csv-preview tbody tr").first).to_contain_text("Bo, Jr.; the 2nd")
+
+
+def finished_import(api: httpx.Client, import_id: str) -> dict[str, Any]:
+    def done() -> bool:
+        return api.get(f"/contacts/imports/{import_id}").json()["status"] in ("completed", "failed")
+
+    wait_until(done, f"contact import {import_id} finished")
+    found: dict[str, Any] = api.get(f"/contacts/imports/{import_id}").json()
+    return found
+
+
+def test_the_api_detects_the_format_and_takes_one_chosen(world: TeamOnServer) -> None:
+    """The REST import reads the same files: detected, or as its `separator` and `encoding`
+    fields say."""
+    api = world.api
+    file = ("email;first_name\r\nzoe@example.fr;Zoé\r\n").encode("cp1252")
+    made = api.post("/contacts/imports", files={"file": ("zoe.csv", file, "text/csv")})
+    assert made.status_code == 201, made.text
+    job = finished_import(api, made.json()["id"])
+    assert job["status"] == "completed" and job["counts"]["created"] == 1, job
+    assert api.get("/contacts/zoe@example.fr").json()["first_name"] == "Zoé"
+
+    # One column by any separator: the encoding given is used as given.
+    file = "email\r\nlea@example.fr\r\n".encode("cp1252")
+    fields = {"separator": "tab", "encoding": "windows-1252"}
+    made = api.post("/contacts/imports", data=fields, files={"file": ("l.csv", file, "text/csv")})
+    assert made.status_code == 201, made.text
+    assert finished_import(api, made.json()["id"])["counts"]["created"] == 1
+
+    refused = api.post(
+        "/contacts/imports", data={"separator": "|"}, files={"file": ("x.csv", file, "text/csv")}
+    )
+    assert refused.status_code == 422 and "`separator`" in refused.json()["message"]
