@@ -71,8 +71,7 @@ async def test_a_contact_is_found_by_id_or_any_case_of_its_address(spool: Spool)
         "created_at": "2026-11-25T10:00:00.123Z",
         "updated_at": "2026-11-25T10:00:00.123Z",
         "email": "Ada@Example.com",
-        "first_name": "Ada",
-        "last_name": None,
+        "first_name": "Ada",  # no last_name: optional in the Node SDK's types, not nullable
         "unsubscribed": False,
     }
     assert len(OUTBOX.scan(spool)) == 1

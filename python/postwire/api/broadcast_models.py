@@ -6,7 +6,7 @@ from typing import Annotated, Literal, NotRequired, TypedDict
 
 from postwire.api.models import DeletedReference, IdOnly, ListBody, Reference
 from postwire.api.operation import PAGE_QUERY, Operation
-from postwire.api.wire_values import BlankIsAbsent
+from postwire.api.request_rules import BlankIsAbsent
 
 BroadcastStatus = Literal["draft", "scheduled", "queued", "sending", "sent", "canceled"]
 

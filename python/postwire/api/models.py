@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
-from postwire.api.wire_values import BlankIsAbsent
+from postwire.api.request_rules import BlankIsAbsent
 from postwire.store.deliveries import DeliveryAttempt
 
 # --- shared ------------------------------------------------------------------------------------

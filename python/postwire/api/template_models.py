@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from postwire.api import models
 from postwire.api.operation import PAGE_QUERY, Operation
-from postwire.api.wire_values import BlankIsAbsent
+from postwire.api.request_rules import BlankIsAbsent
 
 VariableType = Literal["string", "number", "boolean", "object", "list"]
 TemplateStatus = Literal["draft", "published"]

@@ -6,9 +6,9 @@ handler has to know how one SDK or another spells a value:
 
 - An enum value (a `Literal` of strings) is matched whatever its case and stored in the
   contract's: the Java SDK sends some enums by their constant names (`"tls": "ENFORCED"`).
-- A field declared `Annotated[str, BlankIsAbsent(...)]` given as `""` is a field not given:
-  the Go SDK sends every string field it has no `omitempty` for, `""` when unset
-  (`"subject": ""` beside a `template` that supplies the subject; `"name": ""` and
+- A field declared `Annotated[str, BlankIsAbsent(...)]` (`request_rules`) given as `""` is
+  a field not given: the Go SDK sends every string field it has no `omitempty` for, `""` when
+  unset (`"subject": ""` beside a `template` that supplies the subject; `"name": ""` and
   `"html": ""` in a template update that changes neither).
 
 Values of any other shape are left as they are, for the handlers' own checks to refuse.
@@ -20,18 +20,11 @@ import functools
 import re
 import types
 import typing
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_args, get_origin
 
+from postwire.api.openapi import OPERATIONS
 from postwire.api.operation import Operation
-
-
-@dataclass(frozen=True, slots=True)
-class BlankIsAbsent:
-    """`""` in this field means the field was not given; with `when_given`, only when the
-    body also holds that field (the one that supplies a value in its place)."""
-
-    when_given: str | None = None
+from postwire.api.request_rules import BlankIsAbsent
 
 
 def request_type_of(method: str, rule: str | None) -> tuple[type | None, bool]:
@@ -64,8 +57,6 @@ def normalize_body(body: Any, request_type: type | None, *, array: bool = False)
 
 @functools.cache
 def _operations() -> dict[tuple[str, str], Operation]:
-    from postwire.api.openapi import OPERATIONS  # the document's table imports every model
-
     return {(op.method, op.path): op for op in OPERATIONS}
 
 
