@@ -20,7 +20,7 @@ from postwire.broadcasts.blocks.document import empty_document
 from postwire.broadcasts.messages import compile_broadcast
 from postwire.errors import ApiError
 from postwire.store.brand_kits import get_brand_kit
-from postwire.store.broadcast_documents import get_document
+from postwire.store.broadcast_documents import DocumentRecord, get_document, put_document
 from postwire.store.broadcasts import BroadcastRecord, get_broadcast, put_broadcast
 from postwire.store.spool import Spool
 
@@ -337,3 +337,19 @@ async def test_html_replaced_through_the_api_is_noticed_and_the_document_restore
     with pytest.raises(ApiError) as refused:
         await documents.restore_document(spool, TEAM, without.id, now=NOW)
     assert refused.value.status == 404
+
+
+async def test_a_block_whose_saved_version_is_refused_too_is_left_out_once(spool: Spool) -> None:
+    """A document saved under older rules may hold a block today's refuse: putting it back
+    would be refused again, so the block is left out, with one refusal."""
+    record = await a_broadcast(spool)
+    old = a_document()
+    old["blocks"][2]["url"] = "https://old rules.test/"
+    batch = WriteBatch()
+    put_document(batch, DocumentRecord(TEAM, record.id, old, 1, STAMP))
+    await spool.commit(batch)
+    body = {"document": old, "revision": 1}
+    saved = await documents.save_document(spool, TEAM, record.id, body, now=NOW)
+    assert [(r.block_id, r.block_field) for r in saved.refused] == [("btn", "url")]
+    kept = get_document(spool, TEAM, record.id)
+    assert kept is not None and [b["id"] for b in kept.document["blocks"]] == ["h", "p", "f"]

@@ -209,12 +209,17 @@ def _savable_document(
         try:
             document = parse_document(candidate)
         except DocumentError as error:
-            refused.append(
-                Refusal("document", str(error).replace("`", ""), error.block_id, error.field)
+            # A block refused again is its saved version (saved under older rules): it is
+            # left out instead, and its first refusal says why.
+            again = error.block_id is not None and any(
+                r.block_id == error.block_id for r in refused
             )
+            if not again:
+                message = str(error).replace("`", "")
+                refused.append(Refusal("document", message, error.block_id, error.field))
             if error.block_id is None or not isinstance(candidate, dict):
                 return None
-            previous = _find_block(saved["blocks"], error.block_id) if saved else None
+            previous = _find_block(saved["blocks"], error.block_id) if saved and not again else None
             candidate = {
                 **candidate,
                 "blocks": _with_block(candidate.get("blocks"), error.block_id, previous),
