@@ -34,10 +34,16 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 import dns.asyncbackend
 import trio
 
-from postwire.config import Config, process_count
+from postwire.config import Config, join_host_port, process_count
 from postwire.connections import raise_descriptor_limit
 from postwire.errors import ConfigError
 from postwire.services import Reloads, ServiceDeps
+from postwire.store.running_service import (
+    Claim,
+    ProcessRecord,
+    claim_data_dir,
+    serve_service_record,
+)
 from postwire.store.spool import Spool, serve_spool
 
 if TYPE_CHECKING:
@@ -185,9 +191,9 @@ async def _run_stages(
         spool: Spool = await storage.nursery.start(serve_spool, config)
         deps = ServiceDeps(spool=spool, process_index=role.index)
         shutdown.reloads = deps.reloads
+        claim: Claim | None = None
         if role.index == 0:
             from postwire.store.emails import index_earlier_emails
-            from postwire.store.running_service import claim_data_dir, serve_claim_renewal
 
             # Before any listener: a second serve on this data directory names the first.
             claim = await claim_data_dir(spool, config)
@@ -195,16 +201,19 @@ async def _run_stages(
             # before delivery or intake can change any of them.
             await index_earlier_emails(spool)
         async with shutdown.stage("processing", grace=SHUTDOWN_GRACE_SECONDS) as processing:
+            # Renewed until this process's work has stopped; its listeners join it once bound.
+            record = await processing.start(
+                partial(serve_service_record, claim=claim), config, deps
+            )
             if role.index == 0:
-                await processing.start(partial(serve_claim_renewal, claim=claim), config, deps)
                 deps = await _start_processing(processing, config, deps)
             else:
                 deps = await _start_worker_processing(processing, config, deps)
             async with shutdown.stage("intake", grace=SHUTDOWN_GRACE_SECONDS) as intake:
                 if role.index == 0:
-                    await _start_intake(intake, config, deps)
+                    await _start_intake(intake, config, deps, record)
                 else:
-                    await _start_worker_intake(intake, config, deps, role.listeners)
+                    await _start_worker_intake(intake, config, deps, role.listeners, record)
                 shutdown.ready = True
                 if role.index == 0:
                     _log_ready(config, spool)
@@ -254,12 +263,13 @@ async def _start_worker_processing(stage: Stage, config: Config, deps: ServiceDe
     return dataclasses.replace(deps, delivery=engine)
 
 
-async def _start_intake(stage: Stage, config: Config, deps: ServiceDeps) -> None:
+async def _start_intake(
+    stage: Stage, config: Config, deps: ServiceDeps, record: ProcessRecord
+) -> None:
     """Start the services that accept mail, the REST API, the dashboard and SMTP submission,
     then the worker processes, which accept from the same SMTP sockets."""
     from postwire.api.app import serve_api
     from postwire.dashboard.serve import serve_dashboard
-    from postwire.operator.presence import serve_presence, smtp_listener_addresses
     from postwire.smtp.submission import bind_submission_sockets, serve_submission
     from postwire.workers import serve_workers
 
@@ -270,26 +280,36 @@ async def _start_intake(stage: Stage, config: Config, deps: ServiceDeps) -> None
     dashboard_urls = await stage.start(serve_dashboard, config, deps)
     api_urls = await stage.start(serve_api, config, deps)
     await stage.start(partial(serve_submission, listeners=listeners), config, deps)
-    # Before the workers: the first process's presence drops the rows of earlier runs.
     addresses = {"REST API": api_urls, "dashboard": dashboard_urls}
     if config.metrics.listen:
         addresses["metrics"] = [f"http://{config.metrics.listen}"]  # as configured
-    addresses |= smtp_listener_addresses(listeners)
-    await stage.start(partial(serve_presence, listeners=addresses), config, deps)
+    await record.publish_listeners(addresses | _smtp_listener_addresses(listeners))
     if process_count(config) > 1:
         await stage.start(partial(serve_workers, listeners=listeners), config, deps)
 
 
 async def _start_worker_intake(
-    stage: Stage, config: Config, deps: ServiceDeps, listeners: Sequence[ListeningSocket]
+    stage: Stage,
+    config: Config,
+    deps: ServiceDeps,
+    listeners: Sequence[ListeningSocket],
+    record: ProcessRecord,
 ) -> None:
-    from postwire.operator.presence import serve_presence, smtp_listener_addresses
     from postwire.smtp.submission import serve_submission
 
     await stage.start(partial(_hold_sockets, listeners=listeners), config, deps)
     await stage.start(partial(serve_submission, listeners=listeners), config, deps)
-    addresses = smtp_listener_addresses(listeners)
-    await stage.start(partial(serve_presence, listeners=addresses), config, deps)
+    await record.publish_listeners(_smtp_listener_addresses(listeners))
+
+
+def _smtp_listener_addresses(listeners: Sequence[ListeningSocket]) -> dict[str, list[str]]:
+    """The SMTP listeners by kind, as bound (port 0 in the config shows the port it got)."""
+    found: dict[str, list[str]] = {}
+    for listener in listeners:
+        host, port = listener.sock.getsockname()[:2]
+        kind = "SMTP (implicit TLS)" if listener.implicit_tls else "SMTP (STARTTLS)"
+        found.setdefault(kind, []).append(join_host_port(host, port))
+    return found
 
 
 async def _hold_sockets(

@@ -4,6 +4,7 @@ is named with the config key and the environment variable that chose it."""
 
 from __future__ import annotations
 
+import json
 import signal
 import socket
 import subprocess
@@ -18,15 +19,20 @@ from tests.e2e.conftest import LiveServer, _clean_env, write_config
 from tests.ports import free_port
 
 
-def serve(config: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    """`postwire serve --config config` run to its end (a refusal ends it at once)."""
+def postwire_command(config: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`postwire ARGS --config config` run to its end."""
     return subprocess.run(
-        [sys.executable, "-m", "postwire", "serve", "--config", str(config)],
+        [sys.executable, "-m", "postwire", *args, "--config", str(config)],
         capture_output=True,
         text=True,
         timeout=60,
         env=_clean_env() | env,
     )
+
+
+def serve(config: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """`postwire serve --config config` run to its end (a refusal ends it at once)."""
+    return postwire_command(config, "serve", **env)
 
 
 def test_a_second_serve_on_one_data_dir_names_the_first(tmp_path: Path) -> None:
@@ -58,8 +64,12 @@ def test_a_second_serve_on_one_data_dir_names_the_first(tmp_path: Path) -> None:
         # The first one was left alone.
         assert httpx.get(f"{live.base_url}/emails").status_code == 401
 
-        # Killed, it leaves its claim behind; its pid no longer runs, so a new one starts at once.
+        # Killed, it leaves its claim behind; its pid no longer runs, so `postwire status` says
+        # so (the same notion of dead) and a new one starts at once.
         live.stop(signal.SIGKILL)
+        status = json.loads(postwire_command(live.config_path, "status", "--json").stdout)
+        assert status["running"] is False
+        assert [(p["pid"], p["alive"]) for p in status["processes"]] == [(first_pid, False)]
         live.start()
         assert live.process is not None and live.process.pid != first_pid
         second = serve(live.config_path, **other_ports)

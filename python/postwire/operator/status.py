@@ -2,13 +2,12 @@
 
 Everything here is a constant number of reads, whatever the queue holds: the spool's own
 counts (`message_count`, table sizes, map usage), counters the delivery engine keeps, the first
-key of the delivery records (ids are time-ordered), and the processes' presence rows.
+key of the delivery records (ids are time-ordered), and the service's record
+(`store.running_service`: the claim of the data directory and its processes' rows).
 """
 
 from __future__ import annotations
 
-import os
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from postwire.metrics.operator_exposition import spool_facts
 from postwire.operator.output import format_age, format_bytes, iso_ms, table
 from postwire.operator.store_access import opened_spool
 from postwire.store.delivery_queue import oldest_queued
-from postwire.store.service_presence import ProcessPresence, live_processes
+from postwire.store.running_service import ServiceProcess, is_alive, read_service_record
 from postwire.store.spool import Spool
 
 
@@ -30,15 +29,16 @@ async def gather_status(config: Config) -> dict[str, Any]:
 def read_status(config: Config, spool: Spool, now_ms: int) -> dict[str, Any]:
     """The status as JSON values (what `--json` prints)."""
     facts = spool_facts(spool, Path(config.data_dir) / "spool" / "data.mdb", now_ms)
-    processes = [_process(row, now_ms) for row in live_processes(spool, now_ms)]
-    running = [p for p in processes if p["alive"]]
+    record = read_service_record(spool)
+    running = record.claim is not None and is_alive(record.claim, now_ms)
+    processes = [_process(row, now_ms) for row in record.processes]
     oldest = oldest_queued(spool)
     next_due = spool.core.next_due_at()
     return {
         "version": postwire.__version__,
         "data_dir": str(config.data_dir),
-        "running": bool(running),
-        "service_version": running[0]["version"] if running else None,
+        "running": running,
+        "service_version": processes[0]["version"] if running and processes else None,
         "processes": processes,
         "queue": {
             "messages": facts.messages,
@@ -61,31 +61,18 @@ def read_status(config: Config, spool: Spool, now_ms: int) -> dict[str, Any]:
     }
 
 
-def _process(row: ProcessPresence, now_ms: int) -> dict[str, Any]:
+def _process(row: ServiceProcess, now_ms: int) -> dict[str, Any]:
     return {
         "index": row.index,
         "role": "main" if row.index == 0 else "worker",
         "pid": row.pid,
         "host": row.host,
-        "alive": _alive(row),
+        "alive": is_alive(row, now_ms),
         "version": row.version,
         "started_at": iso_ms(row.started_ms),
         "uptime_seconds": max(0, now_ms - row.started_ms) // 1000,
         "listeners": row.listeners,
     }
-
-
-def _alive(row: ProcessPresence) -> bool:
-    """A row renewed lately is alive unless its pid is known gone on this host."""
-    if row.host != socket.gethostname():
-        return True
-    try:
-        os.kill(row.pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: it exists
-        return True
-    return True
 
 
 def describe_status(status: dict[str, Any]) -> str:
@@ -94,7 +81,7 @@ def describe_status(status: dict[str, Any]) -> str:
     if status["running"]:
         lines.append(f"service: running, version {status['service_version']}")
     else:
-        lines.append("service: not running (no live process has renewed its presence)")
+        lines.append("service: not running (no live process holds the data directory)")
     processes = [
         {**p, "uptime": format_age(p["uptime_seconds"]), "state": "up" if p["alive"] else "gone"}
         for p in status["processes"]
