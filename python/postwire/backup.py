@@ -10,7 +10,9 @@ under `DIR.partial` and renamed to `DIR` once complete, so a `DIR` is always a w
 A restore checks every file against the manifest, refuses a data directory that a process has
 open (LMDB holds a lock on the spool's `lock.mdb` for as long as it is open) and one that holds
 Postwire data already unless forced, moves each file into place with a rename, and opens the
-restored spool once to prove it.
+restored spool once to prove it, deleting there the record of the service the backup was taken
+from (`store.running_service`): a `serve` on the restored directory starts at once, even while
+that service still runs.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import trio
 import postwire
 from postwire.config import Config
 from postwire.errors import PostwireError
+from postwire.store.running_service import forget_service_record
 from postwire.store.spool import serve_spool
 
 MANIFEST = "postwire-backup.json"
@@ -162,6 +165,9 @@ async def restore(config: Config, source: Path, *, force: bool) -> RestoreSummar
     (data_dir / SPOOL_DIR / "lock.mdb").unlink(missing_ok=True)
     async with trio.open_nursery() as nursery:  # opens, so proves, the restored spool
         spool = await nursery.start(serve_spool, config)
+        # The copy's record of the service it was taken from names a process that does not
+        # run on this directory (none may: checked above), so a start here does not wait.
+        await forget_service_record(spool)
         emails, queued = spool.core.count("emails"), spool.core.message_count()
         nursery.cancel_scope.cancel()
     return RestoreSummary(

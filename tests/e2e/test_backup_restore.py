@@ -1,7 +1,8 @@
 """docs/operations.md's backup and restore, step by step against live servers: `postwire backup`
 while the service runs and takes mail, `postwire restore` into a new data directory (refused into
 one a service has open, and over existing data without --force), then a server started on the
-restored directory answers for every email accepted before the backup, with the same API key."""
+restored directory answers for every email accepted before the backup, with the same API key,
+and starts at once beside the service the backup was taken from."""
 
 from __future__ import annotations
 
@@ -74,9 +75,9 @@ def test_backup_while_serving_then_restore_into_a_new_data_dir(
     again = postwire("backup", str(backup_dir), "--config", str(server.config_path))
     assert again.returncode == 1 and "not an empty directory" in again.stderr
     api_key = resend.api_key
-    server.stop()
 
-    # The documented restore: a new data directory, its own config.
+    # The documented restore: a new data directory, its own config, while the service the
+    # backup was taken from still runs (its record in the copy names a live pid).
     restored = LiveServer(config_path=tmp_path / "restored.toml", data_dir=tmp_path / "restored")
     write_config(restored.config_path, restored.data_dir, nameservers=(dns_server.nameserver,))
     done = postwire("restore", str(backup_dir), "--config", str(restored.config_path))
@@ -88,7 +89,8 @@ def test_backup_while_serving_then_restore_into_a_new_data_dir(
     forced = postwire("restore", str(backup_dir), "--force", "--config", str(restored.config_path))
     assert forced.returncode == 0, forced.stderr
 
-    restored.start()
+    restored.start()  # at once: the restored copy does not take itself for the original
+    server.stop()
     try:
         resend.api_url, resend.api_key = restored.base_url, api_key  # the keys came back too
         for email_id in before:
