@@ -39,7 +39,7 @@ from postwire.domains.store import (
     parse_new_domain,
     verified_owner,
 )
-from postwire.domains.verification_state import name_lock_key, take_over_name
+from postwire.domains.verification_state import holding_name, take_over_name
 from postwire.errors import ApiError, KeyExistsError, validation_error
 from postwire.store.tables import Table
 
@@ -159,11 +159,12 @@ async def verify_claim(
         return dataclasses.replace(claim, status=status)
     if not await _txt_published(resolver, claim.name, TXT_PREFIX + claim.token):
         return claim
-    async with spool.record_locks([_claim_key(team_id, domain_id), name_lock_key(claim.name)]):
+    async with holding_name(spool, claim.name, _claim_key(team_id, domain_id)) as owner:
         latest = CLAIMS.get(spool, _claim_key(team_id, domain_id))
         if latest != claim:  # completed, or replaced, by another request meanwhile
             return get_claim(spool, team_id, domain_id)
-        previous = await take_over_name(spool, config, DomainOwner(team_id, domain_id), claim.name)
+        claimer = DomainOwner(team_id, domain_id)
+        previous = await take_over_name(spool, config, claimer, claim.name, owner)
         completed = dataclasses.replace(
             claim,
             status="completed",

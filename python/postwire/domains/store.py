@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import weakref
 from collections.abc import Iterator, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, cast
 
@@ -119,19 +119,20 @@ DOMAIN_OWNERS: Final = Table("domains", DomainOwner)
 OWNERS_INDEXED: Final = Table("domains", OwnersIndexed)
 OWNERS_INDEXED_KEY: Final = "verified-indexed"
 
-# One lock per domain key, alive while someone holds or waits for it.
-_locks: weakref.WeakValueDictionary[str, trio.Lock] = weakref.WeakValueDictionary()
-
-
-def lock_for(key: str) -> trio.Lock:
-    lock = _locks.get(key)
-    if lock is None:
-        lock = _locks[key] = trio.Lock()
-    return lock
-
 
 def domain_key(team_id: str, domain_id: str) -> str:
     return f"domain/{team_id}/{domain_id}"
+
+
+def domain_lock_key(team_id: str, domain_id: str) -> str:
+    """The record lock a read-change-write of the domain holds (`Spool.record_lock`): across
+    processes, so that the service's verifier cannot write back a domain that `postwire domains
+    delete` removed meanwhile, nor undo a change of the API's."""
+    return f"domains/{domain_key(team_id, domain_id)}"
+
+
+def lock_domain(spool: Spool, team_id: str, domain_id: str) -> AbstractAsyncContextManager[None]:
+    return spool.record_lock(domain_lock_key(team_id, domain_id))
 
 
 def name_key(team_id: str, name: str) -> str:
@@ -434,7 +435,7 @@ def index_owners(spool: Spool, batch: _core.WriteBatch) -> None:
 async def save_domain(spool: Spool, domain: DomainRecord) -> None:
     """Store `domain` as it is, with its name entry: for a domain whose state Postwire sets
     itself rather than from DNS (the sandbox's own, verified by construction)."""
-    async with lock_for(domain_key(domain.team_id, domain.id)):
+    async with lock_domain(spool, domain.team_id, domain.id):
         batch = _core.WriteBatch()
         DOMAIN_NAMES.put(batch, name_key(domain.team_id, domain.name), DomainNameEntry(domain.id))
         DOMAINS.put(batch, domain_key(domain.team_id, domain.id), domain)
@@ -461,7 +462,7 @@ async def update_domain(
     clicks = parse_bool("click_tracking", click_tracking)
     tls_mode = parse_tls(tls)
     tracking_label = parse_tracking_subdomain(tracking_subdomain)
-    async with lock_for(domain_key(team_id, domain_id)):
+    async with lock_domain(spool, team_id, domain_id):
         domain = get_domain(spool, team_id, domain_id)
         updated = dataclasses.replace(
             domain,
@@ -482,7 +483,7 @@ async def update_domain(
 async def delete_domain(spool: Spool, team_id: str, domain_id: str) -> DomainRecord:
     """Remove the domain, its key and its name, which another team may then add; return what
     was removed. 404 if none."""
-    async with lock_for(domain_key(team_id, domain_id)):
+    async with lock_domain(spool, team_id, domain_id):
         domain = get_domain(spool, team_id, domain_id)
         batch = _core.WriteBatch()
         DOMAINS.delete(batch, domain_key(team_id, domain_id))

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final
 
 from postwire import _core
@@ -31,10 +32,11 @@ from postwire.domains.store import (
     DomainRecord,
     domain_dns_records,
     domain_key,
+    domain_lock_key,
     get_domain,
     index_owners,
     load_domain,
-    lock_for,
+    lock_domain,
     owner_key,
     record_statuses,
     scan_all_domains,
@@ -64,7 +66,7 @@ async def start_verification(
     Records never checked become `pending`; a record already verified stays so until a check
     says otherwise. The DNS check itself is the verifier's (`DomainVerifier`).
     """
-    async with lock_for(domain_key(team_id, domain_id)):
+    async with lock_domain(spool, team_id, domain_id):
         domain = get_domain(spool, team_id, domain_id)
         records = domain_dns_records(domain, config)
         statuses = record_statuses(domain)
@@ -97,7 +99,7 @@ async def record_check_results(
     of status adds a `domain.updated` webhook event. None if the domain was deleted meanwhile
     or its verification was never started.
     """
-    async with lock_for(domain_key(team_id, domain_id)):
+    async with lock_domain(spool, team_id, domain_id):
         domain = load_domain(spool, team_id, domain_id)
         if domain is None or domain.verification_started_at_ms is None:
             return None
@@ -138,7 +140,7 @@ async def record_check_results(
 async def drop_claim(spool: Spool, config: Config, team_id: str, domain_id: str) -> bool:
     """Mark the team's domain `failed` if another team has verified its name; whether it was
     changed now (it was not if it is gone, its own team's, or marked already)."""
-    async with lock_for(domain_key(team_id, domain_id)):
+    async with lock_domain(spool, team_id, domain_id):
         domain = load_domain(spool, team_id, domain_id)
         if domain is None or verified_owner(spool, domain.name) in (
             None,
@@ -198,25 +200,41 @@ def name_lock_key(name: str) -> str:
     return f"domains/{owner_key(name)}"
 
 
+@asynccontextmanager
+async def holding_name(spool: Spool, name: str, *keys: str) -> AsyncIterator[DomainOwner | None]:
+    """Hold the record locks of `name`, of the domain that owns it and of `keys`, all taken at
+    once (`Spool.record_locks`, so no two holders wait for each other); yields that owner."""
+    while True:
+        owner = verified_owner(spool, name)
+        locked = [*keys, name_lock_key(name)]
+        if owner is not None:
+            locked.append(domain_lock_key(owner.team_id, owner.domain_id))
+        async with spool.record_locks(locked):
+            if verified_owner(spool, name) == owner:
+                yield owner
+                return
+        # The name was verified by a domain meanwhile: lock that one instead.
+
+
 async def take_over_name(
-    spool: Spool, config: Config, claimer: DomainOwner, name: str
+    spool: Spool, config: Config, claimer: DomainOwner, name: str, previous: DomainOwner | None
 ) -> DomainOwner | None:
-    """Make the claimer's domain the owner of `name` (a claim proven in DNS), in one commit;
-    the owner it took the name from, if any. The caller holds `name_lock_key(name)`, so two
-    claims of one name, in any processes, never both read the old owner.
+    """Make the claimer's domain the owner of `name` (a claim proven in DNS), in one commit,
+    from `previous`; the owner it took the name from, if any. The caller holds
+    `holding_name(name)`, which yielded `previous`, so two claims of one name, in any
+    processes, never both read the old owner, and the old owner's domain does not change
+    meanwhile.
 
     The previous owner's domain becomes `failed`, with a `failure_reason` and a
     `domain.updated` event, and stays so: its own checks now find the name taken. It keeps its
     DKIM key and the mail it accepted before (docs/api.md, "Domain claims").
     """
-    previous = verified_owner(spool, name)
+    if previous == claimer:
+        previous = None
     batch = _core.WriteBatch()
     index_owners(spool, batch)
     DOMAIN_OWNERS.put(batch, owner_key(name), claimer)
-    if previous is None or previous == claimer:
-        await spool.commit(batch)
-        return None
-    async with lock_for(domain_key(previous.team_id, previous.domain_id)):
+    if previous is not None:
         old = load_domain(spool, previous.team_id, previous.domain_id)
         if old is not None:
             reason = (
@@ -225,6 +243,7 @@ async def take_over_name(
             )
             taken = dataclasses.replace(old, status="failed", failure_reason=reason)
             _put_with_event(batch, old, taken, config, spool.clock_ms())
-        await spool.commit(batch)
-    log.info("domain %s: taken over by a claim proven in DNS", name)
+    await spool.commit(batch)
+    if previous is not None:
+        log.info("domain %s: taken over by a claim proven in DNS", name)
     return previous
