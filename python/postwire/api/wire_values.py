@@ -84,7 +84,23 @@ def _blank_rule(hint: Any) -> BlankIsAbsent | None:
     return None
 
 
+@functools.cache
+def _has_rules(hint: Any) -> bool:
+    """Whether values of `hint` can hold anything to normalize: a walk skips the rest (an
+    attachment's content, sent as an array of 40 million byte values, is never walked)."""
+    if _blank_rule(hint) is not None:
+        return True
+    hint = _bare(hint)
+    if get_origin(hint) is Literal:
+        return True
+    if typing.is_typeddict(hint):
+        return any(_has_rules(field) for field in _hints(hint).values())
+    return any(_has_rules(arg) for arg in get_args(hint))
+
+
 def _normalized(value: Any, hint: Any) -> Any:
+    if not _has_rules(hint):
+        return value
     hint = _bare(hint)
     origin = get_origin(hint)
     if origin is Literal:
