@@ -340,7 +340,7 @@ def _create_data_dir(config: Config) -> None:
 
 
 def _log_ready(config: Config, spool: Spool) -> None:
-    from postwire.cli import command_as_run
+    from postwire.invocation import command_as_run
 
     # Commands a person can paste as they are: the `postwire` this serve was run as.
     postwire = command_as_run()

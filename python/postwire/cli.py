@@ -42,6 +42,14 @@ def _config_parent() -> argparse.ArgumentParser:
     return parent
 
 
+class _PrintVersion(argparse.Action):
+    """`--version`, which looks the version up only when asked (see `postwire.__getattr__`)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(f"postwire {postwire.__version__}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `postwire` and its subcommands."""
     parser = argparse.ArgumentParser(
@@ -52,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         "~/.config/postwire/postwire.toml ($XDG_CONFIG_HOME) and /etc/postwire/postwire.toml, "
         "else the embedded default, whose data is ./postwire-data in the current directory.",
     )
-    parser.add_argument("--version", action="version", version=f"postwire {postwire.__version__}")
+    parser.add_argument("--version", action=_PrintVersion, nargs=0, help="print the version")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     config_parent = _config_parent()
     serve = commands.add_parser(
@@ -366,28 +374,6 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
         return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
     return [exc]
-
-
-def command_as_run(argv0: str | None = None) -> str:
-    """`postwire` as a person runs it again in this shell, for the commands the log suggests:
-    `postwire` when that is the one on PATH, else the path it was run as (`.venv/bin/postwire`
-    from `make serve`), or `python -m postwire` with this interpreter."""
-    import os
-    import shlex
-    import shutil
-
-    script = Path(sys.argv[0] if argv0 is None else argv0)
-    if script.name == "__main__.py":
-        python = os.path.relpath(sys.executable) if _under_cwd(sys.executable) else sys.executable
-        return f"{shlex.quote(python)} -m postwire"
-    found = shutil.which(script.name)
-    if found is not None and Path(found).resolve() == script.resolve():
-        return script.name
-    return shlex.quote(str(script))
-
-
-def _under_cwd(path: str) -> bool:
-    return Path(path).absolute().is_relative_to(Path.cwd())
 
 
 def configure_logging(process: str | None = None, *, json_lines: bool = False) -> None:
