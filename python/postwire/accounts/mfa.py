@@ -24,6 +24,7 @@ from postwire.store.mfa_devices import (
     RecoveryCodes,
     WebAuthnChallenge,
 )
+from postwire.store.mfa_devices import user_has_mfa as user_has_mfa  # its home is the store
 from postwire.store.spool import Spool
 
 log = logging.getLogger("postwire.accounts.mfa")
@@ -45,11 +46,6 @@ def _ms(now: datetime) -> int:
 
 
 # Policy and state
-
-
-def user_has_mfa(spool: Spool, user_id: str) -> bool:
-    """Whether the user has a confirmed second factor (what makes a login ask for it)."""
-    return any(device.confirmed for device in store.list_devices(spool, user_id))
 
 
 def confirmed_devices(spool: Spool, user_id: str) -> list[MfaDevice]:

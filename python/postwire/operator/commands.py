@@ -277,7 +277,7 @@ def add_domain_actions(domains: Subparsers, config_parent: argparse.ArgumentPars
 
 
 def _domains_list(config: Config, args: argparse.Namespace) -> int:
-    from postwire.operator.accounts import list_domains
+    from postwire.operator.domains import list_domains
 
     try:
         rows = _run(list_domains, config, args.limit, args.after)
@@ -292,7 +292,7 @@ def _domains_list(config: Config, args: argparse.Namespace) -> int:
 
 
 def _domains_delete(config: Config, args: argparse.Namespace) -> int:
-    from postwire.operator.accounts import delete_domain
+    from postwire.operator.domains import delete_domain
 
     try:
         domain = _run(delete_domain, config, args.name, args.team)

@@ -119,6 +119,11 @@ def list_devices(spool: Spool, user_id: str) -> list[MfaDevice]:
     return [device for _, device in rows]
 
 
+def user_has_mfa(spool: Spool, user_id: str) -> bool:
+    """Whether the user has a confirmed second factor (what makes a login ask for it)."""
+    return any(device.confirmed for device in list_devices(spool, user_id))
+
+
 def get_device(spool: Spool, user_id: str, device_id: str) -> MfaDevice | None:
     return DEVICES.get(spool, device_key(user_id, device_id))
 
