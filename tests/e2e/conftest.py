@@ -264,6 +264,30 @@ def server(tmp_path: Path, dns_server: AuthoritativeDnsServer) -> Iterator[LiveS
         yield live
 
 
+@pytest.fixture(scope="module")
+def shared_server(
+    tmp_path_factory: pytest.TempPathFactory, knot: AuthoritativeDnsServer
+) -> Iterator[LiveServer]:
+    """One live server for the tests of a module that neither stop, restart nor reconfigure it,
+    each in a team of its own (`team_server`). A module whose tests need other settings
+    overrides this fixture with its own `serving(...)`."""
+    with serving(tmp_path_factory.mktemp("shared-server"), knot) as live:
+        yield live
+
+
+@pytest.fixture
+def team_server(shared_server: LiveServer, request: pytest.FixtureRequest) -> Iterator[LiveServer]:
+    """The module's `shared_server`, the `resend` SDK pointed at it with a full-access key of a
+    new team of the test's own: what one test creates, no other test sees. Names the test
+    verifies (sending domains) must be its own too: the first team to verify a name owns it."""
+    resend.api_url = shared_server.base_url
+    resend.api_key = shared_server.create_key("admin", new_team=request.node.name[:80])
+    try:
+        yield shared_server
+    finally:
+        resend.api_key = None
+
+
 def spool_events(data_dir: Path) -> list[dict[str, Any]]:
     """The events, read with the independent `lmdb` package (server stopped)."""
     env = lmdb.open(str(data_dir / "spool"), readonly=True, lock=False, max_dbs=32)
