@@ -159,6 +159,7 @@ def write_config(
     smtp_extra: str = "",
     spool_map_size: int | None = None,
     sandbox: bool = False,
+    extra_tables: str = "",
 ) -> None:
     """`routes` (domain pattern -> "host:port") becomes the `[delivery.routes]` table;
     `starttls_listen` and `tls_listen` ("host:port" each) the SMTP listeners, none by default;
@@ -174,7 +175,7 @@ def write_config(
     and `metrics_extra` raw TOML lines appended to `[metrics]`;
     `api_extra` and `smtp_extra` raw TOML lines appended to `[api]` and `[smtp]`;
     `spool_map_size` is `spool.map_size` (its reserves are an eighth of it); `sandbox` turns
-    sandbox mode on."""
+    sandbox mode on; `extra_tables` raw TOML tables appended to the file (e.g. `[broadcasts]`)."""
     servers = ", ".join(f'"{server}"' for server in nameservers)
     listeners = ", ".join(f'"{listener}"' for listener in starttls_listen)
     tls_listeners = ", ".join(f'"{listener}"' for listener in tls_listen)
@@ -222,7 +223,7 @@ signup = "{auth_signup}"
 [delivery]
 port = {delivery_port}
 allow_private_destinations = {"true" if allow_private_destinations else "false"}
-{routes_table}{spool_table}"""
+{routes_table}{spool_table}{extra_tables}"""
     )
 
 
