@@ -23,7 +23,8 @@ MiB = 1024 * 1024
 
 @pytest.fixture
 def sdk(live_server: LiveServer) -> Iterator[LiveServer]:
-    """The live server with the SDK pointed at it."""
+    """A server of the test's own, the SDK pointed at it: for the tests that stop or kill it
+    and then read its whole spool (the others use the module's `team_server`)."""
     resend.api_url = live_server.base_url
     resend.api_key = live_server.create_key("admin")
     yield live_server
@@ -66,7 +67,9 @@ def assert_error(response: httpx.Response, status: int, name: str) -> str:
     return str(body["message"])
 
 
-def test_an_import_with_a_column_map_segments_topics_and_properties(sdk: LiveServer) -> None:
+def test_an_import_with_a_column_map_segments_topics_and_properties(
+    team_server: LiveServer,
+) -> None:
     resend.ContactProperties.create({"key": "plan", "type": "string"})
     resend.ContactProperties.create({"key": "seats", "type": "number"})
     segment = resend.Segments.create({"name": "Customers"})["id"]
@@ -121,7 +124,7 @@ def test_an_import_with_a_column_map_segments_topics_and_properties(sdk: LiveSer
     assert resend.Contacts.Imports.list({"status": "queued"})["data"] == []
 
 
-def test_upsert_and_skip(sdk: LiveServer) -> None:
+def test_upsert_and_skip(team_server: LiveServer) -> None:
     first = resend.Contacts.Imports.create(
         {"file": b"email,first_name\nann@example.org,Ann\nbo@example.org,Bo\n"}
     )
@@ -147,34 +150,34 @@ def test_upsert_and_skip(sdk: LiveServer) -> None:
     assert resend.Contacts.get(email="dee@example.org")["first_name"] == "Dee"
 
 
-def test_refusals(sdk: LiveServer) -> None:
-    csv = b"email\nann@example.org\n"
+def test_refusals(team_server: LiveServer) -> None:
+    server, csv = team_server, b"email\nann@example.org\n"
     cases: list[tuple[str, httpx.Response, int, str]] = [
-        ("no file", httpx.post(f"{sdk.base_url}/contacts/imports", headers=auth(),
+        ("no file", httpx.post(f"{server.base_url}/contacts/imports", headers=auth(),
                                data={"on_conflict": "skip"}, files={"other": ("x", b"y")}),
          422, "missing_required_field"),
-        ("JSON body", httpx.post(f"{sdk.base_url}/contacts/imports", headers=auth(),
+        ("JSON body", httpx.post(f"{server.base_url}/contacts/imports", headers=auth(),
                                  json={"file": "email\na@example.org"}), 422, "validation_error"),
-        ("empty file", post_import(sdk, b""), 422, "validation_error"),
-        ("no email column", post_import(sdk, b"name\nAnn\n"), 422, "validation_error"),
-        ("bad on_conflict", post_import(sdk, csv, on_conflict="merge"), 422, "validation_error"),
-        ("column_map not JSON", post_import(sdk, csv, column_map="{email"), 422,
+        ("empty file", post_import(server, b""), 422, "validation_error"),
+        ("no email column", post_import(server, b"name\nAnn\n"), 422, "validation_error"),
+        ("bad on_conflict", post_import(server, csv, on_conflict="merge"), 422, "validation_error"),
+        ("column_map not JSON", post_import(server, csv, column_map="{email"), 422,
          "validation_error"),
-        ("mapped column missing", post_import(sdk, csv, column_map={"first_name": "Given"}), 422,
+        ("mapped column missing", post_import(server, csv, column_map={"first_name": "Given"}), 422,
          "validation_error"),
-        ("unknown property", post_import(sdk, csv, column_map={"properties": {"tier": "email"}}),
+        ("unknown property", post_import(server, csv, column_map={"properties": {"tier": "email"}}),
          422, "validation_error"),
-        ("unknown segment", post_import(sdk, csv, segments=[{"id": resend_id()}]), 404,
+        ("unknown segment", post_import(server, csv, segments=[{"id": resend_id()}]), 404,
          "not_found"),
-        ("bad topic choice", post_import(sdk, csv, topics=[{"id": resend_id(),
-                                                            "subscription": "maybe"}]),
+        ("bad topic choice", post_import(server, csv, topics=[{"id": resend_id(),
+                                                               "subscription": "maybe"}]),
          422, "validation_error"),
-        ("unknown topic", post_import(sdk, csv, topics=[{"id": resend_id(),
-                                                         "subscription": "opt_in"}]),
+        ("unknown topic", post_import(server, csv, topics=[{"id": resend_id(),
+                                                            "subscription": "opt_in"}]),
          404, "not_found"),
-        ("unknown import", httpx.get(f"{sdk.base_url}/contacts/imports/{resend_id()}",
+        ("unknown import", httpx.get(f"{server.base_url}/contacts/imports/{resend_id()}",
                                      headers=auth()), 404, "not_found"),
-        ("bad status filter", httpx.get(f"{sdk.base_url}/contacts/imports?status=done",
+        ("bad status filter", httpx.get(f"{server.base_url}/contacts/imports?status=done",
                                         headers=auth()), 422, "validation_error"),
     ]  # fmt: skip
     for label, response, status, name in cases:
@@ -217,18 +220,18 @@ def test_a_file_over_50_mb_is_refused_while_it_streams(sdk: LiveServer) -> None:
     assert spool_rows(sdk.data_dir, "contact_imports") == []
 
 
-def test_another_teams_segments_topics_and_imports_are_not_found(sdk: LiveServer) -> None:
+def test_another_teams_segments_topics_and_imports_are_not_found(team_server: LiveServer) -> None:
     segment = resend.Segments.create({"name": "Mine"})["id"]
     topic = resend.Topics.create({"name": "Mine", "default_subscription": "opt_in"})["id"]
     mine = resend.Contacts.Imports.create({"file": b"email\nann@example.org\n"})["id"]
-    stranger = {"Authorization": f"Bearer {sdk.create_key('s', new_team='other')}"}
+    stranger = {"Authorization": f"Bearer {team_server.create_key('s', new_team='other')}"}
     csv = b"email\nbo@example.org\n"
     for fields in ({"segments": [segment]}, {"segments": [{"id": segment}]},
                    {"topics": [{"id": topic, "subscription": "opt_in"}]}):  # fmt: skip
-        assert_error(post_import(sdk, csv, stranger, **fields), 404, "not_found")
-    response = httpx.get(f"{sdk.base_url}/contacts/imports/{mine}", headers=stranger)
+        assert_error(post_import(team_server, csv, stranger, **fields), 404, "not_found")
+    response = httpx.get(f"{team_server.base_url}/contacts/imports/{mine}", headers=stranger)
     assert_error(response, 404, "not_found")
-    listed = httpx.get(f"{sdk.base_url}/contacts/imports", headers=stranger).json()
+    listed = httpx.get(f"{team_server.base_url}/contacts/imports", headers=stranger).json()
     assert listed == {"object": "list", "has_more": False, "data": []}
 
 

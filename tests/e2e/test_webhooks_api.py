@@ -3,7 +3,7 @@ refusals (bad URLs, unknown kinds, inward targets, other teams, sending keys).""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +15,6 @@ import resend.exceptions
 from tests.e2e.conftest import LiveServer, write_config
 
 ENDPOINT = "https://hooks.example.com/postwire"
-
-
-@pytest.fixture
-def sdk(live_server: LiveServer) -> Iterator[LiveServer]:
-    resend.api_url = live_server.base_url
-    resend.api_key = live_server.create_key("admin")
-    yield live_server
-    resend.api_key = None
 
 
 def wire(response: Mapping[str, Any]) -> dict[str, Any]:
@@ -38,7 +30,7 @@ def api(server: LiveServer, token: str | None = None) -> httpx.Client:
     return httpx.Client(base_url=server.base_url, headers=headers)
 
 
-def test_sdk_creates_gets_lists_updates_and_removes_a_webhook(sdk: LiveServer) -> None:
+def test_sdk_creates_gets_lists_updates_and_removes_a_webhook(team_server: LiveServer) -> None:
     created = resend.Webhooks.create(
         {"endpoint": ENDPOINT, "events": ["email.sent", "email.bounced", "email.sent"]}
     )
@@ -122,8 +114,8 @@ REFUSED_ENDPOINTS: list[object] = [
 ]
 
 
-def test_endpoint_must_be_a_public_http_url(sdk: LiveServer) -> None:
-    with api(sdk) as client:
+def test_endpoint_must_be_a_public_http_url(team_server: LiveServer) -> None:
+    with api(team_server) as client:
         for endpoint in REFUSED_ENDPOINTS:
             response = client.post(
                 "/webhooks", json={"endpoint": endpoint, "events": ["email.sent"]}
@@ -150,9 +142,9 @@ def test_endpoint_must_be_a_public_http_url(sdk: LiveServer) -> None:
     ],
 )
 def test_events_are_checked(
-    sdk: LiveServer, body: dict[str, object], name: str, needle: str
+    team_server: LiveServer, body: dict[str, object], name: str, needle: str
 ) -> None:
-    with api(sdk) as client:
+    with api(team_server) as client:
         response = client.post("/webhooks", json=body)
     assert response.status_code == 422
     payload = response.json()
@@ -160,9 +152,9 @@ def test_events_are_checked(
     assert payload["name"] == name and needle in payload["message"]
 
 
-def test_update_is_checked_like_create(sdk: LiveServer) -> None:
+def test_update_is_checked_like_create(team_server: LiveServer) -> None:
     created = resend.Webhooks.create({"endpoint": ENDPOINT, "events": ["email.sent"]})
-    with api(sdk) as client:
+    with api(team_server) as client:
         for body in (
             {"status": "paused"},
             {"events": []},
@@ -203,10 +195,10 @@ def test_private_targets_need_the_operators_consent(tmp_path: Path) -> None:
         server.stop()
 
 
-def test_other_teams_and_sending_keys_get_nothing(sdk: LiveServer) -> None:
+def test_other_teams_and_sending_keys_get_nothing(team_server: LiveServer) -> None:
     created = resend.Webhooks.create({"endpoint": ENDPOINT, "events": ["email.sent"]})
     hook = f"/webhooks/{created['id']}"
-    with api(sdk, sdk.create_key("other", new_team="other team")) as stranger:
+    with api(team_server, team_server.create_key("other", new_team="other team")) as stranger:
         assert stranger.get("/webhooks").json()["data"] == []
         for method, path in (
             ("GET", hook),
@@ -225,7 +217,7 @@ def test_other_teams_and_sending_keys_get_nothing(sdk: LiveServer) -> None:
     assert resend.Webhooks.get(created["id"])["status"] == "enabled"
 
     sending = resend.ApiKeys.create({"name": "sender", "permission": "sending_access"})
-    with api(sdk, sending["token"]) as sender:
+    with api(team_server, sending["token"]) as sender:
         for method, path in (("GET", "/webhooks"), ("POST", "/webhooks"), ("GET", hook)):
             response = sender.request(
                 method, path, json={"endpoint": ENDPOINT, "events": ["email.sent"]}
