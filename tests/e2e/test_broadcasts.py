@@ -5,8 +5,10 @@ smtp-sink. Each message arrives personalized, DKIM-valid for dkimpy with `List-U
 broadcast's topic or are suppressed are skipped with exact counts. A cancel stops a walk
 midway; scheduled broadcasts wait for their time; every refusal has the documented shape.
 
-The audience is written through the audience store while the server is stopped (as an import
-would), so these tests depend on nothing but the broadcast API for what they check."""
+The audience is written through the audience store beside the running server (as an operator
+command opens the spool), so these tests depend on nothing but the broadcast API for what they
+check. The tests share one server, each in a team of its own sending from a domain of its own;
+the one that needs a slow walk has a server of its own."""
 
 from __future__ import annotations
 
@@ -14,8 +16,8 @@ import email
 import email.policy
 import json
 import re
-import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.message import EmailMessage
@@ -39,7 +41,6 @@ from postwire.store.spool import Spool, serve_spool
 from postwire.store.topics import TopicRecord, put_topic
 from tests.dns_server import AuthoritativeDnsServer
 from tests.e2e.conftest import (
-    DOMAIN,
     LiveServer,
     dkim_verifies,
     serving,
@@ -48,10 +49,15 @@ from tests.e2e.conftest import (
 )
 from tests.peers import require_peer
 from tests.ports import free_address
-from tests.smtp_sink import dump_directory, running_smtp_sink, smtp_sink_binary, sunk_messages
+from tests.smtp_sink import (
+    SunkMessage,
+    dump_directory,
+    running_smtp_sink,
+    smtp_sink_binary,
+    sunk_messages,
+)
 from tests.webhook_receiver import WebhookReceiver
 
-SENDER = f"Acme News <news@{DOMAIN}>"
 SUBJECT = "{{{contact.first_name|Hello}}}, the news"
 HTML = (
     "<html><body><p>Hi {{{FIRST_NAME|there}}}, you are on {{{contact.plan}}}.</p>"
@@ -83,9 +89,8 @@ def seed_audience(
     opted_out: range = range(0),
 ) -> Audience:
     """Write a property `plan` (fallback "free"), a topic (opt-in by default) and a segment of
-    `members` contacts through the audience store, with the server stopped; even members are
-    on plan "pro"."""
-    assert live.process is None, "the server must be stopped"
+    `members` contacts through the audience store beside the running server, as an operator
+    command does; even members are on plan "pro"."""
 
     async def write() -> Audience:
         config = load_config(live.config_path)
@@ -133,39 +138,89 @@ class Setup:
     sink: Path
     token: str
     receiver: WebhookReceiver
+    domain: str  # the test's own sending domain: the first team to verify a name owns it
 
-    def restart_with(self, extra_config: str = "") -> None:
-        """Stop the server, append `extra_config` to its file, start it again."""
-        if self.live.process is not None:
-            self.live.stop()
-        if extra_config:
-            with self.live.config_path.open("a") as config:
-                config.write(extra_config)
-        self.live.start()
+    @property
+    def sender(self) -> str:
+        return f"Acme News <news@{self.domain}>"
+
+    def sunk(self) -> list[SunkMessage]:
+        """What smtp-sink received from this test's domain (its envelope sender is under it)."""
+        return [m for m in sunk_messages(self.sink) if m.mail_from.endswith(f".{self.domain}")]
+
+
+@pytest.fixture(scope="module")
+def sink() -> Iterator[Path]:
+    require_peer(smtp_sink_binary(), "Postfix's smtp-sink", "postfix")
+    with dump_directory() as directory:
+        yield directory
+
+
+@contextmanager
+def broadcasting(
+    tmp_path: Path, knot: AuthoritativeDnsServer, sink: Path, **config: Any
+) -> Iterator[LiveServer]:
+    """A live server delivering example.org to a smtp-sink that keeps what it receives in
+    `sink`, its API on an address known before it starts (the links in mail are built on
+    it), webhooks allowed to reach a receiver on loopback; `config` as `serving` takes it."""
+    listen = free_address()
+    with (
+        running_smtp_sink(sink) as (host, port),
+        serving(
+            tmp_path,
+            knot,
+            routes={"example.org": f"{host}:{port}"},
+            api_listen=listen,
+            public_url=f"http://{listen}",
+            allow_private_webhooks=True,
+            **config,
+        ) as live,
+    ):
+        yield live
+
+
+@pytest.fixture(scope="module")
+def shared_server(
+    tmp_path_factory: pytest.TempPathFactory, knot: AuthoritativeDnsServer, sink: Path
+) -> Iterator[LiveServer]:
+    with broadcasting(tmp_path_factory.mktemp("broadcasts"), knot, sink) as live:
+        yield live
+
+
+@contextmanager
+def receiving_webhooks() -> Iterator[WebhookReceiver]:
+    receiver = WebhookReceiver()
+    receiver.start()
+    try:
+        yield receiver
+    finally:
+        receiver.stop()
+
+
+def own_domain(request: pytest.FixtureRequest) -> str:
+    return request.node.name.removeprefix("test_")[:40].replace("_", "-").strip("-") + ".test"
 
 
 @pytest.fixture
-def setup(tmp_path: Path, dns_server: AuthoritativeDnsServer) -> Iterator[Setup]:
+def setup(team_server: LiveServer, sink: Path, request: pytest.FixtureRequest) -> Iterator[Setup]:
+    with receiving_webhooks() as receiver:
+        yield Setup(team_server, sink, str(resend.api_key), receiver, own_domain(request))
+
+
+@pytest.fixture
+def slow_setup(
+    tmp_path: Path, dns_server: AuthoritativeDnsServer, request: pytest.FixtureRequest
+) -> Iterator[Setup]:
+    """A server of its own whose walk is slow enough to cancel midway."""
     require_peer(smtp_sink_binary(), "Postfix's smtp-sink", "postfix")
-    receiver = WebhookReceiver()
-    receiver.start()
-    listen = free_address()
-    try:
-        with (
-            dump_directory() as sink_dir,
-            running_smtp_sink(sink_dir) as (host, port),
-            serving(
-                tmp_path,
-                dns_server,
-                routes={"example.org": f"{host}:{port}"},
-                api_listen=listen,
-                public_url=f"http://{listen}",
-                allow_private_webhooks=True,
-            ) as live,
-        ):
-            yield Setup(live, sink_dir, str(resend.api_key), receiver)
-    finally:
-        receiver.stop()
+    with (
+        dump_directory() as sink,
+        broadcasting(
+            tmp_path, dns_server, sink, extra_tables="\n[broadcasts]\nrate = 40\npage_size = 5\n"
+        ) as live,
+        receiving_webhooks() as receiver,
+    ):
+        yield Setup(live, sink, str(resend.api_key), receiver, own_domain(request))
 
 
 def broadcast(broadcast_id: str) -> dict[str, Any]:
@@ -199,26 +254,25 @@ def api(live: LiveServer, token: str) -> httpx.Client:
 def test_a_broadcast_reaches_each_member_personalized_signed_and_unsubscribable(
     setup: Setup, dns_server: AuthoritativeDnsServer
 ) -> None:
-    verified_domain(dns_server)
+    verified_domain(dns_server, setup.domain)
     hook = resend.Webhooks.create({"endpoint": setup.receiver.url, "events": ["email.sent"]})
-    setup.live.stop()
     audience = seed_audience(
         setup.live, setup.token, 300, unsubscribed=range(0, 5), opted_out=range(5, 10)
     )
-    setup.restart_with()
     for number in range(10, 15):
         resend.Suppressions.add({"email": member_email(number)})
 
     created = resend.Broadcasts.create(
-        {"segment_id": audience.segment_id, "from": SENDER, "subject": "draft", "html": HTML,
-         "topic_id": audience.topic_id, "reply_to": "help@" + DOMAIN, "name": "November"}
+        {"segment_id": audience.segment_id, "from": setup.sender, "subject": "draft",
+         "html": HTML, "topic_id": audience.topic_id, "reply_to": "help@" + setup.domain,
+         "name": "November"}
     )  # fmt: skip
     draft = broadcast(created["id"])
     assert (draft["status"], draft["name"], draft["audience_id"]) == (
         "draft", "November", audience.segment_id,
     )  # fmt: skip
     assert (draft["segment_id"], draft["topic_id"], draft["reply_to"]) == (
-        audience.segment_id, audience.topic_id, [f"help@{DOMAIN}"],
+        audience.segment_id, audience.topic_id, [f"help@{setup.domain}"],
     )  # fmt: skip
     assert draft["counts"]["queued"] == 0 and draft["sent_at"] is None
     resend.Broadcasts.update({"broadcast_id": created["id"], "subject": SUBJECT})
@@ -231,8 +285,7 @@ def test_a_broadcast_reaches_each_member_personalized_signed_and_unsubscribable(
     done = wait_for_status(created["id"], "sent")
     # Once delivery recorded each one, smtp-sink has written it whole.
     wait_until(lambda: broadcast(created["id"])["counts"]["delivered"] == 285, "all delivered")
-    time.sleep(0.5)  # nothing more arrives
-    messages = sunk_messages(setup.sink)
+    messages = setup.sunk()
     assert len(messages) == 285
 
     counts = done["counts"]
@@ -258,7 +311,7 @@ def test_a_broadcast_reaches_each_member_personalized_signed_and_unsubscribable(
         plan = "pro" if number % 2 == 0 else "free"
         assert f"Hi {name or 'there'}, you are on {plan}." in html.get_content()
         assert f"Hi {name or 'there'}, you are on {plan}." in text.get_content()
-        assert message["Reply-To"] == f"help@{DOMAIN}"
+        assert message["Reply-To"] == f"help@{setup.domain}"
     for recipient, message in list(by_recipient.items())[:40]:
         assert dkim_verifies(raw[recipient], dns_server)
         signed = dkim_signed_names(message)
@@ -268,7 +321,7 @@ def test_a_broadcast_reaches_each_member_personalized_signed_and_unsubscribable(
         assert targets is not None
         url, mailto = targets.groups()
         assert url.startswith(f"{setup.live.base_url}/u/")
-        assert mailto.startswith("unsub+") and mailto.endswith(f"@send.{DOMAIN}")
+        assert mailto.startswith("unsub+") and mailto.endswith(f"@send.{setup.domain}")
         html = message.get_body(("html",))
         assert html is not None and f'href="{url}"' in html.get_content()
     links = {str(m["List-Unsubscribe"]) for m in by_recipient.values()}
@@ -325,14 +378,18 @@ def test_a_broadcast_reaches_each_member_personalized_signed_and_unsubscribable(
         assert "this broadcast is `sent`" in str(refused.value)
 
 
-def test_cancel_stops_the_walk_midway(setup: Setup, dns_server: AuthoritativeDnsServer) -> None:
-    verified_domain(dns_server)
-    setup.live.stop()
+PROBE = "probe@example.org"
+
+
+def test_cancel_stops_the_walk_midway(
+    slow_setup: Setup, dns_server: AuthoritativeDnsServer
+) -> None:
+    setup = slow_setup
+    verified_domain(dns_server, setup.domain)
     audience = seed_audience(setup.live, setup.token, 200)
-    setup.restart_with("\n[broadcasts]\nrate = 40\npage_size = 5\n")
     created = resend.Broadcasts.create(
-        {"segment_id": audience.segment_id, "from": SENDER, "subject": "Hi", "text": "Hello",
-         "send": True}
+        {"segment_id": audience.segment_id, "from": setup.sender, "subject": "Hi",
+         "text": "Hello", "send": True}
     )  # fmt: skip
     assert broadcast(created["id"])["status"] in ("queued", "sending")
     wait_until(lambda: broadcast(created["id"])["counts"]["queued"] >= 20, "a few pages out")
@@ -343,12 +400,20 @@ def test_cancel_stops_the_walk_midway(setup: Setup, dns_server: AuthoritativeDns
     assert stopped["status"] == "canceled"
     queued = stopped["counts"]["queued"]
     assert 20 <= queued < 200
-    time.sleep(1.0)  # at 40 a second, 40 more would have been enqueued by now
+    # A broadcast sent after the cancel has its turn only once the canceled one's turn in hand
+    # has ended: had its walk gone on, more of its members would be enqueued by then.
+    probe_segment = resend.Segments.create({"name": "Probe"})["id"]
+    resend.Contacts.create({"email": PROBE, "segments": [{"id": probe_segment}]})
+    probe = resend.Broadcasts.create(
+        {"segment_id": probe_segment, "from": setup.sender, "subject": "Probe", "text": "Hi",
+         "send": True}
+    )  # fmt: skip
+    wait_for_status(probe["id"], "sent")
     assert broadcast(created["id"])["counts"]["queued"] == queued
     wait_until(
         lambda: broadcast(created["id"])["counts"]["delivered"] == queued, "enqueued ones went out"
     )
-    assert len(sunk_messages(setup.sink)) == queued
+    assert len([m for m in setup.sunk() if m.rcpt_tos != [PROBE]]) == queued
     with pytest.raises(resend.exceptions.ResendError):
         resend.Broadcasts.cancel(created["id"])
 
@@ -356,11 +421,10 @@ def test_cancel_stops_the_walk_midway(setup: Setup, dns_server: AuthoritativeDns
 def test_scheduled_broadcasts_wait_for_their_time_or_go_back_to_draft(
     setup: Setup, dns_server: AuthoritativeDnsServer
 ) -> None:
-    verified_domain(dns_server)
-    setup.live.stop()
+    verified_domain(dns_server, setup.domain)
     audience = seed_audience(setup.live, setup.token, 3)
-    setup.restart_with()
-    body = {"segment_id": audience.segment_id, "from": SENDER, "subject": "Hi", "text": "Hello"}
+    body = {"segment_id": audience.segment_id, "from": setup.sender, "subject": "Hi",
+            "text": "Hello"}  # fmt: skip
 
     later = resend.Broadcasts.create({**body, "send": True, "scheduled_at": "in 1 hour"})
     scheduled = broadcast(later["id"])
@@ -379,13 +443,15 @@ def test_scheduled_broadcasts_wait_for_their_time_or_go_back_to_draft(
 
     soon = resend.Broadcasts.create(body)
     resend.Broadcasts.send({"broadcast_id": soon["id"], "scheduled_at": "in 2 seconds"})
-    assert broadcast(soon["id"])["status"] == "scheduled"
-    time.sleep(1.0)
-    assert broadcast(soon["id"])["counts"]["queued"] == 0
+    waiting = broadcast(soon["id"])
+    assert waiting["status"] == "scheduled"
+    assert waiting["counts"]["queued"] == 0
     done = wait_for_status(soon["id"], "sent", timeout=20)
     assert done["counts"]["queued"] == 3
+    # Not before its time (the API's fixed-width UTC timestamps compare as text).
+    assert done["sent_at"] >= waiting["scheduled_at"]
     wait_until(lambda: broadcast(soon["id"])["counts"]["delivered"] == 3, "the three delivered")
-    assert len(sunk_messages(setup.sink)) == 3
+    assert len(setup.sunk()) == 3
 
     copy = resend.Broadcasts.duplicate(soon["id"])
     duplicated = broadcast(copy["id"])
@@ -405,13 +471,12 @@ def test_scheduled_broadcasts_wait_for_their_time_or_go_back_to_draft(
 def test_refusals_have_the_documented_shape(
     setup: Setup, dns_server: AuthoritativeDnsServer
 ) -> None:
-    setup.live.stop()
     audience = seed_audience(setup.live, setup.token, 2)
-    other_token = setup.live.create_key("other", new_team="other")
+    other_token = setup.live.create_key("other", new_team="broadcast refusals: another team")
     theirs = seed_audience(setup.live, other_token, 1)
-    setup.restart_with()
     client = api(setup.live, setup.token)
-    body = {"segment_id": audience.segment_id, "from": SENDER, "subject": "Hi", "text": "Hello"}
+    body = {"segment_id": audience.segment_id, "from": setup.sender, "subject": "Hi",
+            "text": "Hello"}  # fmt: skip
 
     def refused(response: httpx.Response, status: int, name: str, words: str) -> None:
         assert response.status_code == status, response.text
@@ -474,20 +539,18 @@ def test_refusals_have_the_documented_shape(
 def test_opens_and_clicks_are_counted_per_recipient_and_link(
     setup: Setup, dns_server: AuthoritativeDnsServer
 ) -> None:
-    domain = verified_domain(dns_server)
+    domain = verified_domain(dns_server, setup.domain)
     resend.Domains.update({"id": domain["id"], "open_tracking": True, "click_tracking": True})
-    setup.live.stop()
     audience = seed_audience(setup.live, setup.token, 3)
-    setup.restart_with()
     shop, blog = "https://shop.example/sale", "https://blog.example/post"
     html = f'<html><body><a href="{shop}">Sale</a> <a href="{blog}">Blog</a></body></html>'
     created = resend.Broadcasts.create(
-        {"segment_id": audience.segment_id, "from": SENDER, "subject": "Hi", "html": html,
-         "send": True}
+        {"segment_id": audience.segment_id, "from": setup.sender, "subject": "Hi",
+         "html": html, "send": True}
     )  # fmt: skip
     wait_until(lambda: broadcast(created["id"])["counts"]["delivered"] == 3, "delivered")
     tracked = {}
-    for message in sunk_messages(setup.sink):
+    for message in setup.sunk():
         part = parsed(message.content).get_body(("html",))
         assert part is not None
         content = part.get_content()

@@ -1,13 +1,14 @@
 """Domains verified against a real DNS server, then email sent through the official SDK.
 
 The server runs as `postwire serve` in a subprocess; its `dns.nameservers` point at a Knot DNS
-server on loopback where the tests publish (and withdraw) the records Postwire asks for.
+server on loopback where the tests publish (and withdraw) the records Postwire asks for. Tests
+that neither kill nor restart it share one server, each in a team of its own with domain names
+of its own (the first team to verify a name owns it).
 """
 
 from __future__ import annotations
 
 import signal
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,13 +29,15 @@ from tests.e2e.conftest import (
     publish_records,
     verified_domain,
     wait_for_status,
+    wait_until,
 )
 
 
 def test_domain_lifecycle_follows_dns(
-    server: LiveServer, dns_server: AuthoritativeDnsServer
+    team_server: LiveServer, dns_server: AuthoritativeDnsServer
 ) -> None:
-    created = resend.Domains.create({"name": DOMAIN})
+    name = "lifecycle.test"
+    created = resend.Domains.create({"name": name})
     assert created["status"] == "not_started"
     kinds = {(r["record"], r["type"]) for r in created["records"]}
     assert {("DKIM", "TXT"), ("SPF", "TXT"), ("SPF", "MX")} <= kinds
@@ -50,12 +53,13 @@ def test_domain_lifecycle_follows_dns(
 
     # Withdrawing SPF takes the domain out of verified on the next check.
     spf = next(r for r in created["records"] if (r["record"], r["type"]) == ("SPF", "TXT"))
-    dns_server.withdraw(fqdn(spf["name"], DOMAIN), "TXT")
+    dns_server.withdraw(fqdn(spf["name"], name), "TXT")
     resend.Domains.verify(created["id"])
-    deadline = time.monotonic() + 15
-    while resend.Domains.get(created["id"])["status"] == "verified":
-        assert time.monotonic() < deadline, "verification did not follow the DNS change"
-        time.sleep(0.1)
+    wait_until(
+        lambda: resend.Domains.get(created["id"])["status"] != "verified",
+        "verification follows the DNS change",
+        timeout=15,
+    )
 
     updated = resend.Domains.update({"id": created["id"], "open_tracking": True})
     assert updated["id"] == created["id"]
@@ -64,19 +68,20 @@ def test_domain_lifecycle_follows_dns(
     assert empty.value.code == 422
     assert resend.Domains.get(created["id"])["open_tracking"] is True
     listed = resend.Domains.list()
-    assert [d["name"] for d in listed["data"]] == [DOMAIN]
+    assert [d["name"] for d in listed["data"]] == [name]
     assert "records" not in listed["data"][0]
     assert resend.Domains.remove(created["id"])["deleted"] is True
     assert resend.Domains.list()["data"] == []
 
 
 def test_send_get_list_batch_and_schedule(
-    server: LiveServer, dns_server: AuthoritativeDnsServer
+    team_server: LiveServer, dns_server: AuthoritativeDnsServer
 ) -> None:
-    verified_domain(dns_server)
+    domain = "sending.test"
+    verified_domain(dns_server, domain)
     sent = resend.Emails.send(
         {
-            "from": f"Acme <hello@{DOMAIN}>",
+            "from": f"Acme <hello@{domain}>",
             "to": ["ann@example.org"],
             "cc": "carl@example.org",
             "bcc": ["boss@example.org"],
@@ -87,21 +92,21 @@ def test_send_get_list_batch_and_schedule(
         }
     )
     email = resend.Emails.get(sent["id"])
-    assert email["from"] == f"Acme <hello@{DOMAIN}>"
+    assert email["from"] == f"Acme <hello@{domain}>"
     assert email["to"] == ["ann@example.org"] and email["bcc"] == ["boss@example.org"]
     # Delivery starts at once; with no mail server for example.org it is delayed.
     assert email["last_event"] in ("queued", "sent", "delivery_delayed")
     assert email["subject"] == "Hello ✓"
     assert "there" in email["text"], "text is generated from html"
-    assert email["message_id"].endswith(f"@{DOMAIN}>")
+    assert email["message_id"].endswith(f"@{domain}>")
 
     # Any address under a verified domain may send, subdomains included.
     resend.Emails.send(
-        {"from": f"news@eu.{DOMAIN}", "to": "bob@example.org", "subject": "s", "text": "t"}
+        {"from": f"news@eu.{domain}", "to": "bob@example.org", "subject": "s", "text": "t"}
     )
     batch = resend.Batch.send(
         [
-            {"from": f"a@{DOMAIN}", "to": f"u{i}@example.org", "subject": f"#{i}", "text": "x"}
+            {"from": f"a@{domain}", "to": f"u{i}@example.org", "subject": f"#{i}", "text": "x"}
             for i in range(3)
         ]
     )
@@ -112,7 +117,7 @@ def test_send_get_list_batch_and_schedule(
 
     later = (datetime.now(UTC) + timedelta(hours=2)).isoformat()
     scheduled = resend.Emails.send(
-        {"from": f"a@{DOMAIN}", "to": "c@example.org", "subject": "later", "text": "x",
+        {"from": f"a@{domain}", "to": "c@example.org", "subject": "later", "text": "x",
          "scheduled_at": later}
     )  # fmt: skip
     assert resend.Emails.get(scheduled["id"])["last_event"] == "scheduled"
@@ -124,54 +129,53 @@ def test_send_get_list_batch_and_schedule(
 
 
 def test_unverified_domain_and_restricted_keys(
-    server: LiveServer, dns_server: AuthoritativeDnsServer
+    team_server: LiveServer, dns_server: AuthoritativeDnsServer
 ) -> None:
+    name, base_url = "restricted.test", team_server.base_url
     # A 403 validation_error: the SDK knows no class for that pair and raises its base class.
     with pytest.raises(resend.exceptions.ResendError, match="not verified") as unverified:
         resend.Emails.send({"from": "a@nowhere.test", "to": "b@example.org", "subject": "s",
                             "text": "t"})  # fmt: skip
     assert unverified.value.code == 403 and unverified.value.error_type == "validation_error"
-    domain = verified_domain(dns_server)
-    other = verified_domain(dns_server, "other-example.test")
+    domain = verified_domain(dns_server, name)
+    other = verified_domain(dns_server, "restricted-other.test")
     locked = resend.ApiKeys.create(
         {"name": "locked", "permission": "sending_access", "domain_id": domain["id"]}
     )
     headers = {"Authorization": f"Bearer {locked['token']}"}
     ok = httpx.post(
-        f"{server.base_url}/emails",
+        f"{base_url}/emails",
         headers=headers,
-        json={"from": f"a@{DOMAIN}", "to": "b@example.org", "subject": "s", "text": "t"},
+        json={"from": f"a@{name}", "to": "b@example.org", "subject": "s", "text": "t"},
     )
     assert ok.status_code == 200, ok.text
     refused = httpx.post(
-        f"{server.base_url}/emails",
+        f"{base_url}/emails",
         headers=headers,
         json={"from": f"a@{other['name']}", "to": "b@example.org", "subject": "s", "text": "t"},
     )
     assert refused.status_code == 403 and refused.json()["name"] == "validation_error"
-    listing = httpx.get(f"{server.base_url}/emails", headers=headers)
+    listing = httpx.get(f"{base_url}/emails", headers=headers)
     assert listing.status_code == 401 and listing.json()["name"] == "restricted_api_key"
 
     # Another team sees none of this team's emails or domains.
-    stranger_key = server.create_key("s", new_team="strangers")
+    stranger_key = team_server.create_key("s", new_team="restricted keys: strangers")
     stranger = {"Authorization": f"Bearer {stranger_key}"}
     email_id = ok.json()["id"]
-    assert httpx.get(f"{server.base_url}/emails/{email_id}", headers=stranger).status_code == 404
-    assert (
-        httpx.get(f"{server.base_url}/domains/{domain['id']}", headers=stranger).status_code == 404
-    )
-    assert httpx.get(f"{server.base_url}/emails", headers=stranger).json()["data"] == []
-    assert httpx.get(f"{server.base_url}/domains", headers=stranger).json()["data"] == []
+    assert httpx.get(f"{base_url}/emails/{email_id}", headers=stranger).status_code == 404
+    assert httpx.get(f"{base_url}/domains/{domain['id']}", headers=stranger).status_code == 404
+    assert httpx.get(f"{base_url}/emails", headers=stranger).json()["data"] == []
+    assert httpx.get(f"{base_url}/domains", headers=stranger).json()["data"] == []
 
     # Nor can it add one of them (their DKIM keys would share a selector) until it is deleted.
     admin_key, resend.api_key = resend.api_key, stranger_key
     with pytest.raises(resend.exceptions.ResendError, match="registered already") as taken:
-        resend.Domains.create({"name": DOMAIN})
+        resend.Domains.create({"name": name})
     assert taken.value.code == 403 and taken.value.error_type == "validation_error"
     resend.api_key = admin_key
     resend.Domains.remove(domain["id"])
     resend.api_key = stranger_key
-    assert resend.Domains.create({"name": DOMAIN})["name"] == DOMAIN
+    assert resend.Domains.create({"name": name})["name"] == name
 
 
 def test_idempotent_resend(server: LiveServer, dns_server: AuthoritativeDnsServer) -> None:
