@@ -1,4 +1,5 @@
-"""Every refusal of the send endpoints, over raw HTTP, in the contract's error shape."""
+"""Every refusal of the send endpoints, over raw HTTP, in the contract's error shape. The tests
+share one server, each in a team of its own sending from a domain of its own."""
 
 from __future__ import annotations
 
@@ -10,63 +11,96 @@ import pytest
 import resend
 
 from tests.dns_server import AuthoritativeDnsServer
-from tests.e2e.conftest import DOMAIN, LiveServer, verified_domain
+from tests.e2e.conftest import LiveServer, verified_domain
 
-GOOD: dict[str, Any] = {"from": f"a@{DOMAIN}", "to": "b@example.org", "subject": "s", "text": "t"}
+# Each test's own sending domain: the first team to verify a name owns it.
+DOMAINS = {
+    "test_send_refusals": "refusals.test",
+    "test_oversize_bodies_are_refused": "oversize.test",
+    "test_batch_strict_and_permissive": "batches.test",
+    "test_unknown_email_and_reschedule_rules": "unknown-email.test",
+}
 
 
-def with_fields(**changes: Any) -> dict[str, Any]:
-    body = {**GOOD, **changes}
+def good_body(domain: str) -> dict[str, Any]:
+    return {"from": f"a@{domain}", "to": "b@example.org", "subject": "s", "text": "t"}
+
+
+def changed(good: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    body = {**good, **changes}
     return {k: v for k, v in body.items() if v is not None}
 
 
-CASES: list[tuple[str, bytes | dict[str, Any] | list[Any], int, str]] = [
-    ("malformed JSON", b'{"from": ', 400, "validation_error"),
-    ("nested 1,000 deep", b"[" * 1000 + b"]" * 1000, 422, "validation_error"),
-    ("nested 33 deep", with_fields(headers={"X": json.loads("[" * 31 + "]" * 31)}), 422,
-     "validation_error"),
-    ("not an object", [1, 2], 422, "validation_error"),
-    ("missing to", with_fields(to=None), 422, "missing_required_field"),
-    ("missing subject", with_fields(subject=None), 422, "missing_required_field"),
-    ("missing from", with_fields(**{"from": None}), 422, "missing_required_field"),
-    ("to of the wrong type", with_fields(to=5), 422, "validation_error"),
-    ("bad address", with_fields(to="not-an-address"), 422, "validation_error"),
-    ("51 recipients", with_fields(to=[f"u{i}@example.org" for i in range(51)]), 422,
-     "validation_error"),
-    ("bad scheduled_at", with_fields(scheduled_at="someday maybe"), 422, "validation_error"),
-    ("scheduled in the past", with_fields(scheduled_at="2001-01-01T00:00:00Z"), 422,
-     "validation_error"),
-    ("scheduled too far", with_fields(scheduled_at="in 40 days"), 422, "validation_error"),
-    ("CRLF in subject", with_fields(subject="hi\r\nBcc: victim@example.org"), 422,
-     "validation_error"),
-    ("CRLF in header value", with_fields(headers={"X-Tag": "a\r\nBcc: v@example.org"}), 422,
-     "validation_error"),
-    ("CRLF in header name", with_fields(headers={"X-Tag\r\nBcc": "v@example.org"}), 422,
-     "validation_error"),
-    ("structural header", with_fields(headers={"Bcc": "v@example.org"}), 422,
-     "validation_error"),
-    ("bad tag", with_fields(tags=[{"name": "no spaces allowed", "value": "x"}]), 422,
-     "validation_error"),
-    ("attachment without content", with_fields(attachments=[{"filename": "a.txt"}]), 422,
-     "invalid_attachment"),
-    ("forbidden attachment type", with_fields(attachments=[{"filename": "x.exe",
-     "content": "aGk="}]), 422, "invalid_attachment"),
-    ("unverified domain", with_fields(**{"from": "a@unverified.test"}), 403, "validation_error"),
-    ("address literal recipient", with_fields(to="b@[127.0.0.1]"), 422, "validation_error"),
-    ("localhost recipient", with_fields(to="b@localhost"), 422, "validation_error"),
-    ("internal cc", with_fields(cc="b@printer.local"), 422, "validation_error"),
-    ("internal bcc", with_fields(bcc=["b@example.org", "c@db.internal"]), 422,
-     "validation_error"),
-    ("Sender of an unverified domain", with_fields(headers={"Sender": "a@unverified.test"}), 403,
-     "validation_error"),
-    ("Sender not one address", with_fields(headers={"Sender": "a@x.test, b@x.test"}), 422,
-     "validation_error"),
-]  # fmt: skip
+def refusals(
+    good: dict[str, Any],
+) -> list[tuple[str, bytes | dict[str, Any] | list[Any], int, str]]:
+    """(what, body, status, error name) of each refused send, `good` changed to break it."""
+
+    def with_fields(**changes: Any) -> dict[str, Any]:
+        return changed(good, **changes)
+
+    return [
+        ("malformed JSON", b'{"from": ', 400, "validation_error"),
+        ("nested 1,000 deep", b"[" * 1000 + b"]" * 1000, 422, "validation_error"),
+        ("nested 33 deep", with_fields(headers={"X": json.loads("[" * 31 + "]" * 31)}), 422,
+         "validation_error"),
+        ("not an object", [1, 2], 422, "validation_error"),
+        ("missing to", with_fields(to=None), 422, "missing_required_field"),
+        ("missing subject", with_fields(subject=None), 422, "missing_required_field"),
+        ("missing from", with_fields(**{"from": None}), 422, "missing_required_field"),
+        ("to of the wrong type", with_fields(to=5), 422, "validation_error"),
+        ("bad address", with_fields(to="not-an-address"), 422, "validation_error"),
+        ("51 recipients", with_fields(to=[f"u{i}@example.org" for i in range(51)]), 422,
+         "validation_error"),
+        ("bad scheduled_at", with_fields(scheduled_at="someday maybe"), 422, "validation_error"),
+        ("scheduled in the past", with_fields(scheduled_at="2001-01-01T00:00:00Z"), 422,
+         "validation_error"),
+        ("scheduled too far", with_fields(scheduled_at="in 40 days"), 422, "validation_error"),
+        ("CRLF in subject", with_fields(subject="hi\r\nBcc: victim@example.org"), 422,
+         "validation_error"),
+        ("CRLF in header value", with_fields(headers={"X-Tag": "a\r\nBcc: v@example.org"}), 422,
+         "validation_error"),
+        ("CRLF in header name", with_fields(headers={"X-Tag\r\nBcc": "v@example.org"}), 422,
+         "validation_error"),
+        ("structural header", with_fields(headers={"Bcc": "v@example.org"}), 422,
+         "validation_error"),
+        ("bad tag", with_fields(tags=[{"name": "no spaces allowed", "value": "x"}]), 422,
+         "validation_error"),
+        ("attachment without content", with_fields(attachments=[{"filename": "a.txt"}]), 422,
+         "invalid_attachment"),
+        ("forbidden attachment type", with_fields(attachments=[{"filename": "x.exe",
+         "content": "aGk="}]), 422, "invalid_attachment"),
+        ("unverified domain", with_fields(**{"from": "a@unverified.test"}), 403,
+         "validation_error"),
+        ("address literal recipient", with_fields(to="b@[127.0.0.1]"), 422, "validation_error"),
+        ("localhost recipient", with_fields(to="b@localhost"), 422, "validation_error"),
+        ("internal cc", with_fields(cc="b@printer.local"), 422, "validation_error"),
+        ("internal bcc", with_fields(bcc=["b@example.org", "c@db.internal"]), 422,
+         "validation_error"),
+        ("Sender of an unverified domain", with_fields(headers={"Sender": "a@unverified.test"}),
+         403, "validation_error"),
+        ("Sender not one address", with_fields(headers={"Sender": "a@x.test, b@x.test"}), 422,
+         "validation_error"),
+    ]  # fmt: skip
 
 
 @pytest.fixture
-def headers(server: LiveServer, dns_server: AuthoritativeDnsServer) -> dict[str, str]:
-    verified_domain(dns_server)
+def server(team_server: LiveServer) -> LiveServer:
+    """The module's shared server, the `resend` SDK pointed at it with a team of the test's own."""
+    return team_server
+
+
+@pytest.fixture
+def good(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """A send the test's team may make: from its own domain (verified by `headers`)."""
+    return good_body(DOMAINS[request.node.name])
+
+
+@pytest.fixture
+def headers(
+    server: LiveServer, dns_server: AuthoritativeDnsServer, good: dict[str, Any]
+) -> dict[str, str]:
+    verified_domain(dns_server, good["from"].partition("@")[2])
     return {"Authorization": f"Bearer {resend.api_key}", "Content-Type": "application/json"}
 
 
@@ -84,8 +118,8 @@ def assert_error(response: httpx.Response, status: int, name: str) -> dict[str, 
     return payload
 
 
-def test_send_refusals(server: LiveServer, headers: dict[str, str]) -> None:
-    for label, body, status, name in CASES:
+def test_send_refusals(server: LiveServer, headers: dict[str, str], good: dict[str, Any]) -> None:
+    for label, body, status, name in refusals(good):
         response = post(server, "/emails", body, headers)
         assert response.status_code == status, (label, response.text)
         assert_error(response, status, name)
@@ -93,15 +127,19 @@ def test_send_refusals(server: LiveServer, headers: dict[str, str]) -> None:
     assert httpx.get(f"{server.base_url}/emails", headers=headers).json()["data"] == []
 
 
-def test_oversize_bodies_are_refused(server: LiveServer, headers: dict[str, str]) -> None:
-    big_text = with_fields(text="x" * (41 * 1024 * 1024))
+def test_oversize_bodies_are_refused(
+    server: LiveServer, headers: dict[str, str], good: dict[str, Any]
+) -> None:
+    big_text = changed(good, text="x" * (41 * 1024 * 1024))
     assert_error(post(server, "/emails", big_text, headers), 422, "validation_error")
     huge = b'{"text": "' + b"x" * (49 * 1024 * 1024) + b'"}'
     assert_error(post(server, "/emails", huge, headers), 413, "validation_error")
 
 
-def test_batch_strict_and_permissive(server: LiveServer, headers: dict[str, str]) -> None:
-    items = [GOOD, with_fields(to="broken"), with_fields(subject="third")]
+def test_batch_strict_and_permissive(
+    server: LiveServer, headers: dict[str, str], good: dict[str, Any]
+) -> None:
+    items = [good, changed(good, to="broken"), changed(good, subject="third")]
     strict = assert_error(post(server, "/emails/batch", items, headers), 422, "validation_error")
     assert "1" in strict["message"]
     assert httpx.get(f"{server.base_url}/emails", headers=headers).json()["data"] == []
@@ -116,16 +154,21 @@ def test_batch_strict_and_permissive(server: LiveServer, headers: dict[str, str]
 
     for body, name in [
         ([], "validation_error"),
-        ([GOOD] * 101, "validation_error"),
+        ([good] * 101, "validation_error"),
         ({"not": "a list"}, "validation_error"),
-        ([with_fields(attachments=[{"filename": "a.txt", "content": "aGk="}])], "validation_error"),
+        (
+            [changed(good, attachments=[{"filename": "a.txt", "content": "aGk="}])],
+            "validation_error",
+        ),
     ]:
         assert_error(post(server, "/emails/batch", body, headers), 422, name)
-    bad_mode = post(server, "/emails/batch", [GOOD], {**headers, "x-batch-validation": "lenient"})
+    bad_mode = post(server, "/emails/batch", [good], {**headers, "x-batch-validation": "lenient"})
     assert bad_mode.status_code in (400, 422)
 
 
-def test_unknown_email_and_reschedule_rules(server: LiveServer, headers: dict[str, str]) -> None:
+def test_unknown_email_and_reschedule_rules(
+    server: LiveServer, headers: dict[str, str], good: dict[str, Any]
+) -> None:
     assert_error(httpx.get(f"{server.base_url}/emails/nope", headers=headers), 404, "not_found")
     # A Resend product Postwire leaves out (receiving), called as the SDK calls it.
     for call in (resend.Emails.Receiving.list,):
@@ -139,7 +182,7 @@ def test_unknown_email_and_reschedule_rules(server: LiveServer, headers: dict[st
     wrong = httpx.request("PUT", f"{server.base_url}/domains", headers=headers)
     assert_error(wrong, 405, "method_not_allowed")
     assert wrong.headers["allow"] == "GET, HEAD, POST"
-    sent = post(server, "/emails", GOOD, headers).json()
+    sent = post(server, "/emails", good, headers).json()
     # A queued (not scheduled) email can neither be rescheduled nor canceled.
     reschedule = httpx.patch(
         f"{server.base_url}/emails/{sent['id']}",
