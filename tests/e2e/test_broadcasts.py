@@ -216,7 +216,7 @@ def slow_setup(
     with (
         dump_directory() as sink,
         broadcasting(
-            tmp_path, dns_server, sink, extra_tables="\n[broadcasts]\nrate = 40\npage_size = 5\n"
+            tmp_path, dns_server, sink, tables="\n[broadcasts]\nrate = 40\npage_size = 5\n"
         ) as live,
         receiving_webhooks() as receiver,
     ):
