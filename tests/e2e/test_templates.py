@@ -1,24 +1,37 @@
 """Templates through the official `resend` SDK against a live server: every call of
 `resend.Templates`, sending with `template` (single and batch), what the recipient receives,
-and every refusal over raw HTTP in the contract's error shape."""
+and every refusal over raw HTTP in the contract's error shape. The tests share one server that
+delivers everything to a smtp-sink, each in a team of its own sending from a domain of its own."""
 
 from __future__ import annotations
 
 import email
 import email.policy
+from collections.abc import Iterator
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import resend
 
 from tests.dns_server import AuthoritativeDnsServer
 from tests.e2e.conftest import DOMAIN, LiveServer, verified_domain, wait_until
-from tests.e2e.test_smtp_submission import relaying_to_sink, sink_dump
+from tests.e2e.test_broadcasts import sink
+from tests.e2e.test_smtp_submission import relaying_to_sink
 from tests.smtp_sink import sunk_messages
 
-__all__ = ["sink_dump"]  # a fixture used here
+__all__ = ["sink"]  # a fixture used here
+
+
+@pytest.fixture(scope="module")
+def shared_server(
+    tmp_path_factory: pytest.TempPathFactory, knot: AuthoritativeDnsServer, sink: Path
+) -> Iterator[LiveServer]:
+    with relaying_to_sink(tmp_path_factory.mktemp("templates"), knot, sink) as live:
+        yield live
+
 
 ORDER_HTML = (
     "<p>Hi {{{NAME|there}}}, your {{{PRODUCT}}} costs {{{PRICE}}}.</p>"
@@ -42,13 +55,13 @@ def assert_error(response: httpx.Response, status: int, name: str, text: str = "
     assert text in body["message"], body
 
 
-def order_template(**extra: Any) -> dict[str, Any]:
+def order_template(domain: str = DOMAIN, **extra: Any) -> dict[str, Any]:
     params: dict[str, Any] = {
         "name": "order-confirmation",
         "alias": "order",
-        "from": f"Shop <shop@{DOMAIN}>",
+        "from": f"Shop <shop@{domain}>",
         "subject": "Your {{{PRODUCT}}}",
-        "reply_to": f"help@{DOMAIN}",
+        "reply_to": f"help@{domain}",
         "html": ORDER_HTML,
         "variables": [
             {"key": "PRODUCT", "type": "string", "fallback_value": "item"},
@@ -60,7 +73,7 @@ def order_template(**extra: Any) -> dict[str, Any]:
     return params
 
 
-def test_template_lifecycle_with_the_sdk(server: LiveServer) -> None:
+def test_template_lifecycle_with_the_sdk(team_server: LiveServer) -> None:
     created = resend.Templates.create(order_template())  # type: ignore[arg-type]
     assert created["object"] == "template"
     template_id = created["id"]
@@ -113,7 +126,7 @@ def test_template_lifecycle_with_the_sdk(server: LiveServer) -> None:
     assert [item["id"] for item in older["data"]] == [template_id] and not older["has_more"]
 
     resend.Templates.publish(template_id)
-    with api(server) as client:
+    with api(team_server) as client:
         versions = client.get(f"/templates/{template_id}/versions").json()
     assert [v["version_number"] for v in versions["data"]] == [2, 1]
     assert versions["data"][0]["subject"] == "Your order of {{{PRODUCT}}}"
@@ -121,7 +134,7 @@ def test_template_lifecycle_with_the_sdk(server: LiveServer) -> None:
 
     removed = resend.Templates.remove("order")
     assert (removed["object"], removed["id"], removed["deleted"]) == ("template", template_id, True)
-    with api(server) as client:
+    with api(team_server) as client:
         assert_error(client.get(f"/templates/{template_id}"), 404, "not_found")
         assert_error(client.get("/templates/order"), 404, "not_found")
     # The alias is free again.
@@ -133,97 +146,95 @@ def sent_email(email_id: str) -> dict[str, Any]:
 
 
 def test_sending_with_a_template(
-    tmp_path: Path,
-    dns_server: AuthoritativeDnsServer,
-    sink_dump: Path,
+    team_server: LiveServer, dns_server: AuthoritativeDnsServer, sink: Path
 ) -> None:
-    with relaying_to_sink(tmp_path, dns_server, sink_dump) as live:
-        verified_domain(dns_server)
-        template_id = resend.Templates.create(order_template())["id"]  # type: ignore[arg-type]
-        params: dict[str, Any] = {
-            "to": "ann@example.org",
-            "template": {
-                "id": "order",
-                "variables": {
-                    "PRICE": 499,
-                    "NAME": "Ann & <Bob>",
-                    "LINK": "https://x.test/?a=1&b=2",
-                },
+    domain = "templates-sending.test"
+    verified_domain(dns_server, domain)
+    template_id = resend.Templates.create(order_template(domain))["id"]  # type: ignore[arg-type]
+    params: dict[str, Any] = {
+        "to": "ann@example.org",
+        "template": {
+            "id": "order",
+            "variables": {
+                "PRICE": 499,
+                "NAME": "Ann & <Bob>",
+                "LINK": "https://x.test/?a=1&b=2",
             },
+        },
+    }
+    with api(team_server) as client:
+        # Only a published template can be sent.
+        assert_error(client.post("/emails", json=params), 404, "not_found", "Template not found")
+    resend.Templates.publish(template_id)
+    # A draft change is not sent until published again.
+    resend.Templates.update({"id": template_id, "html": "<p>unpublished {{{PRICE}}}</p>"})
+
+    sent = resend.Emails.send(params)  # type: ignore[arg-type]
+    record = sent_email(sent["id"])
+    assert record["subject"] == "Your item"
+    assert record["from"] == f"Shop <shop@{domain}>"
+    assert record["reply_to"] == [f"help@{domain}"]
+    assert record["html"] == (
+        "<p>Hi Ann &amp; &lt;Bob&gt;, your item costs 499.</p>"
+        '<a href="https://x.test/?a=1&amp;b=2">Track</a>'
+    )
+    assert record["text"].startswith("Hi Ann & <Bob>, your item costs 499.")
+
+    # The payload's from, subject and reply_to win; a batch item renders its own values.
+    overridden = resend.Emails.send(
+        {
+            "from": f"Sales <sales@{domain}>",
+            "to": "bob@example.org",
+            "subject": "Custom subject",
+            "reply_to": [f"sales@{domain}"],
+            "template": {"id": template_id, "variables": {"PRICE": 1.5, "PRODUCT": "lamp"}},
         }
-        with api(live) as client:
-            # Only a published template can be sent.
-            assert_error(
-                client.post("/emails", json=params), 404, "not_found", "Template not found"
-            )
-        resend.Templates.publish(template_id)
-        # A draft change is not sent until published again.
-        resend.Templates.update({"id": template_id, "html": "<p>unpublished {{{PRICE}}}</p>"})
+    )
+    batch = resend.Batch.send(
+        [
+            {"to": "cy@example.org", "template": {"id": "order", "variables": {"PRICE": 7}}},
+            {"to": "di@example.org", "template": {"id": "order", "variables": {"PRICE": 8}}},
+        ]  # type: ignore[list-item]
+    )
+    record = sent_email(overridden["id"])
+    assert (record["from"], record["subject"], record["reply_to"]) == (
+        f"Sales <sales@{domain}>",
+        "Custom subject",
+        [f"sales@{domain}"],
+    )
+    assert "your lamp costs 1.5." in record["html"]
+    prices = [sent_email(item["id"])["html"] for item in batch["data"]]
+    assert ["costs 7." in prices[0], "costs 8." in prices[1]] == [True, True]
 
-        sent = resend.Emails.send(params)  # type: ignore[arg-type]
-        record = sent_email(sent["id"])
-        assert record["subject"] == "Your item"
-        assert record["from"] == f"Shop <shop@{DOMAIN}>"
-        assert record["reply_to"] == [f"help@{DOMAIN}"]
-        assert record["html"] == (
-            "<p>Hi Ann &amp; &lt;Bob&gt;, your item costs 499.</p>"
-            '<a href="https://x.test/?a=1&amp;b=2">Track</a>'
-        )
-        assert record["text"].startswith("Hi Ann & <Bob>, your item costs 499.")
-
-        # The payload's from, subject and reply_to win; a batch item renders its own values.
-        overridden = resend.Emails.send(
-            {
-                "from": f"Sales <sales@{DOMAIN}>",
-                "to": "bob@example.org",
-                "subject": "Custom subject",
-                "reply_to": [f"sales@{DOMAIN}"],
-                "template": {"id": template_id, "variables": {"PRICE": 1.5, "PRODUCT": "lamp"}},
-            }
-        )
-        batch = resend.Batch.send(
-            [
-                {"to": "cy@example.org", "template": {"id": "order", "variables": {"PRICE": 7}}},
-                {"to": "di@example.org", "template": {"id": "order", "variables": {"PRICE": 8}}},
-            ]  # type: ignore[list-item]
-        )
-        record = sent_email(overridden["id"])
-        assert (record["from"], record["subject"], record["reply_to"]) == (
-            f"Sales <sales@{DOMAIN}>",
-            "Custom subject",
-            [f"sales@{DOMAIN}"],
-        )
-        assert "your lamp costs 1.5." in record["html"]
-        prices = [sent_email(item["id"])["html"] for item in batch["data"]]
-        assert ["costs 7." in prices[0], "costs 8." in prices[1]] == [True, True]
-
-        # Once delivery recorded each one, smtp-sink has written it whole.
-        ids = [sent["id"], overridden["id"], *(item["id"] for item in batch["data"])]
-        wait_until(
-            lambda: all(sent_email(i)["last_event"] == "delivered" for i in ids),
-            "the four emails are delivered",
-        )
-        received = {
-            m.rcpt_tos[0]: email.message_from_bytes(m.content, policy=email.policy.default)
-            for m in sunk_messages(sink_dump)
-        }
-        assert len(received) == 4
-        ann = received["ann@example.org"]
-        assert isinstance(ann, EmailMessage)
-        assert ann["Subject"] == "Your item"
-        html_part = ann.get_body(("html",))
-        text_part = ann.get_body(("plain",))
-        assert html_part is not None and text_part is not None
-        assert "Hi Ann &amp; &lt;Bob&gt;, your item costs 499." in html_part.get_content()
-        assert 'href="https://x.test/?a=1&amp;b=2"' in html_part.get_content()
-        assert "Hi Ann & <Bob>, your item costs 499." in text_part.get_content()
+    # Once delivery recorded each one, smtp-sink has written it whole.
+    ids = [sent["id"], overridden["id"], *(item["id"] for item in batch["data"])]
+    wait_until(
+        lambda: all(sent_email(i)["last_event"] == "delivered" for i in ids),
+        "the four emails are delivered",
+    )
+    received = {
+        m.rcpt_tos[0]: email.message_from_bytes(m.content, policy=email.policy.default)
+        for m in sunk_messages(sink)
+        if m.mail_from.endswith(f".{domain}")  # the server delivers other tests' mail too
+    }
+    assert len(received) == 4
+    ann = received["ann@example.org"]
+    assert isinstance(ann, EmailMessage)
+    assert ann["Subject"] == "Your item"
+    html_part = ann.get_body(("html",))
+    text_part = ann.get_body(("plain",))
+    assert html_part is not None and text_part is not None
+    assert "Hi Ann &amp; &lt;Bob&gt;, your item costs 499." in html_part.get_content()
+    assert 'href="https://x.test/?a=1&amp;b=2"' in html_part.get_content()
+    assert "Hi Ann & <Bob>, your item costs 499." in text_part.get_content()
 
 
 def test_template_refusals_over_raw_http(
-    server: LiveServer, dns_server: AuthoritativeDnsServer
+    team_server: LiveServer, dns_server: AuthoritativeDnsServer
 ) -> None:
-    verified_domain(dns_server)
-    template_id = resend.Templates.create(order_template())["id"]  # type: ignore[arg-type]
+    server, domain = team_server, "templates-refusals.test"
+    verified_domain(dns_server, domain)
+    template_id = resend.Templates.create(order_template(domain))["id"]  # type: ignore[arg-type]
     resend.Templates.publish(template_id)
     send = {"to": "ann@example.org", "template": {"id": "order", "variables": {"PRICE": 5}}}
     with api(server) as client:
@@ -238,7 +249,7 @@ def test_template_refusals_over_raw_http(
             client.post("/templates", json={"name": "x"}), 422, "missing_required_field", "`html`"
         )
         assert_error(
-            client.post("/templates", json=order_template()),
+            client.post("/templates", json=order_template(domain)),
             422,
             "validation_error",
             "alias `order`",
@@ -259,7 +270,7 @@ def test_template_refusals_over_raw_http(
             ),
             ({"variables": [{"key": f"K{i}", "type": "string"} for i in range(51)]}, "at most 50"),
         ]:
-            body = order_template(alias=None) | bad
+            body = order_template(domain, alias=None) | bad
             assert_error(client.post("/templates", json=body), 422, "validation_error", text)
         assert_error(client.patch("/templates/order", json={}), 422, "missing_required_field")
         assert_error(client.patch("/templates/order", json={"html": None}), 422, "validation_error")
@@ -306,7 +317,7 @@ def test_template_refusals_over_raw_http(
         assert answer["errors"] == [{"index": 1, "message": "Template not found"}]
 
     # Another team sees none of it, by id or alias.
-    other = server.create_key("other", new_team="Other team")
+    other = server.create_key("other", new_team="template refusals: another team")
     with api(server, other) as client:
         for path in (f"/templates/{template_id}", "/templates/order"):
             assert_error(client.get(path), 404, "not_found")
@@ -318,4 +329,4 @@ def test_template_refusals_over_raw_http(
         assert client.get("/templates").json()["data"] == []
         assert_error(client.post("/emails", json=send), 404, "not_found")
         # The other team may use the same alias for its own template.
-        assert client.post("/templates", json=order_template()).status_code == 201
+        assert client.post("/templates", json=order_template(domain)).status_code == 201
