@@ -14,9 +14,21 @@ from playwright.sync_api import Browser, Page
 
 from tests.dashboard.conftest import PAGE_TIMEOUT_MS, DashboardServer, log_in
 from tests.dashboard.page_problems import watch_problems
-from tests.dashboard.test_settings_pages import create_key_in_page
 from tests.e2e.conftest import write_config
 from tests.ports import free_port
+
+
+def create_key_in_page(page: Page, server: DashboardServer, name: str) -> str:
+    """Create a full-access key through the API keys form; return the token the page shows
+    once."""
+    page.goto(server.url("/api-keys"))
+    page.fill("#key-name", name)
+    with page.expect_response(lambda r: r.request.method == "POST") as answer:
+        page.click("form[action='/api-keys'] button[type=submit]")
+    assert answer.value.headers["cache-control"] == "no-store"
+    token = page.locator("#new-token").inner_text()
+    assert token.startswith("re_")
+    return token
 
 
 @contextmanager

@@ -2,7 +2,11 @@
 a domain added, its records published in Knot and verified, tracking toggled, the domain
 deleted; a key created whose token (shown once) works with the resend SDK, another team's key
 a 404; a suppression added, found and removed; a webhook endpoint whose event's attempts are
-shown and replayed. Screenshots of every page."""
+shown and replayed. Screenshots of every page.
+
+The tests share one server, each signed in as an owner of a team of its own and adding domain
+names of its own; the webhook replay needs private addresses allowed and has a server of its
+own."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import resend
 from playwright.sync_api import Browser, Page, expect
 
 from tests.dashboard.conftest import DashboardServer, StartDashboard, log_in
+from tests.dashboard.module_server import create_key_in_page, running_dashboard
 from tests.dashboard.screenshots import screenshot
 from tests.dns_server import AuthoritativeDnsServer
 from tests.e2e.conftest import wait_until
@@ -28,11 +33,26 @@ MEMBER = "mem@example.net"
 MEMBER_PASSWORD = "a member's long passphrase"
 
 
+@pytest.fixture(scope="module")
+def settings_server(
+    tmp_path_factory: pytest.TempPathFactory, knot: AuthoritativeDnsServer
+) -> Iterator[DashboardServer]:
+    """One server for the module, verifying domains against the session's Knot."""
+    directory = tmp_path_factory.mktemp("settings-pages")
+    with running_dashboard(directory, nameservers=(knot.nameserver,)) as server:
+        yield server
+
+
 @pytest.fixture
-def signed_in(dashboard_server: DashboardServer, page: Page) -> DashboardServer:
-    dashboard_server.create_user(OWNER, PASSWORD, team="Settings")
-    log_in(page, dashboard_server, OWNER, PASSWORD)
-    return dashboard_server
+def signed_in(
+    settings_server: DashboardServer, page: Page, request: pytest.FixtureRequest
+) -> DashboardServer:
+    """Signed in as the owner of a team of the test's own, both named after the test."""
+    name = request.node.name.removeprefix("test_")
+    owner = f"{name[:40]}@settings.example.org"
+    settings_server.create_user(owner, PASSWORD, team=f"Settings: {name}")
+    log_in(page, settings_server, owner, PASSWORD)
+    return settings_server
 
 
 @pytest.fixture
@@ -43,18 +63,6 @@ def sdk() -> Iterator[None]:
 
 def path_of(page: Page) -> str:
     return urlsplit(page.url).path
-
-
-def create_key_in_page(page: Page, server: DashboardServer, name: str) -> str:
-    """Create a full-access key through the form; return the token the page shows once."""
-    page.goto(server.url("/api-keys"))
-    page.fill("#key-name", name)
-    with page.expect_response(lambda r: r.request.method == "POST") as answer:
-        page.click("form[action='/api-keys'] button[type=submit]")
-    assert answer.value.headers["cache-control"] == "no-store"
-    token = page.locator("#new-token").inner_text()
-    assert token.startswith("re_")
-    return token
 
 
 def reload_until(page: Page, condition: Callable[[], bool], what: str, timeout: float = 15) -> None:
@@ -186,16 +194,17 @@ def test_a_key_token_is_shown_once_and_works_with_the_sdk(
 def test_a_sending_key_keeps_its_domain_and_a_bad_name_is_refused(
     signed_in: DashboardServer, page: Page
 ) -> None:
+    domain = f"keys-{DOMAIN}"
     page.goto(signed_in.url("/domains"))
-    page.fill("#domain-name", DOMAIN)
+    page.fill("#domain-name", domain)
     page.click("form[action='/domains'] button[type=submit]")
     page.goto(signed_in.url("/api-keys"))
     page.fill("#key-name", "Shop")
     page.select_option("#key-permission", "sending_access")
-    page.select_option("#key-domain", label=DOMAIN)
+    page.select_option("#key-domain", label=domain)
     page.click("form[action='/api-keys'] button[type=submit]")
     expect(page.locator("table")).to_contain_text("Sending access")
-    expect(page.locator("table")).to_contain_text(DOMAIN)
+    expect(page.locator("table")).to_contain_text(domain)
 
     page.goto(signed_in.url("/api-keys"))
     page.fill("#key-name", "   ")
@@ -346,8 +355,9 @@ def test_an_inward_endpoint_is_refused_without_the_operators_consent(
 def test_a_member_reads_every_settings_page_and_changes_nothing(
     signed_in: DashboardServer, page: Page, browser: Browser
 ) -> None:
+    domain = f"members-{DOMAIN}"
     page.goto(signed_in.url("/domains"))
-    page.fill("#domain-name", DOMAIN)
+    page.fill("#domain-name", domain)
     page.click("form[action='/domains'] button[type=submit]")
     domain_path = path_of(page)
     page.goto(signed_in.url("/team"))
@@ -374,7 +384,7 @@ def test_a_member_reads_every_settings_page_and_changes_nothing(
         refused = member.goto(signed_in.url(f"{domain_path}/delete"))  # the confirmation too
         assert refused is not None and refused.status == 403
         member.goto(signed_in.url(domain_path))
-        expect(member.locator("h1")).to_contain_text(DOMAIN)
+        expect(member.locator("h1")).to_contain_text(domain)
         screenshot(member, "settings-domain-as-member")
 
         csrf = csrf_token(member)
