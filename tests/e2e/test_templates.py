@@ -1,36 +1,27 @@
 """Templates through the official `resend` SDK against a live server: every call of
 `resend.Templates`, sending with `template` (single and batch), what the recipient receives,
 and every refusal over raw HTTP in the contract's error shape. The tests share one server that
-delivers everything to a smtp-sink, each in a team of its own sending from a domain of its own."""
+delivers example.org to a smtp-sink, each in a team of its own sending from a domain of its own."""
 
 from __future__ import annotations
 
 import email
 import email.policy
-from collections.abc import Iterator
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 import resend
 
 from tests.dns_server import AuthoritativeDnsServer
 from tests.e2e.conftest import DOMAIN, LiveServer, verified_domain, wait_until
-from tests.e2e.test_broadcasts import sink
-from tests.e2e.test_smtp_submission import relaying_to_sink
+
+# The module's server delivers example.org to a smtp-sink keeping what it receives in `sink`.
+from tests.e2e.test_broadcasts import shared_server, sink
 from tests.smtp_sink import sunk_messages
 
-__all__ = ["sink"]  # a fixture used here
-
-
-@pytest.fixture(scope="module")
-def shared_server(
-    tmp_path_factory: pytest.TempPathFactory, knot: AuthoritativeDnsServer, sink: Path
-) -> Iterator[LiveServer]:
-    with relaying_to_sink(tmp_path_factory.mktemp("templates"), knot, sink) as live:
-        yield live
+__all__ = ["shared_server", "sink"]  # fixtures used here
 
 
 ORDER_HTML = (
