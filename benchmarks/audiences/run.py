@@ -74,10 +74,8 @@ class ImportBenchServer(BenchServer):
     """The API benchmark's server, its spool map large enough for `contacts`."""
 
     def __init__(self, directory: Path, *, contacts: int, processes: int) -> None:
-        super().__init__(directory, UNUSED_NAMESERVER, processes=processes)
         map_size = max(MIN_MAP_SIZE, contacts * SPOOL_BYTES_A_CONTACT)
-        with self.config_path.open("a") as config:
-            config.write(f"\n[spool]\nmap_size = {map_size}\n")
+        super().__init__(directory, UNUSED_NAMESERVER, processes=processes, spool_map_size=map_size)
 
 
 def write_csv(path: Path, rows: int, first: int = 0) -> int:

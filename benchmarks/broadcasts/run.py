@@ -106,13 +106,15 @@ class BroadcastBenchServer(DeliveryBenchServer):
         processes: int,
         broadcasts: dict[str, int],
     ) -> None:
-        super().__init__(directory, nameserver, route_port, processes=processes)
-        map_size = max(MIN_MAP_SIZE, contacts * SPOOL_BYTES_A_CONTACT)
-        with self.config_path.open("a") as config:
-            config.write(f"\n[spool]\nmap_size = {map_size}\n")
-            if broadcasts:
-                keys = "".join(f"{key} = {value}\n" for key, value in broadcasts.items())
-                config.write(f"\n[broadcasts]\n{keys}")
+        keys = "".join(f"{key} = {value}\n" for key, value in broadcasts.items())
+        super().__init__(
+            directory,
+            nameserver,
+            route_port,
+            processes=processes,
+            spool_map_size=max(MIN_MAP_SIZE, contacts * SPOOL_BYTES_A_CONTACT),
+            tables=f"[broadcasts]\n{keys}" if broadcasts else "",
+        )
 
 
 def seed(server: BenchServer, token: str, args: argparse.Namespace) -> tuple[list[str], float]:

@@ -7,9 +7,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import re
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,12 +15,14 @@ from pathlib import Path
 
 import httpx
 import trio
+from tests.live_postwire import DASHBOARD_READY
+from tests.ports import free_port
 
 from benchmarks.api import load, profile
 from benchmarks.api.__main__ import Figure
 from benchmarks.api.load import Sample, Workload
 from benchmarks.api.profile import Profiled
-from benchmarks.api.server import BenchServer, _clean_env
+from benchmarks.api.server import BenchServer
 from benchmarks.report import progress
 from postwire.config import Config, load_config
 from postwire.domains import store as domain_store
@@ -43,14 +42,12 @@ SPAN_DAYS = 90
 SPOOL_BYTES_AN_EMAIL = 4 * 1024
 MIN_MAP_SIZE = 8 * 1024**3
 UNUSED_NAMESERVER = "127.0.0.1:9"
-DASHBOARD_READY = re.compile(r"dashboard listening on")
 SESSION_COOKIE = "pw_session"
 CSRF_COOKIE = "pw_csrf"
 CSRF_FIELD = re.compile(r'name="csrf_token"\s+value="([^"]+)"')
 # A row of the Emails table links to the email's page.
 EMAIL_LINK = re.compile(r'href="/emails/[0-9a-f-]{36}"')
 PAGE_ROWS_AT_LEAST = 10
-DASHBOARD_TABLE = re.compile(r"^\[dashboard\]\n(?:(?!\[).*\n)*", re.MULTILINE)
 
 
 @dataclass
@@ -73,27 +70,20 @@ class DashboardBenchServer(BenchServer):
     localhost, like a browser would) and a spool map large enough for `emails`."""
 
     def __init__(self, directory: Path, *, emails: int) -> None:
-        super().__init__(directory, UNUSED_NAMESERVER)
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        self.dashboard_url = f"http://localhost:{port}"
-        map_size = max(MIN_MAP_SIZE, emails * SPOOL_BYTES_AN_EMAIL)
-        # The base config may place the dashboard on any port: this one must be known.
-        base = DASHBOARD_TABLE.sub("", self.config_path.read_text())
-        self.config_path.write_text(
-            f'{base}\n[dashboard]\nlisten = "127.0.0.1:{port}"\n'
-            f'public_url = "{self.dashboard_url}"\n\n[spool]\nmap_size = {map_size}\n'
+        port = free_port()
+        # The dashboard on a port known before it starts, not any free one.
+        super().__init__(
+            directory,
+            UNUSED_NAMESERVER,
+            dashboard_listen=f"127.0.0.1:{port}",
+            dashboard_public_url=f"http://localhost:{port}",
+            spool_map_size=max(MIN_MAP_SIZE, emails * SPOOL_BYTES_AN_EMAIL),
         )
+        self.dashboard_url = f"http://localhost:{port}"
 
     def create_owner(self) -> None:
         """`postwire users create`, the owner's password on standard input."""
-        command = [sys.executable, "-m", "postwire", "users", "create", "--email", OWNER]
-        command += ["--team", TEAM, "--password-stdin", "--config", str(self.config_path)]
-        subprocess.run(
-            command, input=PASSWORD + "\n", text=True, check=True, capture_output=True,
-            env=_clean_env(), timeout=60,
-        )  # fmt: skip
+        self.create_user(OWNER, PASSWORD, team=TEAM)
 
 
 async def seed(config: Config, emails: int) -> str:

@@ -25,6 +25,8 @@ DOMAIN = "bench-example.test"
 RECIPIENT_DOMAIN = "example.org"
 BATCH_SIZE = 100
 MAX_CONNECTIONS = 50
+# The `[delivery]` keys of a server that delivers to the sink.
+SINK_DELIVERY = f'helo_name = "bench.localhost"\nmax_connections_per_site = {MAX_CONNECTIONS}\n'
 CHECK_TIMEOUT = 30.0
 CONFIRM_TIMEOUT = 60.0
 
@@ -56,18 +58,16 @@ class DeliveryBenchServer(BenchServer):
     """The API benchmark's server, with example.org routed to the sink over 50 connections."""
 
     def __init__(
-        self, directory: Path, nameserver: str, sink_port: int, *, processes: int = 1
+        self, directory: Path, nameserver: str, sink_port: int, *, processes: int = 1, **config: Any
     ) -> None:
-        super().__init__(directory, nameserver, processes=processes)
-        with self.config_path.open("a") as config:
-            config.write(
-                f"""
-[delivery]
-helo_name = "bench.localhost"
-max_connections_per_site = {MAX_CONNECTIONS}
-routes = {{"{RECIPIENT_DOMAIN}" = "127.0.0.1:{sink_port}"}}
-"""
-            )
+        super().__init__(
+            directory,
+            nameserver,
+            processes=processes,
+            routes={RECIPIENT_DOMAIN: f"127.0.0.1:{sink_port}"},
+            delivery_extra=SINK_DELIVERY,
+            **config,
+        )
 
 
 def body_text(size: int) -> str:

@@ -39,14 +39,15 @@ class CostBenchServer(smtp.SmtpBenchServer):
         self, directory: Path, nameserver: str, sink_port: int, *, processes: int, on: bool
     ) -> None:
         directory.mkdir()
-        super().__init__(directory, nameserver, sink_port, processes=processes)
-        flag = "true" if on else "false"
-        text = self.config_path.read_text()
-        # The base config has a [metrics] table already (its listener on a free port).
-        text = text.replace("[metrics]\n", f"[metrics]\ncount_events = {flag}\n", 1)
-        selector = "on" if on else "off"
-        text += f'\n[insights]\nenabled = {flag}\n\n[domains]\ndkim_selector = "{selector}"\n'
-        self.config_path.write_text(text)
+        flag, selector = ("true", "on") if on else ("false", "off")
+        super().__init__(
+            directory,
+            nameserver,
+            sink_port,
+            processes=processes,
+            metrics_extra=f"count_events = {flag}",
+            tables=f'[insights]\nenabled = {flag}\n\n[domains]\ndkim_selector = "{selector}"\n',
+        )
 
 
 @dataclass

@@ -60,7 +60,7 @@ from benchmarks.api import profile
 from benchmarks.api.profile import Profiled, profile_section
 from benchmarks.api.server import BenchServer, verify_domain
 from benchmarks.cpu_time import children_cpu, machine_busy, process_cpu, process_tree_cpu
-from benchmarks.delivery.rounds import Size
+from benchmarks.delivery.rounds import MAX_CONNECTIONS, SINK_DELIVERY, Size
 from benchmarks.delivery.sink import SmtpSink, sink_path
 from benchmarks.report import (
     LoadAverages,
@@ -87,7 +87,6 @@ SENDER = f"news@{DOMAIN}"
 RECIPIENT_DOMAIN = "example.org"
 RECIPIENT = f"reader@{RECIPIENT_DOMAIN}"
 SESSIONS = 50
-MAX_CONNECTIONS = 50
 CHECK_TIMEOUT = 30.0
 CONFIRM_TIMEOUT = 60.0
 TLS_LISTENING = re.compile(r"SMTP submission \(implicit TLS\) on 127\.0\.0\.1:(\d+)")
@@ -156,23 +155,19 @@ class SmtpBenchServer(BenchServer):
     """The API benchmark's server, with implicit-TLS submission open to 127.0.0.1 without AUTH
     and every recipient routed to the sink over 50 connections."""
 
-    def __init__(self, directory: Path, nameserver: str, sink_port: int, *, processes: int) -> None:
+    def __init__(
+        self, directory: Path, nameserver: str, sink_port: int, *, processes: int, **config: Any
+    ) -> None:
         super().__init__(
             directory,
             nameserver,
-            smtp_section='starttls_listen = []\ntls_listen = ["127.0.0.1:0"]\n'
-            'trusted_networks = ["127.0.0.1/32"]\n',
             processes=processes,
+            tls_listen=("127.0.0.1:0",),
+            smtp_extra='trusted_networks = ["127.0.0.1/32"]',
+            routes={"*": f"127.0.0.1:{sink_port}"},
+            delivery_extra=SINK_DELIVERY,
+            **config,
         )
-        with self.config_path.open("a") as config:
-            config.write(
-                f"""
-[delivery]
-helo_name = "bench.localhost"
-max_connections_per_site = {MAX_CONNECTIONS}
-routes = {{"*" = "127.0.0.1:{sink_port}"}}
-"""
-            )
 
     @property
     def tls_certificate(self) -> tuple[Path, Path]:

@@ -172,9 +172,7 @@ class WebhookBenchServer(DeliveryBenchServer):
     """The delivery benchmark's server, allowed to POST webhooks to loopback."""
 
     def __init__(self, directory: Path, nameserver: str, sink_port: int) -> None:
-        super().__init__(directory, nameserver, sink_port)
-        with self.config_path.open("a") as config:
-            config.write("\n[webhooks]\nallow_private_targets = true\n")
+        super().__init__(directory, nameserver, sink_port, allow_private_webhooks=True)
 
 
 @dataclass

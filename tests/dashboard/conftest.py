@@ -14,8 +14,6 @@ Fixtures:
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,14 +25,8 @@ from playwright.sync_api import Browser, BrowserContext, Page
 from tests.chromium import launched_chromium
 from tests.dashboard.screenshots import screenshot
 from tests.dns_server import AuthoritativeDnsServer
-from tests.e2e.conftest import (
-    DASHBOARD_READY,
-    LiveServer,
-    _clean_env,
-    write_config,
-)
+from tests.live_postwire import DASHBOARD_READY, LiveServer, write_config
 from tests.ports import free_port
-from tests.processes import stop_process
 from tests.smtp_receiver import ScriptedSmtpReceiver
 
 # Playwright waits this long for an element or a navigation before a test fails.
@@ -66,29 +58,6 @@ class DashboardServer(LiveServer):
     def url(self, path: str) -> str:
         """The dashboard's URL of `path` ("/emails?status=delivered")."""
         return self.dashboard_url + path
-
-    def create_user(
-        self, email: str, password: str, *, team: str | None = None
-    ) -> subprocess.CompletedProcess[str]:
-        """`postwire users create --email E --password-stdin [--team T]`: the owner an operator
-        bootstraps from the shell, its password given on standard input."""
-        command = [sys.executable, "-m", "postwire", "users", "create", "--email", email]
-        command += ["--config", str(self.config_path), "--password-stdin"]
-        if team is not None:
-            command += ["--team", team]
-        result = subprocess.run(
-            command, input=password + "\n", capture_output=True, text=True, env=_clean_env()
-        )
-        assert result.returncode == 0, f"postwire users create failed:\n{result.stderr}"
-        return result
-
-    def stop(self, sig: int = 15) -> int:
-        assert self.process is not None
-        process, self.process = self.process, None
-        stop_process(process, timeout=20, sig=sig)
-        if self._reader is not None:
-            self._reader.join(timeout=5)
-        return int(process.returncode)
 
 
 StartDashboard = Callable[..., DashboardServer]
