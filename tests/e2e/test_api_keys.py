@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -14,16 +13,7 @@ import resend.exceptions
 from tests.e2e.conftest import LiveServer, write_config
 
 
-@pytest.fixture
-def sdk(live_server: LiveServer) -> Iterator[LiveServer]:
-    """The SDK pointed at the live server with a full-access key."""
-    resend.api_url = live_server.base_url
-    resend.api_key = live_server.create_key("admin")
-    yield live_server
-    resend.api_key = None
-
-
-def test_sdk_creates_lists_renames_and_deletes_keys(sdk: LiveServer) -> None:
+def test_sdk_creates_lists_renames_and_deletes_keys(team_server: LiveServer) -> None:
     created = resend.ApiKeys.create({"name": "ci"})
     assert created["token"].startswith("re_")
     listed = resend.ApiKeys.list()
@@ -34,7 +24,7 @@ def test_sdk_creates_lists_renames_and_deletes_keys(sdk: LiveServer) -> None:
     assert names["ci"]["created_at"].endswith("+00")
 
     renamed = httpx.patch(
-        f"{sdk.base_url}/api-keys/{created['id']}",
+        f"{team_server.base_url}/api-keys/{created['id']}",
         json={"name": "ci-renamed"},
         headers={"Authorization": f"Bearer {resend.api_key}"},
     )
@@ -49,10 +39,10 @@ def test_sdk_creates_lists_renames_and_deletes_keys(sdk: LiveServer) -> None:
         resend.ApiKeys.list()
 
 
-def test_new_key_works_and_sending_access_is_restricted(sdk: LiveServer) -> None:
+def test_new_key_works_and_sending_access_is_restricted(team_server: LiveServer) -> None:
     sending = resend.ApiKeys.create({"name": "sender", "permission": "sending_access"})
     response = httpx.get(
-        f"{sdk.base_url}/api-keys", headers={"Authorization": f"Bearer {sending['token']}"}
+        f"{team_server.base_url}/api-keys", headers={"Authorization": f"Bearer {sending['token']}"}
     )
     assert response.status_code == 401
     assert response.json() == {
@@ -62,31 +52,36 @@ def test_new_key_works_and_sending_access_is_restricted(sdk: LiveServer) -> None
     }
 
 
-def test_pagination_of_keys(sdk: LiveServer) -> None:
+def test_pagination_of_keys(team_server: LiveServer) -> None:
     for i in range(4):
         resend.ApiKeys.create({"name": f"k{i}"})
     headers = {"Authorization": f"Bearer {resend.api_key}"}
-    first = httpx.get(f"{sdk.base_url}/api-keys?limit=2", headers=headers).json()
+    first = httpx.get(f"{team_server.base_url}/api-keys?limit=2", headers=headers).json()
     assert [k["name"] for k in first["data"]] == ["k3", "k2"] and first["has_more"] is True
     cursor = first["data"][-1]["id"]
-    rest = httpx.get(f"{sdk.base_url}/api-keys?limit=10&after={cursor}", headers=headers).json()
+    rest = httpx.get(
+        f"{team_server.base_url}/api-keys?limit=10&after={cursor}", headers=headers
+    ).json()
     assert [k["name"] for k in rest["data"]] == ["k1", "k0", "admin"]
     assert rest["has_more"] is False
     for bad in ("limit=0", "limit=101", "limit=x", f"after={cursor}&before={cursor}"):
-        response = httpx.get(f"{sdk.base_url}/api-keys?{bad}", headers=headers)
+        response = httpx.get(f"{team_server.base_url}/api-keys?{bad}", headers=headers)
         assert response.status_code == 422, bad
         assert response.json()["name"] == "validation_error"
 
 
-def test_teams_are_isolated(sdk: LiveServer) -> None:
+def test_teams_are_isolated(team_server: LiveServer) -> None:
     mine = resend.ApiKeys.create({"name": "mine"})
-    other_token = sdk.create_key("other", new_team="other team")
+    other_token = team_server.create_key("other", new_team="other team")
     headers = {"Authorization": f"Bearer {other_token}"}
-    listed = httpx.get(f"{sdk.base_url}/api-keys", headers=headers).json()
+    listed = httpx.get(f"{team_server.base_url}/api-keys", headers=headers).json()
     assert [k["name"] for k in listed["data"]] == ["other"]
     for method in ("DELETE", "PATCH"):
         response = httpx.request(
-            method, f"{sdk.base_url}/api-keys/{mine['id']}", headers=headers, json={"name": "x"}
+            method,
+            f"{team_server.base_url}/api-keys/{mine['id']}",
+            headers=headers,
+            json={"name": "x"},
         )
         assert response.status_code == 404
         assert response.json()["name"] == "not_found"
@@ -129,7 +124,7 @@ BAD_PERMISSION = b'{"name": "a", "permission": "root"}'
     ],
 )
 def test_error_paths_answer_in_the_contract_shape(
-    sdk: LiveServer,
+    team_server: LiveServer,
     method: str,
     path: str,
     body: bytes | None,
@@ -141,7 +136,7 @@ def test_error_paths_answer_in_the_contract_shape(
         headers = {"Authorization": f"Bearer {resend.api_key}"}
     response = httpx.request(
         method,
-        sdk.base_url + path,
+        team_server.base_url + path,
         content=body,
         headers={**headers, "Content-Type": "application/json"},
     )
@@ -152,7 +147,7 @@ def test_error_paths_answer_in_the_contract_shape(
     assert (payload["statusCode"], payload["name"]) == (status, name)
 
 
-def test_sdk_errors_are_the_right_classes(sdk: LiveServer) -> None:
+def test_sdk_errors_are_the_right_classes(team_server: LiveServer) -> None:
     resend.api_key = "re_wrong_key"
     with pytest.raises(resend.exceptions.ValidationError):
         resend.ApiKeys.list()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -14,19 +13,27 @@ import pytest
 import resend
 from svix.webhooks import Webhook
 
-from tests.e2e.conftest import LiveServer, wait_until, write_config
+from tests.dns_server import AuthoritativeDnsServer
+from tests.e2e.conftest import LiveServer, serving, wait_until
 from tests.webhook_receiver import WebhookReceiver
 
 
+@pytest.fixture(scope="module")
+def shared_server(
+    tmp_path_factory: pytest.TempPathFactory, knot: AuthoritativeDnsServer
+) -> Iterator[LiveServer]:
+    """The module's server lets webhooks reach a receiver on loopback, for the contact.*
+    webhooks test; no other test here makes a webhook."""
+    with serving(tmp_path_factory.mktemp("contacts"), knot, allow_private_webhooks=True) as live:
+        yield live
+
+
 @pytest.fixture
-def api(live_server: LiveServer) -> Iterator[httpx.Client]:
-    """Raw HTTP with an admin key; the SDK is pointed at the same server and key."""
-    key = live_server.create_key("admin")
-    resend.api_url, resend.api_key = live_server.base_url, key
-    headers = {"Authorization": f"Bearer {key}"}
-    with httpx.Client(base_url=live_server.base_url, headers=headers) as client:
+def api(team_server: LiveServer) -> Iterator[httpx.Client]:
+    """Raw HTTP with the full-access key of the test's own team, which the SDK uses too."""
+    headers = {"Authorization": f"Bearer {resend.api_key}"}
+    with httpx.Client(base_url=team_server.base_url, headers=headers) as client:
         yield client
-    resend.api_key = None
 
 
 def fields(answer: Any) -> dict[str, Any]:
@@ -178,7 +185,7 @@ def test_the_legacy_audience_paths(api: httpx.Client) -> None:
     )
 
 
-def test_every_refusal_in_the_documented_shape(live_server: LiveServer, api: httpx.Client) -> None:
+def test_every_refusal_in_the_documented_shape(team_server: LiveServer, api: httpx.Client) -> None:
     api.post("/contact-properties", json={"key": "age", "type": "number"})
     segment = api.post("/segments", json={"name": "S"}).json()
     ada = api.post("/contacts", json={"email": "ada@example.org"}).json()
@@ -228,8 +235,8 @@ def test_every_refusal_in_the_documented_shape(live_server: LiveServer, api: htt
     refusal(api.post("/contacts", content=b"{", headers={"Content-Type": "application/json"}), 400)
 
     # Another team sees none of it, and cannot use the first team's segment.
-    stranger = {"Authorization": f"Bearer {live_server.create_key('s', new_team='other')}"}
-    with httpx.Client(base_url=live_server.base_url, headers=stranger) as other:
+    stranger = {"Authorization": f"Bearer {team_server.create_key('s', new_team='other')}"}
+    with httpx.Client(base_url=team_server.base_url, headers=stranger) as other:
         assert other.get("/contacts").json()["data"] == []
         refusal(other.get(f"/contacts/{ada['id']}"), 404, "not_found")
         refusal(other.get("/contacts/ada@example.org"), 404, "not_found")
@@ -246,19 +253,7 @@ def test_every_refusal_in_the_documented_shape(live_server: LiveServer, api: htt
     assert resend.Contacts.get(email="ada@example.org")["id"] == ada["id"]
 
 
-@pytest.fixture
-def hooked_server(tmp_path: Path) -> Iterator[LiveServer]:
-    live = LiveServer(config_path=tmp_path / "postwire.toml", data_dir=tmp_path / "data")
-    write_config(live.config_path, live.data_dir, allow_private_webhooks=True)
-    live.start()
-    resend.api_url, resend.api_key = live.base_url, live.create_key("admin")
-    yield live
-    resend.api_key = None
-    if live.process is not None:
-        live.stop()
-
-
-def test_contact_webhooks_arrive_signed(hooked_server: LiveServer) -> None:
+def test_contact_webhooks_arrive_signed(team_server: LiveServer) -> None:
     receiver = WebhookReceiver()
     receiver.start()
     try:

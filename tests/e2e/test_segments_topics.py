@@ -243,12 +243,12 @@ def test_the_sdk_manages_contact_properties(api: httpx.Client) -> None:
     assert api.post("/contact-properties", json={"key": "age", "type": "string"}).is_success
 
 
-def test_another_team_sees_none_of_it(live_server: LiveServer, api: httpx.Client) -> None:
+def test_another_team_sees_none_of_it(team_server: LiveServer, api: httpx.Client) -> None:
     segment = api.post("/segments", json={"name": "S"}).json()
     topic = api.post("/topics", json={"name": "T", "default_subscription": "opt_in"}).json()
     prop = api.post("/contact-properties", json={"key": "plan", "type": "string"}).json()
-    stranger = {"Authorization": f"Bearer {live_server.create_key('s', new_team='other')}"}
-    with httpx.Client(base_url=live_server.base_url, headers=stranger) as other:
+    stranger = {"Authorization": f"Bearer {team_server.create_key('s', new_team='other')}"}
+    with httpx.Client(base_url=team_server.base_url, headers=stranger) as other:
         for path in ("/segments", "/audiences", "/topics", "/contact-properties"):
             assert other.get(path).json()["data"] == [], path
         for path in (
