@@ -145,8 +145,13 @@ class Setup:
         return f"Acme News <news@{self.domain}>"
 
     def sunk(self) -> list[SunkMessage]:
-        """What smtp-sink received from this test's domain (its envelope sender is under it)."""
-        return [m for m in sunk_messages(self.sink) if m.mail_from.endswith(f".{self.domain}")]
+        return sunk_from(self.sink, self.domain)
+
+
+def sunk_from(sink: Path, domain: str) -> list[SunkMessage]:
+    """What smtp-sink received from `domain` (the envelope sender is under it): a shared server
+    delivers other tests' mail to the same sink."""
+    return [m for m in sunk_messages(sink) if m.mail_from.endswith(f".{domain}")]
 
 
 @pytest.fixture(scope="module")

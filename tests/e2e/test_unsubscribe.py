@@ -3,7 +3,8 @@ engine to Postfix's smtp-sink; each message's `List-Unsubscribe` fields are DKIM
 name its recipient. A real HTTP client (httpx) does the one-click POST, the hosted page's form
 posts and a forged link; smtplib writes to the mailto address over Postwire's STARTTLS
 listener. The contacts flip as the SDK reads them, `contact.updated` arrives verified with
-svix, and the broadcast counts each unsubscribe once."""
+svix, and the broadcast counts each unsubscribe once. The tests share one server, each in a team
+of its own sending from a domain of its own."""
 
 from __future__ import annotations
 
@@ -24,11 +25,10 @@ import resend
 from svix.webhooks import Webhook
 
 from tests.dns_server import AuthoritativeDnsServer
-from tests.e2e import test_smtp_submission
-from tests.e2e.conftest import DOMAIN, LiveServer, dkim_verifies, verified_domain, wait_until
+from tests.e2e.conftest import LiveServer, dkim_verifies, verified_domain, wait_until
+from tests.e2e.test_broadcasts import broadcasting, sink, sunk_from
 from tests.e2e.test_inbound_dsn import report
-from tests.e2e.test_smtp_submission import free_address, relaying_to_sink
-from tests.smtp_sink import sunk_messages
+from tests.ports import free_address
 from tests.webhook_receiver import WebhookReceiver
 
 ONE_CLICK = {"List-Unsubscribe": "One-Click"}  # RFC 8058's body, form-encoded by httpx
@@ -36,9 +36,7 @@ PEOPLE = {"ann@example.org": "Ann", "bob@example.org": "Bob", "cay@example.org":
 URL = re.compile(r"<(http://[^>]+/u/([A-Za-z0-9_-]{78}))>")
 MAILTO = re.compile(r"<mailto:(unsub\+[A-Za-z0-9_-]{56}@[^>]+)>")
 
-
-# A directory smtp-sink keeps what it receives in: the SMTP tests' fixture, named `sink` here.
-sink = test_smtp_submission.sink_dump
+__all__ = ["sink"]  # a fixture used here
 
 
 @pytest.fixture
@@ -49,24 +47,20 @@ def receiver() -> Iterator[WebhookReceiver]:
     receiver.stop()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def postwire_smtp() -> str:
     return free_address()
 
 
-@pytest.fixture
-def server(
-    tmp_path: Path, dns_server: AuthoritativeDnsServer, sink: Path, postwire_smtp: str
+@pytest.fixture(scope="module")
+def shared_server(
+    tmp_path_factory: pytest.TempPathFactory,
+    knot: AuthoritativeDnsServer,
+    sink: Path,
+    postwire_smtp: str,
 ) -> Iterator[LiveServer]:
-    api = free_address()  # known before start: the links in mail are built on it
-    with relaying_to_sink(
-        tmp_path,
-        dns_server,
-        sink,
-        allow_private_webhooks=True,
-        starttls_listen=(postwire_smtp,),
-        api_listen=api,
-        public_url=f"http://{api}",
+    with broadcasting(
+        tmp_path_factory.mktemp("unsubscribe"), knot, sink, starttls_listen=(postwire_smtp,)
     ) as live:
         yield live
 
@@ -97,7 +91,7 @@ class Page(HTMLParser):
             self.text.append(data.strip())
 
 
-def send_broadcast(topic_id: str | None) -> tuple[str, dict[str, str]]:
+def send_broadcast(domain: str, topic_id: str | None) -> tuple[str, dict[str, str]]:
     """A broadcast to a segment of `PEOPLE`, sent now; its id and each contact's id."""
     segment = resend.Segments.create({"name": "Readers"})
     contacts = {
@@ -108,7 +102,7 @@ def send_broadcast(topic_id: str | None) -> tuple[str, dict[str, str]]:
     }
     params: dict[str, Any] = {
         "segment_id": segment["id"],
-        "from": f"Acme News <news@{DOMAIN}>",
+        "from": f"Acme News <news@{domain}>",
         "subject": "Hello {{{FIRST_NAME|there}}}",
         "html": '<p>Hi {{{FIRST_NAME}}}</p><a href="{{{RESEND_UNSUBSCRIBE_URL}}}">Unsubscribe</a>',
         "send": True,
@@ -119,7 +113,7 @@ def send_broadcast(topic_id: str | None) -> tuple[str, dict[str, str]]:
     return broadcast["id"], contacts
 
 
-def delivered(sink: Path, count: int) -> dict[str, EmailMessage]:
+def delivered(sink: Path, domain: str, count: int) -> dict[str, EmailMessage]:
     """The broadcast's messages in the sink, by recipient, once `count` have arrived."""
 
     def all_delivered() -> bool:  # the sink's 250 to DATA comes once its file is whole
@@ -128,7 +122,7 @@ def delivered(sink: Path, count: int) -> dict[str, EmailMessage]:
 
     wait_until(all_delivered, f"{count} messages delivered")
     messages = {}
-    for sunk in sunk_messages(sink):
+    for sunk in sunk_from(sink, domain):
         parsed = email.message_from_bytes(sunk.content, policy=email.policy.default)
         assert isinstance(parsed, EmailMessage)
         (recipient,) = sunk.rcpt_tos
@@ -172,17 +166,18 @@ def swap_contact(token: str, contact_id: str) -> str:
 
 
 def test_one_click_page_and_mailto_unsubscribe(
-    server: LiveServer,
+    team_server: LiveServer,
     dns_server: AuthoritativeDnsServer,
     sink: Path,
     receiver: WebhookReceiver,
     postwire_smtp: str,
 ) -> None:
-    verified_domain(dns_server)
+    domain = "unsubscribe-links.test"
+    verified_domain(dns_server, domain)
     hook = resend.Webhooks.create({"endpoint": receiver.url, "events": ["contact.updated"]})
-    broadcast_id, contacts = send_broadcast(topic_id=None)
+    broadcast_id, contacts = send_broadcast(domain, topic_id=None)
     ann, bob, cay = (contacts[address] for address in PEOPLE)
-    messages = delivered(sink, len(PEOPLE))
+    messages = delivered(sink, domain, len(PEOPLE))
 
     # Every message carries its own recipient's links, signed by DKIM.
     links = {address: links_of(message) for address, message in messages.items()}
@@ -194,7 +189,7 @@ def test_one_click_page_and_mailto_unsubscribe(
         assert {"list-unsubscribe", "list-unsubscribe-post"} <= set(signed)
         body = message.get_body(("html",))
         assert body is not None and links[address][0] in body.get_content()
-    raw = next(s.content for s in sunk_messages(sink) if s.rcpt_tos == ["ann@example.org"])
+    raw = next(s.content for s in sunk_from(sink, domain) if s.rcpt_tos == ["ann@example.org"])
     assert dkim_verifies(raw, dns_server)
 
     ann_url, ann_token, _ = links["ann@example.org"]
@@ -227,7 +222,7 @@ def test_one_click_page_and_mailto_unsubscribe(
         assert "cay@example.org" in page.text and page.hidden == [("action", "unsubscribe")]
         assert page.forms == [f"/u/{cay_token}"]
         (stylesheet,) = re.findall(r'href="(/u/assets/[^"]+\.css)"', shown.text)
-        css = http.get(server.base_url + stylesheet)
+        css = http.get(team_server.base_url + stylesheet)
         assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
         assert resend.Contacts.get(id=cay)["unsubscribed"] is False
         confirmed = http.post(cay_url, data={"action": "unsubscribe"})
@@ -241,7 +236,7 @@ def test_one_click_page_and_mailto_unsubscribe(
     # Mail to the mailto address unsubscribes Bob; a forged one is refused at RCPT.
     _, _, bob_mailto = links["bob@example.org"]
     local, _, host = bob_mailto.partition("@")
-    assert len(local) <= 64 and host == f"send.{DOMAIN}"
+    assert len(local) <= 64 and host == f"send.{domain}"
     forged_mailto = f"{local[:-1]}{'B' if local[-1] == 'A' else 'A'}@{host}"
     assert mail_to(postwire_smtp, forged_mailto) == (550, b"5.1.1 No such unsubscribe address")
     assert mail_to(postwire_smtp, bob_mailto) == (250, b"2.0.0 OK unsubscribed")
@@ -258,9 +253,10 @@ def test_one_click_page_and_mailto_unsubscribe(
 
 
 def test_a_topic_broadcast_unsubscribes_from_its_topic_and_the_page_sets_preferences(
-    server: LiveServer, dns_server: AuthoritativeDnsServer, sink: Path
+    team_server: LiveServer, dns_server: AuthoritativeDnsServer, sink: Path
 ) -> None:
-    verified_domain(dns_server)
+    domain = "unsubscribe-topics.test"
+    verified_domain(dns_server, domain)
     news = resend.Topics.create(
         {"name": "News", "default_subscription": "opt_in", "visibility": "public"}
     )["id"]
@@ -268,9 +264,9 @@ def test_a_topic_broadcast_unsubscribes_from_its_topic_and_the_page_sets_prefere
         {"name": "Offers", "default_subscription": "opt_out", "visibility": "public"}
     )["id"]
     internal = resend.Topics.create({"name": "Internal", "default_subscription": "opt_in"})["id"]
-    _, contacts = send_broadcast(topic_id=news)
+    _, contacts = send_broadcast(domain, topic_id=news)
     ann = contacts["ann@example.org"]
-    messages = delivered(sink, len(PEOPLE))
+    messages = delivered(sink, domain, len(PEOPLE))
     url, token, _ = links_of(messages["ann@example.org"])
 
     def subscriptions() -> dict[str, str]:
