@@ -1,18 +1,30 @@
 """The dashboard's shell in chromium: login and logout, the wrong-password answer, CSRF
 refusals, session fixation, open redirects after login, security headers (and no CSP
-violation on the page), team switching and open sign-up."""
+violation on the page), team switching and open sign-up.
+
+The tests share one server (invitation-only sign-up), each with an owner and teams of its own;
+open sign-up has a server of its own."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from urllib.parse import urlsplit
 
+import pytest
 from playwright.sync_api import Page
 
 from tests.dashboard.conftest import DashboardServer, StartDashboard, log_in
+from tests.dashboard.module_server import running_dashboard
 from tests.dashboard.screenshots import screenshot
 
-OWNER = "owner@example.org"
 PASSWORD = "correct horse battery staple 42"
+
+
+@pytest.fixture(scope="module")
+def dashboard_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DashboardServer]:
+    """One server for the module's tests: each signs in as an owner and team of its own."""
+    with running_dashboard(tmp_path_factory.mktemp("shell")) as server:
+        yield server
 
 
 def path_of(page: Page) -> str:
@@ -26,7 +38,8 @@ def session_cookie(page: Page) -> str | None:
 def test_login_lands_on_emails_and_sign_out_ends_the_session(
     dashboard_server: DashboardServer, page: Page
 ) -> None:
-    dashboard_server.create_user(OWNER, PASSWORD, team="Acme")
+    owner = "signs-out@shell.example.org"
+    dashboard_server.create_user(owner, PASSWORD, team="Acme")
     violations: list[str] = []
     page.on(
         "console",
@@ -37,12 +50,12 @@ def test_login_lands_on_emails_and_sign_out_ends_the_session(
     page.goto(dashboard_server.url("/"))
     assert path_of(page) == "/login"
     screenshot(page, "login")
-    log_in(page, dashboard_server, OWNER, PASSWORD)
+    log_in(page, dashboard_server, owner, PASSWORD)
     assert path_of(page) == "/emails"
     nav = page.locator("nav.nav a")
     assert nav.all_inner_texts() == [
-        "Emails", "Metrics", "Broadcasts", "Audience", "Domains", "API keys", "Webhooks",
-        "Suppressions", "Team", "Account",
+        "Emails", "Metrics", "Broadcasts", "Templates", "Brand kit", "Audience", "Domains",
+        "API keys", "SMTP", "Webhooks", "Suppressions", "Team", "Account",
     ]  # fmt: skip
     assert page.locator(".team-name").inner_text() == "Acme"
     cookie = next(c for c in page.context.cookies() if c["name"] == "pw_session")
@@ -60,9 +73,10 @@ def test_login_lands_on_emails_and_sign_out_ends_the_session(
 def test_a_wrong_password_and_an_unknown_user_get_the_same_message(
     dashboard_server: DashboardServer, page: Page
 ) -> None:
-    dashboard_server.create_user(OWNER, PASSWORD)
+    owner = "mistyped@shell.example.org"
+    dashboard_server.create_user(owner, PASSWORD, team="Wrong password")
     messages = []
-    for email, password in [(OWNER, "not the password"), ("nobody@example.org", PASSWORD)]:
+    for email, password in [(owner, "not the password"), ("nobody@example.org", PASSWORD)]:
         log_in(page, dashboard_server, email, password)
         assert path_of(page) == "/login"
         messages.append(page.locator(".flash-error").inner_text())
@@ -74,16 +88,17 @@ def test_a_wrong_password_and_an_unknown_user_get_the_same_message(
 def test_a_form_posted_without_its_csrf_token_is_refused(
     dashboard_server: DashboardServer, page: Page
 ) -> None:
-    dashboard_server.create_user(OWNER, PASSWORD)
+    owner = "csrf@shell.example.org"
+    dashboard_server.create_user(owner, PASSWORD, team="CSRF")
     page.goto(dashboard_server.url("/login"))
     # The browser's own cookies go with it, as they would with a form from another site.
     refused = page.request.post(
-        dashboard_server.url("/login"), form={"email": OWNER, "password": PASSWORD}
+        dashboard_server.url("/login"), form={"email": owner, "password": PASSWORD}
     )
     assert refused.status == 403
     assert "This form was refused" in refused.text()
     assert "Traceback" not in refused.text()
-    log_in(page, dashboard_server, OWNER, PASSWORD)
+    log_in(page, dashboard_server, owner, PASSWORD)
     refused = page.request.post(dashboard_server.url("/logout"), form={})
     assert refused.status == 403
     page.goto(dashboard_server.url("/emails"))
@@ -95,12 +110,13 @@ def test_a_form_posted_without_its_csrf_token_is_refused(
 def test_a_session_cookie_planted_before_login_is_not_the_one_after(
     dashboard_server: DashboardServer, page: Page
 ) -> None:
-    dashboard_server.create_user(OWNER, PASSWORD)
+    owner = "fixation@shell.example.org"
+    dashboard_server.create_user(owner, PASSWORD, team="Fixation")
     planted = "attacker-chosen-session-token-0123456789abcdefghijklmnop"
     page.context.add_cookies(
         [{"name": "pw_session", "value": planted, "url": dashboard_server.url("/")}]
     )
-    log_in(page, dashboard_server, OWNER, PASSWORD)
+    log_in(page, dashboard_server, owner, PASSWORD)
     assert path_of(page) == "/emails"
     after = session_cookie(page)
     assert after is not None and after != planted
@@ -109,11 +125,12 @@ def test_a_session_cookie_planted_before_login_is_not_the_one_after(
 
 
 def test_no_open_redirect_after_login(dashboard_server: DashboardServer, page: Page) -> None:
-    dashboard_server.create_user(OWNER, PASSWORD)
+    owner = "redirected@shell.example.org"
+    dashboard_server.create_user(owner, PASSWORD, team="Redirects")
     for next_url in ("//evil.example/", "https://evil.example/", "/\\evil.example/"):
         page.context.clear_cookies()
         page.goto(dashboard_server.url("/login?next=") + next_url)
-        page.fill('input[name="email"]', OWNER)
+        page.fill('input[name="email"]', owner)
         page.fill('input[name="password"]', PASSWORD)
         page.click('form button[type="submit"]')
         page.wait_for_load_state()
@@ -121,7 +138,7 @@ def test_no_open_redirect_after_login(dashboard_server: DashboardServer, page: P
         assert path_of(page) == "/emails"
     page.context.clear_cookies()
     page.goto(dashboard_server.url("/domains"))
-    log_in_here(page, OWNER, PASSWORD)
+    log_in_here(page, owner, PASSWORD)
     assert path_of(page) == "/domains"  # a local next is followed
 
 
@@ -157,11 +174,12 @@ def test_security_headers_on_pages_and_assets(
 
 
 def test_switching_between_teams(dashboard_server: DashboardServer, page: Page) -> None:
-    dashboard_server.create_user(OWNER, PASSWORD, team="Acme")
-    dashboard_server.create_user(OWNER, PASSWORD, team="Beta")
-    log_in(page, dashboard_server, OWNER, PASSWORD)
+    owner = "switches@shell.example.org"
+    dashboard_server.create_user(owner, PASSWORD, team="Alpha")
+    dashboard_server.create_user(owner, PASSWORD, team="Beta")
+    log_in(page, dashboard_server, owner, PASSWORD)
     select = page.locator("#team-switch-select")
-    assert select.locator("option").all_inner_texts() == ["Acme", "Beta"]
+    assert select.locator("option").all_inner_texts() == ["Alpha", "Beta"]
     before = select.input_value()
     other = next(
         v
