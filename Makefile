@@ -49,7 +49,9 @@ TEST_NEEDS := need-knot need-postfix need-swaks need-openssl need-chromium need-
 PYTEST_WORKERS ?= 2
 
 test: setup $(TEST_NEEDS)  ## install the tests' peers when missing, then cargo test and pytest
-	cargo test --release -p postwire-core
+	@# The whole workspace, so that features resolve as in the extension's build and cargo reuses
+	@# its release artifacts: only the crates' own test harnesses are compiled again.
+	cargo test --release --workspace
 	@# Bytecode written once: where PYTHONDONTWRITEBYTECODE is set, every server and command the
 	@# tests start would otherwise compile Postwire's modules again (about 0.3 s of CPU each).
 	$(BIN)/python -m compileall -q python tests > /dev/null

@@ -97,7 +97,7 @@ mod tests {
     #[test]
     fn allocation_grows_the_file_with_real_blocks() {
         use std::os::unix::fs::MetadataExt;
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::test_dir::tempdir().unwrap();
         let path = dir.path().join("data");
         std::fs::write(&path, b"x").unwrap();
         let mut room = DiskRoom::open(&path, 1 << 20).unwrap();

@@ -10,4 +10,6 @@ pub mod ids;
 pub mod mime;
 pub mod smtp_data;
 pub mod spool;
+#[cfg(test)]
+mod test_dir;
 pub mod transfer_encoding;

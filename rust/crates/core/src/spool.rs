@@ -1219,7 +1219,7 @@ mod tests {
 
     #[test]
     fn counters_add_within_and_across_batches_and_refuse_non_integers() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::test_dir::tempdir().unwrap();
         let spool = open(dir.path());
         let mut first = Batch::new();
         first.push(add("sent", 2)).push(add("sent", 3));
@@ -1240,7 +1240,7 @@ mod tests {
 
     #[test]
     fn copy_to_writes_a_compacted_spool_that_opens_with_everything_committed() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::test_dir::tempdir().unwrap();
         let spool = open(dir.path());
         let mut batch = Batch::new();
         batch
@@ -1255,7 +1255,7 @@ mod tests {
         deleted.push(put("emails", "e2", "second"));
         spool.commit(deleted).unwrap();
 
-        let copy = tempfile::tempdir().unwrap();
+        let copy = crate::test_dir::tempdir().unwrap();
         spool.copy_to(&copy.path().join("data.mdb")).unwrap();
         spool
             .commit({
@@ -1281,7 +1281,7 @@ mod tests {
 
     #[test]
     fn multi_put_commits_together_or_not_at_all() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::test_dir::tempdir().unwrap();
         let spool = open(dir.path());
         let mut first = Batch::new();
         first
@@ -1320,7 +1320,7 @@ mod tests {
 
     #[test]
     fn refused_batch_does_not_spoil_its_group() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::test_dir::tempdir().unwrap();
         let spool = Arc::new(open(dir.path()));
         let mut seed = Batch::new();
         seed.push(Op::Insert {
@@ -1365,7 +1365,7 @@ mod tests {
 
     #[test]
     fn renew_keeps_a_held_lease_from_being_handed_out_again() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::test_dir::tempdir().unwrap();
         let spool = open(dir.path());
         let mut batch = Batch::new();
         batch.push(enqueue("a", 100));
@@ -1403,7 +1403,7 @@ mod tests {
 
     #[test]
     fn leases_hand_out_due_messages_once_and_expire() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::test_dir::tempdir().unwrap();
         let spool = open(dir.path());
         let mut batch = Batch::new();
         batch
@@ -1468,7 +1468,7 @@ mod tests {
 
     #[test]
     fn leases_survive_reopen_and_can_be_released() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::test_dir::tempdir().unwrap();
         {
             let spool = open(dir.path());
             let mut batch = Batch::new();
@@ -1495,7 +1495,7 @@ mod tests {
 
     #[test]
     fn remove_and_unleased_reschedule_refuse_leased_messages() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::test_dir::tempdir().unwrap();
         let spool = open(dir.path());
         let mut batch = Batch::new();
         batch.push(enqueue("s", 500));
@@ -1532,7 +1532,7 @@ mod tests {
 
     #[test]
     fn bodies_come_back_exactly_compressed_or_not() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::test_dir::tempdir().unwrap();
         let spool = open(dir.path());
         let text = b"Hello, this line repeats.\r\n".repeat(200);
         let noise = incompressible(5000);
@@ -1559,7 +1559,7 @@ mod tests {
 
     #[test]
     fn scan_walks_prefixes_and_cursors_both_ways() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::test_dir::tempdir().unwrap();
         let spool = open(dir.path());
         let mut batch = Batch::new();
         for key in ["t1/a", "t1/b", "t1/c", "t2/a", "t1\u{ff}"] {
@@ -1612,7 +1612,7 @@ mod tests {
 
     #[test]
     fn full_map_is_a_typed_error_and_fails_only_the_big_batch() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::test_dir::tempdir().unwrap();
         let options = SpoolOptions {
             map_size: 1 << 20,
             tables: vec!["emails".into()],
@@ -1645,7 +1645,7 @@ mod tests {
 
     #[test]
     fn intake_stops_short_of_the_map_so_outcomes_and_acks_drain_it() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::test_dir::tempdir().unwrap();
         let options = SpoolOptions {
             map_size: 1 << 20,
             tables: vec!["emails".into()],
@@ -1702,7 +1702,7 @@ mod tests {
 
     #[test]
     fn a_lease_records_when_it_began_and_old_states_still_read() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::test_dir::tempdir().unwrap();
         let spool = open(dir.path());
         let mut batch = Batch::new();
         batch.push(enqueue("a", 10));
@@ -1721,7 +1721,7 @@ mod tests {
 
     #[test]
     fn submitted_batches_complete_and_wake_the_reader() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::test_dir::tempdir().unwrap();
         let spool = open(dir.path());
         let tickets: Vec<u64> = (0..50)
             .map(|i| {
