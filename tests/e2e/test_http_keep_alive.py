@@ -1,7 +1,8 @@
 """Refusals decided before the request's body has arrived leave a kept-alive connection usable
 (the body is read first) or, for a body over the size limit, close it: a client never waits on
 a connection nothing answers. On SIGTERM, idle kept-alive connections close at once and a
-request in flight is answered first."""
+request in flight is answered first. The refusals share one server; each SIGTERM test has its
+own."""
 
 from __future__ import annotations
 
@@ -30,9 +31,9 @@ def read_until(sock: socket.socket, marker: bytes) -> bytes:
     return data
 
 
-def test_a_refusal_before_a_small_body_keeps_the_connection(live_server: LiveServer) -> None:
+def test_a_refusal_before_a_small_body_keeps_the_connection(shared_server: LiveServer) -> None:
     body = b'{"name":"ci"}'
-    with connect(live_server) as sock:
+    with connect(shared_server) as sock:
         head = "POST /api-keys HTTP/1.1\r\nHost: postwire\r\nContent-Type: application/json\r\n"
         sock.sendall(f"{head}Content-Length: {len(body)}\r\n\r\n".encode())
         time.sleep(0.3)  # the headers alone: the body comes later, as from a slow client
@@ -42,9 +43,9 @@ def test_a_refusal_before_a_small_body_keeps_the_connection(live_server: LiveSer
     assert answers.count(b"HTTP/1.1 ") == 2 and b'{"status":"ok"}' in answers
 
 
-def test_a_refusal_after_a_large_body_keeps_the_connection(live_server: LiveServer) -> None:
+def test_a_refusal_after_a_large_body_keeps_the_connection(shared_server: LiveServer) -> None:
     size = 8 * 1024 * 1024
-    with connect(live_server) as sock:
+    with connect(shared_server) as sock:
         head = "POST /emails HTTP/1.1\r\nHost: postwire\r\nContent-Type: application/json\r\n"
         sock.sendall(f"{head}Content-Length: {size}\r\n\r\n".encode() + b" " * size)
         sock.sendall(b"GET /health HTTP/1.1\r\nHost: postwire\r\n\r\n")
@@ -53,8 +54,8 @@ def test_a_refusal_after_a_large_body_keeps_the_connection(live_server: LiveServ
     assert answers.count(b"HTTP/1.1 ") == 2 and b'{"status":"ok"}' in answers
 
 
-def test_a_body_too_large_to_read_closes_the_connection(live_server: LiveServer) -> None:
-    with connect(live_server) as sock:
+def test_a_body_too_large_to_read_closes_the_connection(shared_server: LiveServer) -> None:
+    with connect(shared_server) as sock:
         head = "POST /emails HTTP/1.1\r\nHost: postwire\r\nContent-Type: application/json\r\n"
         sock.sendall(f"{head}Content-Length: {100 * 1024 * 1024}\r\n\r\n".encode())
         answer = read_until(sock, b"}")
