@@ -2,21 +2,27 @@
 server's log: no `auth.mail_from`), signs in and sees the team; roles change; a member is
 refused what admins may do; a forgotten password is reset by its link; an address is confirmed;
 other sessions are logged out; with `auth.mail_from` under a verified domain the invitation
-arrives by mail, DKIM-signed. Every page of the area is saved as a screenshot."""
+arrives by mail, DKIM-signed. Every page of the area is saved as a screenshot.
+
+The tests share one server (invitation-only, links in its log), each with people and a team of
+its own; open sign-up and `auth.mail_from` have servers of their own."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from email import message_from_bytes
 from email.policy import default
 from urllib.parse import urlsplit
 
+import pytest
 import resend
 from playwright.sync_api import Browser, Page, expect
 
 from tests.dashboard.conftest import PAGE_TIMEOUT_MS, DashboardServer, StartDashboard, log_in
+from tests.dashboard.module_server import running_dashboard
 from tests.dashboard.screenshots import screenshot
 from tests.dns_server import AuthoritativeDnsServer
 from tests.e2e.conftest import (
@@ -32,6 +38,13 @@ OWNER = "owner@example.org"
 PASSWORD = "correct horse battery staple 42"
 INVITED = "bo@example.net"
 INVITED_PASSWORD = "bo's own long passphrase"
+
+
+@pytest.fixture(scope="module")
+def dashboard_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DashboardServer]:
+    """One server for the module's tests: each has people and a team of its own."""
+    with running_dashboard(tmp_path_factory.mktemp("people")) as server:
+        yield server
 
 
 def _link(server: DashboardServer, what: str, address: str) -> str:
@@ -154,23 +167,24 @@ def test_an_invited_person_joins_changes_role_and_is_refused_what_admins_do(
 def test_an_existing_account_signs_in_from_the_invitation_and_joins(
     dashboard_server: DashboardServer, page: Page, browser: Browser
 ) -> None:
-    dashboard_server.create_user(OWNER, PASSWORD, team="Acme")
-    dashboard_server.create_user(INVITED, INVITED_PASSWORD, team="Bo's team")
-    log_in(page, dashboard_server, OWNER, PASSWORD)
+    owner, joining, team = "owner@joining.example.org", "bo@joining.example.net", "Beacon"
+    dashboard_server.create_user(owner, PASSWORD, team=team)
+    dashboard_server.create_user(joining, INVITED_PASSWORD, team="Bo's team")
+    log_in(page, dashboard_server, owner, PASSWORD)
     page.goto(dashboard_server.url("/team"))
-    page.fill("#invite-email", INVITED)
+    page.fill("#invite-email", joining)
     page.click("#invite-form button[type=submit]")
-    link = _link(dashboard_server, "invitation", INVITED)
+    link = _link(dashboard_server, "invitation", joining)
 
     # Signed in as someone else, the link is not theirs to accept.
     page.goto(link)
-    expect(page.locator(".card")).to_contain_text(f"You are signed in as {OWNER}")
-    expect(page.locator("text=Join Acme")).to_have_count(1)  # the title, no button
+    expect(page.locator(".card")).to_contain_text(f"You are signed in as {owner}")
+    expect(page.locator(f"text=Join {team}")).to_have_count(1)  # the title, no button
 
     invited = _new_page(browser)
     invited.goto(link)
     invited.click("a.button:has-text('Sign in to accept')")
-    invited.fill('input[name="email"]', INVITED)
+    invited.fill('input[name="email"]', joining)
     invited.fill('input[name="password"]', INVITED_PASSWORD)
     invited.click('form button[type="submit"]')
     invited.wait_for_load_state()
@@ -178,21 +192,22 @@ def test_an_existing_account_signs_in_from_the_invitation_and_joins(
     invited.click("form.stacked button[type=submit]")
     invited.wait_for_load_state()
     assert _path(invited) == "/team"
-    expect(invited.locator(".flash-success")).to_contain_text("You joined Acme")
-    expect(invited.locator("h1")).to_have_text("Acme")
-    expect(invited.locator(f'#members tr[data-member="{INVITED}"]')).to_contain_text("member")
+    expect(invited.locator(".flash-success")).to_contain_text(f"You joined {team}")
+    expect(invited.locator("h1")).to_have_text(team)
+    expect(invited.locator(f'#members tr[data-member="{joining}"]')).to_contain_text("member")
     expect(invited.locator("#team-switch-select option")).to_have_count(2)
 
 
 def test_a_forgotten_password_is_reset_by_its_link(
     dashboard_server: DashboardServer, page: Page
 ) -> None:
-    dashboard_server.create_user(OWNER, PASSWORD, team="Acme")
+    owner = "owner@resets.example.org"
+    dashboard_server.create_user(owner, PASSWORD, team="Resets")
     page.goto(dashboard_server.url("/login"))
     page.click("text=Forgot your password?")
     screenshot(page, "people-password-forgot")
     answers = []
-    for address in ("nobody@example.org", OWNER):
+    for address in ("nobody@example.org", owner):
         page.goto(dashboard_server.url("/password/forgot"))
         page.fill("#forgot-email", address)
         page.click("form.stacked button[type=submit]")
@@ -200,7 +215,7 @@ def test_a_forgotten_password_is_reset_by_its_link(
     assert answers[0] == answers[1]  # the same words, account or not
     screenshot(page, "people-password-forgot-sent")
 
-    link = _link(dashboard_server, "password reset", OWNER)
+    link = _link(dashboard_server, "password reset", owner)
     assert "link for nobody@example.org" not in dashboard_server.log_text()
     page.goto(link)
     screenshot(page, "people-password-reset")
@@ -215,9 +230,9 @@ def test_a_forgotten_password_is_reset_by_its_link(
     page.wait_for_load_state()
     assert _path(page) == "/login"
 
-    log_in(page, dashboard_server, OWNER, PASSWORD)
+    log_in(page, dashboard_server, owner, PASSWORD)
     assert _path(page) == "/login"  # the old password no longer works
-    log_in(page, dashboard_server, OWNER, new_password)
+    log_in(page, dashboard_server, owner, new_password)
     assert _path(page) == "/emails", page.content()
     assert page.goto(link) is not None
     expect(page.locator(".flash-error")).to_contain_text("does not work")
@@ -226,13 +241,14 @@ def test_a_forgotten_password_is_reset_by_its_link(
 def test_log_out_other_sessions(
     dashboard_server: DashboardServer, page: Page, browser: Browser
 ) -> None:
-    dashboard_server.create_user(OWNER, PASSWORD, team="Acme")
+    owner = "owner@sessions.example.org"
+    dashboard_server.create_user(owner, PASSWORD, team="Sessions")
     elsewhere = _new_page(browser)
-    log_in(elsewhere, dashboard_server, OWNER, PASSWORD)
-    log_in(page, dashboard_server, OWNER, PASSWORD)
+    log_in(elsewhere, dashboard_server, owner, PASSWORD)
+    log_in(page, dashboard_server, owner, PASSWORD)
     page.goto(dashboard_server.url("/account"))
     expect(page.locator("#sessions tbody tr")).to_have_count(2)
-    expect(page.locator("#account-email")).to_have_text(OWNER)
+    expect(page.locator("#account-email")).to_have_text(owner)
     screenshot(page, "people-account")
     page.click("text=Log out other sessions")
     expect(page.locator(".flash-success")).to_contain_text("1 other session signed out")
@@ -324,8 +340,9 @@ def test_with_mail_from_the_invitation_is_mailed_signed(
 def test_an_owner_made_without_a_password_sets_it_by_the_printed_link(
     dashboard_server: DashboardServer, page: Page
 ) -> None:
-    command = [sys.executable, "-m", "postwire", "users", "create", "--email", OWNER]
-    command += ["--team", "Acme", "--config", str(dashboard_server.config_path)]
+    owner = "owner@printed-link.example.org"
+    command = [sys.executable, "-m", "postwire", "users", "create", "--email", owner]
+    command += ["--team", "Printed link", "--config", str(dashboard_server.config_path)]
     result = subprocess.run(command, capture_output=True, text=True, env=_clean_env())
     assert result.returncode == 0, result.stderr
     link = result.stdout.strip()
@@ -339,5 +356,5 @@ def test_an_owner_made_without_a_password_sets_it_by_the_printed_link(
     page.click("form.stacked button[type=submit]")
     page.wait_for_load_state()
     assert _path(page) == "/login"
-    log_in(page, dashboard_server, OWNER, PASSWORD)
+    log_in(page, dashboard_server, owner, PASSWORD)
     assert _path(page) == "/emails", page.content()
