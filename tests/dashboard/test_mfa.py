@@ -1,21 +1,33 @@
 """MFA in a real browser against a live server: enrol an authenticator app from the page (the
 secret read off the page, codes computed with pyotp), sign in with password and code, recovery
 codes that work once, passkeys registered and used through Chromium's virtual authenticator
-(as a second factor and alone), and a team that requires MFA. Screenshots of every page."""
+(as a second factor and alone), and a team that requires MFA. Screenshots of every page.
+
+The tests share one server, each with an owner and a team of its own."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import pyotp
+import pytest
 from playwright.sync_api import BrowserContext, Page
 
 from tests.dashboard.conftest import DashboardServer, log_in
+from tests.dashboard.module_server import running_dashboard
 from tests.dashboard.screenshots import screenshot
 
 OWNER = "owner@example.org"
 PASSWORD = "correct horse battery staple 42"
+
+
+@pytest.fixture(scope="module")
+def dashboard_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DashboardServer]:
+    """One server for the module's tests: each has an owner and a team of its own."""
+    with running_dashboard(tmp_path_factory.mktemp("mfa")) as server:
+        yield server
 
 
 def path_of(page: Page) -> str:
@@ -143,9 +155,10 @@ def add_virtual_authenticator(context: BrowserContext, page: Page) -> None:
 def test_passkey_as_second_factor_and_alone(
     dashboard_server: DashboardServer, context: BrowserContext, page: Page
 ) -> None:
+    owner = "owner@passkeys.example.org"
     add_virtual_authenticator(context, page)
-    dashboard_server.create_user(OWNER, PASSWORD, team="Acme")
-    log_in(page, dashboard_server, OWNER, PASSWORD)
+    dashboard_server.create_user(owner, PASSWORD, team="Passkeys")
+    log_in(page, dashboard_server, owner, PASSWORD)
     page.goto(dashboard_server.url("/account/mfa"))
     page.fill('#passkey-register-form input[name="name"]', "Laptop")
     page.click("#add-passkey")
@@ -158,7 +171,7 @@ def test_passkey_as_second_factor_and_alone(
     log_out(page)
 
     # Second factor after the password.
-    log_in(page, dashboard_server, OWNER, PASSWORD)
+    log_in(page, dashboard_server, owner, PASSWORD)
     assert path_of(page) == "/login/mfa"
     page.wait_for_selector("#use-passkey")
     screenshot(page, "mfa-challenge-passkey")
@@ -180,8 +193,9 @@ MEMBER = "member@example.org"
 def test_a_team_requiring_mfa_holds_members_without_it_at_enrolment(
     dashboard_server: DashboardServer, page: Page
 ) -> None:
-    dashboard_server.create_user(OWNER, PASSWORD, team="Acme")
-    log_in(page, dashboard_server, OWNER, PASSWORD)
+    owner = "owner@required.example.org"
+    dashboard_server.create_user(owner, PASSWORD, team="Required")
+    log_in(page, dashboard_server, owner, PASSWORD)
     page.goto(dashboard_server.url("/team/mfa"))
     screenshot(page, "mfa-team-optional")
     page.check("#require-mfa")
@@ -199,7 +213,7 @@ def test_a_team_requiring_mfa_holds_members_without_it_at_enrolment(
     log_out(page)
 
     # Another member without a second factor reaches nothing but enrolment.
-    dashboard_server.create_user(MEMBER, PASSWORD, team="Acme")
+    dashboard_server.create_user(MEMBER, PASSWORD, team="Required")
     log_in(page, dashboard_server, MEMBER, PASSWORD)
     assert path_of(page) == "/account/mfa", page.url
     for blocked in (
