@@ -31,8 +31,7 @@ def test_insights_of_an_email_through_the_sdk(
     team_server: LiveServer, dns_server: AuthoritativeDnsServer
 ) -> None:
     # The recipient's domain has no MX: delivery keeps retrying, so the message stays queued.
-    domain = "insights-sdk.test"
-    verified_domain(dns_server, domain)
+    domain = verified_domain(dns_server, "insights-sdk.test")["name"]
     sent = resend.Emails.send(
         {
             "from": f"News <news@{domain}>",
