@@ -225,7 +225,19 @@ class LiveServer:
         self, email: str, password: str, *, team: str | None = None
     ) -> subprocess.CompletedProcess[str]:
         """`postwire users create --email E --password-stdin [--team T]`: the owner an operator
-        bootstraps from the shell, its password given on standard input."""
+        bootstraps from the shell, its password given on standard input. Run in this process
+        like `create_key` (what the command prints is the answer's standard error)."""
+        if not _inside_trio():
+            import trio
+
+            from postwire.accounts.bootstrap import create_owner
+            from postwire.config import load_config
+
+            config = load_config(self.config_path, clean_env())
+            created = trio.run(create_owner, config, email, team, password)
+            what = "is now an owner of" if created.existed else "created, owner of"
+            said = f"user {created.email} {what} team {created.team.name!r}\n"
+            return subprocess.CompletedProcess(["postwire", "users", "create"], 0, "", said)
         command = [sys.executable, "-m", "postwire", "users", "create", "--email", email]
         command += ["--config", str(self.config_path), "--password-stdin"]
         if team is not None:
