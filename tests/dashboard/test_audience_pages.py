@@ -7,6 +7,7 @@ labelled. Screenshots of each page."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 
@@ -15,20 +16,44 @@ import resend
 from playwright.sync_api import Page, expect
 
 from tests.dashboard.conftest import DashboardServer, log_in
+from tests.dashboard.module_server import running_dashboard
 from tests.dashboard.screenshots import screenshot
 from tests.dashboard.test_journey import verify_domain
 from tests.dns_server import AuthoritativeDnsServer
+from tests.smtp_receiver import ScriptedSmtpReceiver
 
-OWNER = "owner@audience.example"
 PASSWORD = "correct horse battery staple 42"
+# Each test signs in as the owner of a team of its own on the module's server.
+OWNER_NUMBERS = itertools.count(1)
+
+
+@pytest.fixture(scope="module")
+def server(
+    tmp_path_factory: pytest.TempPathFactory, knot: AuthoritativeDnsServer
+) -> Iterator[DashboardServer]:
+    """One server for the module's tests: DNS through Knot, every message delivered to a
+    receiver on loopback."""
+    receiver = ScriptedSmtpReceiver()
+    receiver.start()
+    try:
+        with running_dashboard(
+            tmp_path_factory.mktemp("audience-pages"),
+            nameservers=(knot.nameserver,),
+            routes={"*": f"{receiver.host}:{receiver.port}"},
+        ) as running:
+            yield running
+    finally:
+        receiver.stop()
 
 
 @pytest.fixture
-def signed_in(dashboard_server: DashboardServer, page: Page) -> Iterator[DashboardServer]:
-    dashboard_server.create_user(OWNER, PASSWORD, team="Audience")
-    log_in(page, dashboard_server, OWNER, PASSWORD)
+def signed_in(server: DashboardServer, page: Page) -> Iterator[DashboardServer]:
+    number = next(OWNER_NUMBERS)
+    owner = f"owner-{number}@audience.example"
+    server.create_user(owner, PASSWORD, team=f"Audience {number}")
+    log_in(page, server, owner, PASSWORD)
     page.on("dialog", lambda dialog: dialog.accept())  # the delete buttons' confirmations
-    yield dashboard_server
+    yield server
 
 
 def submit(page: Page, form: str) -> None:

@@ -6,6 +6,7 @@ editor at desktop and phone preview widths."""
 
 from __future__ import annotations
 
+import itertools
 import re
 import struct
 import zlib
@@ -17,14 +18,16 @@ import httpx
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from tests.dashboard.conftest import DashboardServer, StartDashboard, free_port, log_in
-from tests.dashboard.page_problems import watch_problems
+from tests.dashboard.conftest import DashboardServer, free_port
+from tests.dashboard.module_server import running_dashboard, signed_in_cleanly
 from tests.dashboard.screenshots import screenshot
 from tests.dashboard.test_settings_pages import create_key_in_page
+from tests.dns_server import AuthoritativeDnsServer
 from tests.e2e.conftest import wait_until
 
-OWNER = "owner@editor-example.test"
 PASSWORD = "a long and careful passphrase 16"
+# Each test signs in as an owner of a team of its own on the module's server.
+OWNER_NUMBERS = itertools.count(1)
 SENDER = "News <news@editor-example.test>"
 
 
@@ -48,38 +51,47 @@ class EditorWorld:
         return found
 
 
-@pytest.fixture
-def world(start_dashboard: StartDashboard, page: Page) -> Iterator[EditorWorld]:
-    """The owner signed in; through the REST API (a key made on the API keys page) a segment
-    with Ada (who has a first name) and Bo (who has none). The API's public URL is where it
-    listens, so uploaded images are served to the preview."""
-    # Every test ends with no script error and nothing the pages' policies refused (chromium
-    # reports a CSP violation as a console error naming the policy).
-    problems = watch_problems(page)
+@pytest.fixture(scope="module")
+def editor_server(
+    tmp_path_factory: pytest.TempPathFactory, knot: AuthoritativeDnsServer
+) -> Iterator[DashboardServer]:
+    """One server for the module's tests, each in a team of its own. The API's public URL is
+    where it listens, so uploaded images are served to the preview."""
     api_port = free_port()
-    # No metrics listener: its own free port could be the one just picked for the API.
-    server = start_dashboard(
+    with running_dashboard(
+        tmp_path_factory.mktemp("broadcast-editor"),
+        nameservers=(knot.nameserver,),
         api_listen=f"127.0.0.1:{api_port}",
         public_url=f"http://127.0.0.1:{api_port}",
-        metrics_listen="",
-    )
-    server.create_user(OWNER, PASSWORD, team="Editors")
-    log_in(page, server, OWNER, PASSWORD)
-    token = create_key_in_page(page, server, "editor tests")
-    with httpx.Client(
-        base_url=server.base_url, headers={"Authorization": f"Bearer {token}"}
-    ) as api:
-        segment = api.post("/segments", json={"name": "Readers"})
-        assert segment.status_code in (200, 201), segment.text
-        segment_id = segment.json()["id"]
-        for email, first_name in (("ada@readers.test", "Ada"), ("bo@readers.test", None)):
-            made = api.post(
-                "/contacts",
-                json={"email": email, "first_name": first_name, "segments": [segment_id]},
-            )
-            assert made.status_code in (200, 201), made.text
-        yield EditorWorld(server, api, segment_id)
-    assert problems == []
+    ) as running:
+        yield running
+
+
+@pytest.fixture
+def world(editor_server: DashboardServer, page: Page) -> Iterator[EditorWorld]:
+    """The owner of a new team signed in; through the REST API (a key made on the API keys
+    page) a segment with Ada (who has a first name) and Bo (who has none). Every test ends
+    with no script error and nothing the pages' policies refused (chromium reports a CSP
+    violation as a console error naming the policy)."""
+    server = editor_server
+    number = next(OWNER_NUMBERS)
+    owner = f"owner-{number}@editor-example.test"
+    server.create_user(owner, PASSWORD, team=f"Editors {number}")
+    with signed_in_cleanly(page, server, owner, PASSWORD):
+        token = create_key_in_page(page, server, "editor tests")
+        with httpx.Client(
+            base_url=server.base_url, headers={"Authorization": f"Bearer {token}"}
+        ) as api:
+            segment = api.post("/segments", json={"name": "Readers"})
+            assert segment.status_code in (200, 201), segment.text
+            segment_id = segment.json()["id"]
+            for email, first_name in (("ada@readers.test", "Ada"), ("bo@readers.test", None)):
+                made = api.post(
+                    "/contacts",
+                    json={"email": email, "first_name": first_name, "segments": [segment_id]},
+                )
+                assert made.status_code in (200, 201), made.text
+            yield EditorWorld(server, api, segment_id)
 
 
 def open_editor(page: Page, world: EditorWorld, broadcast_id: str) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.dashboard.conftest import DashboardServer, log_in
+from tests.dashboard.module_server import running_dashboard
 from tests.dashboard.screenshots import screenshot
 from tests.dashboard.test_audience_pages import (
     check_accessible,
@@ -24,7 +26,6 @@ from tests.dashboard.test_audience_pages import (
     submit,
 )
 
-OWNER = "owner@imports.example"
 PASSWORD = "correct horse battery staple 42"
 PEOPLE = (
     "Email,First name,Plan,Notes\r\n"
@@ -35,12 +36,24 @@ PEOPLE = (
 )
 
 
+# Each test signs in as the owner of a team of its own on the module's server.
+OWNER_NUMBERS = itertools.count(1)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DashboardServer]:
+    with running_dashboard(tmp_path_factory.mktemp("contact-import-page")) as running:
+        yield running
+
+
 @pytest.fixture
-def signed_in(dashboard_server: DashboardServer, page: Page) -> Iterator[DashboardServer]:
-    dashboard_server.create_user(OWNER, PASSWORD, team="Imports")
-    log_in(page, dashboard_server, OWNER, PASSWORD)
+def signed_in(server: DashboardServer, page: Page) -> Iterator[DashboardServer]:
+    number = next(OWNER_NUMBERS)
+    owner = f"owner-{number}@imports.example"
+    server.create_user(owner, PASSWORD, team=f"Imports {number}")
+    log_in(page, server, owner, PASSWORD)
     page.on("dialog", lambda dialog: dialog.accept())
-    yield dashboard_server
+    yield server
 
 
 def test_a_csv_is_uploaded_mapped_imported_and_its_refused_rows_downloaded(

@@ -19,7 +19,10 @@ from tests.dashboard.test_broadcast_editor import (
     open_editor,
     wait_saved,
 )
-from tests.dashboard.test_broadcast_editor import world as world  # the fixture, re-exported
+
+# The fixtures, re-exported: the module's own server, a team of its own for each test.
+from tests.dashboard.test_broadcast_editor import editor_server as editor_server
+from tests.dashboard.test_broadcast_editor import world as world
 
 THUMBNAIL = re.compile(r"^/broadcasts/images/[0-9a-f-]{36}$")
 LOADING_MS = 20_000  # the machine may be busy: an image can take a while to arrive
