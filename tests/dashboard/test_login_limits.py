@@ -10,19 +10,22 @@ httpx under Trio; every request is a form post with the double-submit CSRF cooki
 from __future__ import annotations
 
 import re
+import ssl
 import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import httpx
 import pyotp
+import pytest
 import trio
 from playwright.sync_api import Page
 
 from tests.dashboard.conftest import DashboardServer, StartDashboard, log_in
+from tests.dashboard.module_server import running_dashboard
 from tests.dashboard.test_mfa import (
     OWNER,
     PASSWORD,
@@ -41,6 +44,20 @@ ARGON2_BYTES = 64 * 1024 * 1024
 # 40 parallel checks took the dashboard's process to 2.37 GB; two at a time, it may grow by
 # their 128 MiB and what the threads and requests need, well under this.
 RSS_GROWTH_BOUND = 4 * ARGON2_BYTES
+# Every client of a burst shares one TLS context (unused: the dashboard is plain HTTP).
+# httpx would otherwise build one per client, loading the CA bundle each time on the test's
+# one thread: tens of milliseconds each, which spread a burst of a hundred posts over seconds.
+UNUSED_TLS = ssl.create_default_context()
+
+
+@pytest.fixture(scope="module")
+def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DashboardServer]:
+    """One server (two processes, open sign-up) for the tests that only send requests to it,
+    each with an account of its own and its bursts from client addresses of its own (throttles
+    count per account and address, and per address)."""
+    directory = tmp_path_factory.mktemp("login-limits")
+    with running_dashboard(directory, processes=2, auth_signup="open") as server:
+        yield server
 
 
 def listening_url(server: DashboardServer) -> str:
@@ -51,7 +68,7 @@ def listening_url(server: DashboardServer) -> str:
 
 
 async def post_form(url: str, path: str, source: str, form: dict[str, str]) -> httpx.Response:
-    transport = httpx.AsyncHTTPTransport(local_address=source)
+    transport = httpx.AsyncHTTPTransport(local_address=source, verify=UNUSED_TLS)
     async with httpx.AsyncClient(
         base_url=url, transport=transport, cookies={"pw_csrf": CSRF}, timeout=120
     ) as client:
@@ -107,13 +124,13 @@ def unlock(server: DashboardServer, email: str) -> None:
 
 
 def test_a_burst_of_guesses_gets_no_more_checks_than_the_allowance(
-    start_dashboard: StartDashboard,
+    shared_server: DashboardServer,
 ) -> None:
-    server = start_dashboard(processes=2)
-    server.create_user(OWNER, PASSWORD, team="Acme")
+    server, owner = shared_server, "guessed@example.org"
+    server.create_user(owner, PASSWORD, team="Acme")
     url = listening_url(server)
-    guesses = [login(OWNER, f"wrong guess {n}") for n in range(119)]
-    guesses.insert(60, login(OWNER, PASSWORD))
+    guesses = [login(owner, f"wrong guess {n}") for n in range(119)]
+    guesses.insert(60, login(owner, PASSWORD))
     answers = burst(url, "/login", (("127.0.0.1", form) for form in guesses))
     counted = statuses(answers)
     checked = counted[401] + counted[303]
@@ -126,26 +143,25 @@ def test_a_burst_of_guesses_gets_no_more_checks_than_the_allowance(
     assert all("Too many failed attempts. Try again in" in answer.text for answer in refused)
 
     # The owner, from another address, is not held up by any of it.
-    owner = burst(url, "/login", [("127.0.0.2", login(OWNER, PASSWORD))])
-    assert owner[0].status_code == 303, owner[0].text
+    (signed_in,) = burst(url, "/login", [("127.0.0.2", login(owner, PASSWORD))])
+    assert signed_in.status_code == 303, signed_in.text
 
     # A guesser's address throttled; the operator lifts it from the shell.
     for _ in range(3 * MAX_LOGIN_FAILURES):
-        (answer,) = burst(url, "/login", [("127.0.0.5", login(OWNER, "a wrong guess"))])
+        (answer,) = burst(url, "/login", [("127.0.0.5", login(owner, "a wrong guess"))])
         if answer.status_code == 429:
             break
         assert answer.status_code == 401
     assert answer.status_code == 429
-    unlock(server, OWNER)
-    (answer,) = burst(url, "/login", [("127.0.0.5", login(OWNER, PASSWORD))])
+    unlock(server, owner)
+    (answer,) = burst(url, "/login", [("127.0.0.5", login(owner, PASSWORD))])
     assert answer.status_code == 303, answer.text
 
 
 def test_a_burst_of_signups_opens_no_more_accounts_than_the_limit(
-    start_dashboard: StartDashboard,
+    shared_server: DashboardServer,
 ) -> None:
-    server = start_dashboard(processes=2, auth_signup="open")
-    url = listening_url(server)
+    url = listening_url(shared_server)
     forms = [
         {"name": f"Spammer {n}", "email": f"spam{n}@example.org", "password": PASSWORD, "team": ""}
         for n in range(20)
@@ -162,6 +178,7 @@ def test_a_burst_of_signups_opens_no_more_accounts_than_the_limit(
 
 
 def test_parallel_checks_keep_the_servers_memory_bounded(start_dashboard: StartDashboard) -> None:
+    # A server of its own: its first process's peak memory (VmHWM) is this burst's alone.
     server = start_dashboard(processes=2)
     server.create_user(OWNER, PASSWORD, team="Acme")
     assert server.process is not None
@@ -182,10 +199,10 @@ def test_parallel_checks_keep_the_servers_memory_bounded(start_dashboard: StartD
 
 
 def test_a_stranger_guessing_never_locks_the_owner_out(
-    start_dashboard: StartDashboard, page: Page
+    shared_server: DashboardServer, page: Page
 ) -> None:
-    server = start_dashboard(processes=2)
-    server.create_user(OWNER, PASSWORD, team="Acme")
+    server = shared_server
+    server.create_user(OWNER, PASSWORD, team="Acme")  # `sign_in_with_code` signs in as OWNER
     log_in(page, server, OWNER, PASSWORD)
     secret, _ = enrol_totp(page, server)
     log_out(page)
