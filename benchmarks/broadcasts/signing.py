@@ -21,7 +21,7 @@ from benchmarks.delivery.rounds import DOMAIN
 from postwire import _core
 from postwire.accept import SIGNING_THREADS
 from postwire.compose.html_text import html_to_text
-from postwire.domains.store import DKIM_KEY_BITS
+from postwire.config import DomainsConfig
 
 MESSAGES = 500
 
@@ -76,7 +76,7 @@ def _signed_per_s(
 
 
 def measure_signing(seconds: float) -> SigningCeiling:
-    key = _core.generate_dkim_key("rsa", DKIM_KEY_BITS)
+    key = _core.generate_dkim_key("rsa", DomainsConfig().dkim_key_bits)  # the default size
     signer = _core.DkimSigner(key.private_key_pem, DOMAIN, "bench")
     messages = [personalized(n) for n in range(MESSAGES)]
     _signed_per_s(signer, messages, min(1.0, seconds), SIGNING_THREADS)  # warm up

@@ -181,6 +181,9 @@ class DomainsConfig:
     # New domains publish their DKIM key at <selector>._domainkey.<domain>; existing ones keep
     # the selector they were created with.
     dkim_selector: str = "postwire"
+    # RSA size of the DKIM key made for each new domain (existing ones keep theirs): 1024 for
+    # DNS hosts that cannot publish a TXT record longer than one 255-character string.
+    dkim_key_bits: int = 2048
 
 
 @dataclass(frozen=True, slots=True)
@@ -724,6 +727,16 @@ def _check_dkim_selector(key: str, value: str) -> str:
     return selector
 
 
+DKIM_KEY_SIZES = (1024, 2048, 3072, 4096)
+
+
+def _check_dkim_key_bits(key: str, value: int) -> int:
+    if value not in DKIM_KEY_SIZES:
+        sizes = ", ".join(str(size) for size in DKIM_KEY_SIZES)
+        raise ConfigError(f"config key {key!r} must be one of {sizes}, got {value}")
+    return value
+
+
 def _check_port(key: str, value: int) -> int:
     if not 1 <= value <= 65535:
         raise ConfigError(f"config key {key!r} must be a port number (1-65535), got {value}")
@@ -833,6 +846,7 @@ _VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "domains.bounce_host": _check_host_name,
     "domains.verify_interval_seconds": _at_least(1),
     "domains.dkim_selector": _check_dkim_selector,
+    "domains.dkim_key_bits": _check_dkim_key_bits,
     "broadcasts.rate": _at_least(1),
     "broadcasts.page_size": _at_least(1),
     "dashboard.listen": _check_listen,

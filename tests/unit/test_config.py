@@ -524,6 +524,7 @@ def test_domain_keys_defaults_and_overrides(tmp_path: Path) -> None:
     assert config.domains.bounce_host is None  # delivery.helo_name is used
     assert config.domains.verify_interval_seconds == 3600
     assert config.domains.dkim_selector == "postwire"
+    assert config.domains.dkim_key_bits == 2048
 
     path = write(
         tmp_path,
@@ -549,12 +550,14 @@ def test_domain_keys_defaults_and_overrides(tmp_path: Path) -> None:
         "POSTWIRE_DOMAINS_BOUNCE_HOST": "",
         "POSTWIRE_DOMAINS_VERIFY_INTERVAL_SECONDS": "900",
         "POSTWIRE_DOMAINS_DKIM_SELECTOR": "s1.mail",
+        "POSTWIRE_DOMAINS_DKIM_KEY_BITS": "1024",
     }
     config = load_config(path, env)
     assert config.delivery.sending_ips == ("198.51.100.7",)
     assert config.domains.bounce_host is None
     assert config.domains.verify_interval_seconds == 900
     assert config.domains.dkim_selector == "s1.mail"
+    assert config.domains.dkim_key_bits == 1024
 
 
 @pytest.mark.parametrize(
@@ -567,6 +570,7 @@ def test_domain_keys_defaults_and_overrides(tmp_path: Path) -> None:
         ("[domains]\nverify_interval_seconds = 0\n", "'domains.verify_interval_seconds' must be"),
         ("[domains]\ndkim_selector = '_x'\n", "'domains.dkim_selector' must be DNS labels"),
         ("[domains]\ndkim_selector = 'a..b'\n", "'domains.dkim_selector' must be DNS labels"),
+        ("[domains]\ndkim_key_bits = 1536\n", "'domains.dkim_key_bits' must be one of 1024"),
     ],
 )
 def test_invalid_domain_keys(tmp_path: Path, toml: str, expected: str) -> None:

@@ -58,7 +58,6 @@ if TYPE_CHECKING:
     from postwire.config import Config
     from postwire.store.spool import Spool
 
-DKIM_KEY_BITS: Final = 2048
 MAX_PAGE: Final = 100
 
 
@@ -326,9 +325,10 @@ async def new_domain_record(
     capabilities: dict[str, str],
     tracking_subdomain: str | None,
 ) -> DomainRecord:
-    """A new domain of `team_id`, its values already validated, with a fresh RSA-2048 DKIM key
-    (made off the Trio thread) and status `not_started`; not stored."""
-    key = await trio.to_thread.run_sync(_core.generate_dkim_key, "rsa", DKIM_KEY_BITS)
+    """A new domain of `team_id`, its values already validated, with a fresh RSA DKIM key of
+    `domains.dkim_key_bits` (made off the Trio thread) and status `not_started`; not stored."""
+    bits = config.domains.dkim_key_bits
+    key = await trio.to_thread.run_sync(_core.generate_dkim_key, "rsa", bits)
     return DomainRecord(
         id=_core.new_id(),
         team_id=team_id,
