@@ -22,13 +22,21 @@ from tests.saml_idp import SamlIdp, saml_idp
 TEAM = "team-1"
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def idp() -> Iterator[SamlIdp]:
+    """One IdP for the module; each test starts with it answering validly."""
     with saml_idp() as running:
         yield running
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
+def idp_answers_validly(idp: SamlIdp) -> Iterator[None]:
+    idp.mode = "valid"
+    yield
+    idp.mode = "valid"
+
+
+@pytest.fixture(scope="module")
 def sp_url() -> Iterator[str]:
     """A stand-in for the dashboard serving only the team's SP metadata (what the IdP reads)."""
     app = flask.Flask("sp")
