@@ -324,7 +324,9 @@ def install(
         await stage.start(processing, config, deps)
         return deps
 
-    async def start_intake(stage: app.Stage, config: Config, deps: app.ServiceDeps) -> None:
+    async def start_intake(
+        stage: app.Stage, config: Config, deps: app.ServiceDeps, record: object
+    ) -> None:
         await stage.start(intake, config, deps)
 
     monkeypatch.setattr(app, "_start_processing", start_processing)
