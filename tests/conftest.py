@@ -5,6 +5,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests import rust_sdk_build
 from tests.dns_server import AuthoritativeDnsServer, knot_binaries
 from tests.peers import require_peer
 
@@ -40,3 +41,13 @@ def dns_server(knot: AuthoritativeDnsServer) -> Iterator[AuthoritativeDnsServer]
 def swaks_path() -> str:
     """The `swaks` command: a real SMTP submission client."""
     return require_peer(shutil.which("swaks"), "swaks", "swaks")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A session that will run the Rust SDK's test starts building its program now."""
+    if any(item.path.name == "test_rust_sdk.py" for item in items):
+        rust_sdk_build.start()
+
+
+def pytest_unconfigure() -> None:
+    rust_sdk_build.stop()

@@ -8,7 +8,6 @@ results are then read again over raw HTTP."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -16,32 +15,17 @@ import httpx
 import pytest
 import resend
 
+from tests import rust_sdk_build
 from tests.dns_server import AuthoritativeDnsServer
 from tests.e2e.conftest import LiveServer, verified_domain
-
-ROOT = Path(__file__).resolve().parents[2]
-MANIFEST = ROOT / "tests" / "sdk_rust" / "Cargo.toml"
-# Under the repository's ignored target/, beside the extension's build, never inside tests/.
-TARGET_DIR = ROOT / "target" / "sdk_rust"
-PROGRAM = TARGET_DIR / "debug" / "postwire-sdk-rust-check"
 
 
 @pytest.fixture(scope="session")
 def rust_sdk_program() -> Path:
-    """The program, built once per session (debug profile; about 3 minutes on two cores cold,
-    a second when nothing changed). Postwire's own build needs cargo, so a missing one fails."""
-    cargo = shutil.which("cargo")
-    if cargo is None:
-        pytest.fail("cargo is not installed: Postwire's build needs it (https://rustup.rs)")
-    built = subprocess.run(
-        [cargo, "build", "--locked", "--quiet", "--manifest-path", str(MANIFEST)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "CARGO_TARGET_DIR": str(TARGET_DIR)},
-        timeout=900,
-    )
-    assert built.returncode == 0, f"cargo build of {MANIFEST} failed:\n{built.stderr}"
-    return PROGRAM
+    """The program, built once per session (debug profile; over a minute on two cores cold, a
+    second when nothing changed), its build started as the session collected this test.
+    Postwire's own build needs cargo, so a missing one fails."""
+    return rust_sdk_build.wait()
 
 
 def run_program(program: Path, base_url: str, api_key: str, domain: str) -> dict[str, str]:
