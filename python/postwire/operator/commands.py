@@ -136,6 +136,16 @@ def _add_selection(parser: argparse.ArgumentParser, *, ids: bool) -> None:
     )
 
 
+def _emit_page(
+    rows: list[dict[str, Any]], human: str, args: argparse.Namespace, command: str
+) -> int:
+    """Print a page of a listing (`human`, its table), with the command for the next page
+    when this one was full."""
+    last = rows[-1]["id"] if rows else None
+    emit(rows, human + page_note(len(rows), args.limit, last, command), as_json=args.json)
+    return 0
+
+
 def _selection(args: argparse.Namespace) -> Any:
     from postwire.operator.queue import Selection
 
@@ -150,11 +160,7 @@ def _queue_list(config: Config, args: argparse.Namespace) -> int:
         rows = _run(list_queue, config, _selection(args), args.limit, args.after)
     except PostwireError as exc:
         return _failed(exc)
-    last = rows[-1]["id"] if rows else None
-    human = table(human_rows(rows), LIST_COLUMNS)
-    emit(rows, human + page_note(len(rows), args.limit, last, "postwire queue list"),
-         as_json=args.json)  # fmt: skip
-    return 0
+    return _emit_page(rows, table(human_rows(rows), LIST_COLUMNS), args, "postwire queue list")
 
 
 def _queue_show(config: Config, args: argparse.Namespace) -> int:
@@ -203,10 +209,7 @@ def _keys_list(config: Config, args: argparse.Namespace) -> int:
         return _failed(exc)
     columns = [("id", "ID"), ("name", "NAME"), ("team", "TEAM"), ("permission", "PERMISSION"),
                ("created_at", "CREATED"), ("last_used_at", "LAST USED")]  # fmt: skip
-    last = rows[-1]["id"] if rows else None
-    emit(rows, table(rows, columns) + page_note(len(rows), args.limit, last, "postwire keys list"),
-         as_json=args.json)  # fmt: skip
-    return 0
+    return _emit_page(rows, table(rows, columns), args, "postwire keys list")
 
 
 def _keys_revoke(config: Config, args: argparse.Namespace) -> int:
@@ -244,10 +247,7 @@ def _users_list(config: Config, args: argparse.Namespace) -> int:
     rows = _run(list_users, config, args.limit, args.after)
     columns = [("id", "ID"), ("email", "EMAIL"), ("name", "NAME"), ("teams", "TEAMS"),
                ("mfa", "MFA"), ("created_at", "CREATED")]  # fmt: skip
-    last = rows[-1]["id"] if rows else None
-    emit(rows, table(rows, columns) + page_note(len(rows), args.limit, last, "postwire users list"),
-         as_json=args.json)  # fmt: skip
-    return 0
+    return _emit_page(rows, table(rows, columns), args, "postwire users list")
 
 
 def _users_reset_mfa(config: Config, args: argparse.Namespace) -> int:
@@ -285,10 +285,7 @@ def _domains_list(config: Config, args: argparse.Namespace) -> int:
         return _failed(exc)
     columns = [("id", "ID"), ("name", "NAME"), ("team", "TEAM"), ("status", "STATUS"),
                ("region", "REGION"), ("created_at", "CREATED")]  # fmt: skip
-    last = rows[-1]["id"] if rows else None
-    note = page_note(len(rows), args.limit, last, "postwire domains list")
-    emit(rows, table(rows, columns) + note, as_json=args.json)
-    return 0
+    return _emit_page(rows, table(rows, columns), args, "postwire domains list")
 
 
 def _domains_delete(config: Config, args: argparse.Namespace) -> int:
