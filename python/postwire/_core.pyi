@@ -242,6 +242,9 @@ class WriteBatch:
         """Set `key` only if absent; else the batch fails with `KeyExistsError`."""
     def delete(self, table: str, key: bytes) -> None:
         """Remove `key` from a plain table; an absent key is fine."""
+    def assert_value(self, table: str, key: bytes, expected: bytes | None) -> None:
+        """Fail the batch with `ConflictError` unless `key` holds exactly `expected` (None: is
+        absent) when it commits, after every batch committed before it, in any process."""
     def add_counter(self, table: str, key: bytes, delta: int) -> None:
         """Add `delta` to the integer at `key` (ASCII decimal, 0 when absent) inside the commit:
         concurrent writers, in any process, never lose each other's counts. A value there that

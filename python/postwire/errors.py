@@ -14,6 +14,7 @@ The Rust extension raises the classes defined here (it imports them), so there i
     │   ├── SpoolFullError       the map is full, or intake reached its reserve: back off
     │   │                        (SMTP 452 4.3.1, HTTP 503)
     │   ├── KeyExistsError       an insert found its key taken (idempotency races)
+    │   ├── ConflictError        an asserted key changed since read (compare-and-set)
     │   ├── LeaseLostError       the lease expired or was taken over; do not ack
     │   └── NoSuchMessageError   the message is not (or no longer) in the spool
     └── DeliveryError            an outbound SMTP session failed; `transient` says retry or bounce
@@ -84,6 +85,16 @@ class SpoolFullError(SpoolError):
 
 class KeyExistsError(SpoolError):
     """An insert-if-absent found the key already present; nothing of its batch was written."""
+
+    def __init__(self, message: str, table: str = "", key: bytes = b"") -> None:
+        super().__init__(message)
+        self.table = table
+        self.key = key
+
+
+class ConflictError(SpoolError):
+    """A batch's assertion (`WriteBatch.assert_value`) found its key changed since it was read:
+    another writer committed first. Nothing of the batch was written; read again and retry."""
 
     def __init__(self, message: str, table: str = "", key: bytes = b"") -> None:
         super().__init__(message)

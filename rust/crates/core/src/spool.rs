@@ -59,6 +59,8 @@ pub enum SpoolError {
     DiskFull(String),
     #[error("key already exists in table '{table}'")]
     KeyExists { table: String, key: Vec<u8> },
+    #[error("'{table}' changed since it was read: another writer committed first")]
+    Conflict { table: String, key: Vec<u8> },
     #[error("lease lost for message '{0}': it expired or another worker holds it")]
     LeaseLost(String),
     #[error("no message '{0}' in the spool")]
@@ -250,6 +252,15 @@ pub enum Op {
     },
     /// Remove `key` from a plain table (absent is fine).
     Delete { table: String, key: Vec<u8> },
+    /// Fail the batch with [`SpoolError::Conflict`] unless `key` holds exactly `expected`
+    /// (`None`: is absent) as the batch commits: a compare-and-set in any process, checked
+    /// against what the batches committed before it left, so a read-change-write loses no
+    /// concurrent change. Writes nothing.
+    Assert {
+        table: String,
+        key: Vec<u8>,
+        expected: Option<Vec<u8>>,
+    },
     /// Add `delta` to the counter at `key` in a plain table: an integer kept as ASCII decimal
     /// (so it reads as JSON), 0 when absent. Concurrent writers never lose each other's counts.
     AddCounter {
@@ -835,6 +846,18 @@ fn check_batch(tables: &Tables, txn: &RwTxn<'_>, batch: &Batch) -> Result<()> {
                     decode_counter(raw)?;
                 }
             }
+            Op::Assert {
+                table,
+                key,
+                expected,
+            } => {
+                if tables.plain(table)?.get(txn, key)? != expected.as_deref() {
+                    return Err(SpoolError::Conflict {
+                        table: table.clone(),
+                        key: key.clone(),
+                    });
+                }
+            }
             Op::Insert { table, key, .. } => {
                 if tables.plain(table)?.get(txn, key)?.is_some() {
                     return Err(SpoolError::KeyExists {
@@ -991,6 +1014,7 @@ fn apply_batch(tables: &Tables, txn: &mut RwTxn<'_>, batch: &Batch) -> Result<Ve
             Op::Delete { table, key } => {
                 tables.plain(table)?.delete(txn, key)?;
             }
+            Op::Assert { .. } => {}
             Op::AddCounter { table, key, delta } => {
                 let db = tables.plain(table)?;
                 let current = match db.get(txn, key)? {
@@ -1277,6 +1301,46 @@ mod tests {
             restored.message_body("m1").unwrap(),
             Some(b"body of m1".to_vec())
         );
+    }
+
+    #[test]
+    fn an_assertion_fails_its_batch_once_another_writer_changed_the_key() {
+        let dir = crate::test_dir::tempdir().unwrap();
+        let spool = open(dir.path());
+        let assert_value = |value: Option<&str>| Op::Assert {
+            table: "emails".into(),
+            key: b"e1".to_vec(),
+            expected: value.map(|v| v.as_bytes().to_vec()),
+        };
+        let mut create = Batch::new();
+        create
+            .push(assert_value(None))
+            .push(put("emails", "e1", "v1"));
+        spool.commit(create).unwrap();
+
+        // Two writers read v1; the first to commit wins, the second changes nothing.
+        let mut first = Batch::new();
+        first
+            .push(assert_value(Some("v1")))
+            .push(put("emails", "e1", "v2"));
+        let mut second = Batch::new();
+        second
+            .push(assert_value(Some("v1")))
+            .push(put("emails", "e1", "other"))
+            .push(put("emails", "e2", "side effect"));
+        spool.commit(first).unwrap();
+        let err = spool.commit(second).unwrap_err();
+        assert!(matches!(err, SpoolError::Conflict { ref table, .. } if table == "emails"));
+        assert_eq!(spool.get("emails", b"e1").unwrap(), Some(b"v2".to_vec()));
+        assert_eq!(spool.get("emails", b"e2").unwrap(), None);
+
+        // Absent is a value too: a key created since fails an assertion that it is absent.
+        let mut late = Batch::new();
+        late.push(assert_value(None));
+        assert!(matches!(
+            spool.commit(late).unwrap_err(),
+            SpoolError::Conflict { .. }
+        ));
     }
 
     #[test]

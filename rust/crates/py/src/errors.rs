@@ -20,6 +20,7 @@ mod py {
     pyo3::import_exception!(postwire.errors, SpoolFullError);
     pyo3::import_exception!(postwire.errors, KeyExistsError);
     pyo3::import_exception!(postwire.errors, LeaseLostError);
+    pyo3::import_exception!(postwire.errors, ConflictError);
     pyo3::import_exception!(postwire.errors, NoSuchMessageError);
 }
 
@@ -46,6 +47,10 @@ pub fn spool_error(err: SpoolError) -> PyErr {
         SpoolError::KeyExists { table, key } => Python::attach(|py| {
             let key = PyBytes::new(py, key).unbind();
             py::KeyExistsError::new_err((err.to_string(), table.clone(), key))
+        }),
+        SpoolError::Conflict { table, key } => Python::attach(|py| {
+            let key = PyBytes::new(py, key).unbind();
+            py::ConflictError::new_err((err.to_string(), table.clone(), key))
         }),
         SpoolError::LeaseLost(_) => py::LeaseLostError::new_err(err.to_string()),
         SpoolError::NoSuchMessage(_) => py::NoSuchMessageError::new_err(err.to_string()),

@@ -39,6 +39,15 @@ impl WriteBatch {
         self.batch.push(core::Op::Delete { table, key });
     }
 
+    #[pyo3(signature = (table, key, expected))]
+    fn assert_value(&mut self, table: String, key: Vec<u8>, expected: Option<Vec<u8>>) {
+        self.batch.push(core::Op::Assert {
+            table,
+            key,
+            expected,
+        });
+    }
+
     fn add_counter(&mut self, table: String, key: Vec<u8>, delta: i64) {
         self.batch.push(core::Op::AddCounter { table, key, delta });
     }
