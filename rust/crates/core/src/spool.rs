@@ -73,6 +73,10 @@ pub enum SpoolError {
     Closed,
     #[error("spool storage error: {0}")]
     Storage(String),
+    /// The table store's server cannot be reached (refused, lost, or lost during a COMMIT,
+    /// whose outcome is then unknown); retry once it is back.
+    #[error("the table store is unreachable: {0}")]
+    Unavailable(String),
 }
 
 impl From<heed::Error> for SpoolError {

@@ -12,8 +12,8 @@ use crate::errors::spool_error;
 /// Operations that commit together or not at all. Consumed when submitted.
 #[pyclass(module = "postwire._core")]
 #[derive(Default)]
-struct WriteBatch {
-    batch: core::Batch,
+pub(crate) struct WriteBatch {
+    pub(crate) batch: core::Batch,
 }
 
 #[pymethods]
