@@ -16,7 +16,9 @@ The Rust extension raises the classes defined here (it imports them), so there i
     │   ├── KeyExistsError       an insert found its key taken (idempotency races)
     │   ├── ConflictError        an asserted key changed since read (compare-and-set)
     │   ├── LeaseLostError       the lease expired or was taken over; do not ack
-    │   └── NoSuchMessageError   the message is not (or no longer) in the spool
+    │   ├── NoSuchMessageError   the message is not (or no longer) in the spool
+    │   └── StoreUnavailableError the table store's server is unreachable (HTTP 503,
+    │                            SMTP 451 4.3.0); a COMMIT cut off says its outcome is unknown
     └── DeliveryError            an outbound SMTP session failed; `transient` says retry or bounce
         ├── ConnectionFailed     connect refused/unreachable or the peer hung up (transient)
         ├── SmtpTimeout          a phase of the session timed out; names the phase (transient)
@@ -108,6 +110,12 @@ class LeaseLostError(SpoolError):
 
 class NoSuchMessageError(SpoolError):
     """The message is not in the spool (never was, or already delivered or removed)."""
+
+
+class StoreUnavailableError(SpoolError):
+    """The table store's server cannot be reached: refused, lost, or lost during a COMMIT
+    (then whether the batch was written is unknown, and the message says so). Answer 503 /
+    `451 4.3.0`; the store reconnects by itself when the server is back."""
 
 
 class DeliveryError(PostwireError):

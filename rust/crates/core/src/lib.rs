@@ -1,8 +1,10 @@
-//! Postwire's core: MIME assembly, DKIM signing, the durable LMDB spool and email layout (MJML).
+//! Postwire's core: MIME assembly, DKIM signing, the durable LMDB spool, the table store's
+//! PostgreSQL backend and email layout (MJML).
 //!
 //! Pure Rust with no Python in sight; `rust/crates/py` wraps it for `postwire._core`.
 
 pub mod clock;
+pub mod completion_queue;
 pub mod disk_room;
 pub mod dkim;
 pub mod email_layout;
@@ -10,6 +12,7 @@ pub mod ids;
 pub mod mime;
 pub mod smtp_data;
 pub mod spool;
+pub mod table_pg;
 #[cfg(test)]
 mod test_dir;
 pub mod transfer_encoding;

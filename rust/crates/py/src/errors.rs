@@ -22,6 +22,7 @@ mod py {
     pyo3::import_exception!(postwire.errors, LeaseLostError);
     pyo3::import_exception!(postwire.errors, ConflictError);
     pyo3::import_exception!(postwire.errors, NoSuchMessageError);
+    pyo3::import_exception!(postwire.errors, StoreUnavailableError);
 }
 
 pub fn mime_error(err: MimeError) -> PyErr {
@@ -54,6 +55,7 @@ pub fn spool_error(err: SpoolError) -> PyErr {
         }),
         SpoolError::LeaseLost(_) => py::LeaseLostError::new_err(err.to_string()),
         SpoolError::NoSuchMessage(_) => py::NoSuchMessageError::new_err(err.to_string()),
+        SpoolError::Unavailable(_) => py::StoreUnavailableError::new_err(err.to_string()),
         _ => py::SpoolError::new_err(err.to_string()),
     }
 }

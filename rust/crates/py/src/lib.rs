@@ -10,6 +10,7 @@ mod ids;
 mod mime;
 mod smtp_data;
 mod spool;
+mod table_pg;
 
 use pyo3::prelude::*;
 
@@ -19,6 +20,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     mime::register(m)?;
     dkim::register(m)?;
     spool::register(m)?;
+    table_pg::register(m)?;
     smtp_data::register(m)?;
     email_layout::register(m)?;
     Ok(())

@@ -1,0 +1,365 @@
+//! Group commit: the batches waiting when the committer is free share one transaction and one
+//! COMMIT. Their statements are pipelined (sent together, answered together). When every batch
+//! holds, that is two round trips for the whole group; when one is refused (a key exists, an
+//! assertion fails, a counter is not an integer), the group is run again with a SAVEPOINT per
+//! batch, so the refused one is rolled back alone and the others commit.
+//!
+//! Race-freedom between processes and nodes comes from the primary key and row locks: `Insert`
+//! is `INSERT ... ON CONFLICT DO NOTHING` (no row back: the key exists), an assertion that a key
+//! holds a value reads it `FOR UPDATE`, and an assertion that a key is absent inserts an empty
+//! placeholder row the same way, so the key's uniqueness makes one of two such transactions fail
+//! (or wait for the other and then see its write); the placeholder is deleted before the batch
+//! ends unless the batch writes the key itself.
+
+use std::collections::HashSet;
+
+use futures_util::future::join_all;
+use tokio_postgres::types::ToSql;
+
+use super::connection::{is_retryable, is_unreachable, same_error, store_error, Connection};
+use super::schema::{Statement, Tables};
+use crate::spool::{Batch, Op, SpoolError};
+
+/// How often a batch chosen as a deadlock's victim is run again before its error is returned.
+const RETRIES: usize = 3;
+
+/// What a batch turns into: statements in order, each with what its answer must be.
+struct Step<'a> {
+    statement: Statement,
+    table: &'a str,
+    sql_table: &'a str,
+    key: &'a [u8],
+    value: Value<'a>,
+    expect: Expect<'a>,
+}
+
+enum Value<'a> {
+    None,
+    Bytes(&'a [u8]),
+    Owned(Vec<u8>),
+    Delta(i64),
+}
+
+enum Expect<'a> {
+    Anything,
+    /// A row back, else the batch is refused with `KeyExists`.
+    Inserted,
+    /// A row back, else `Conflict` (the key was not absent).
+    Absent,
+    /// This value (locked), else `Conflict`.
+    Holds(&'a [u8]),
+}
+
+/// The statements of one batch. Assertions run first, as LMDB checks them before any write of
+/// the batch.
+fn plan<'a>(tables: &'a Tables, batch: &'a Batch) -> Result<Vec<Step<'a>>, SpoolError> {
+    let mut steps = Vec::with_capacity(batch.ops.len() + 1);
+    // Keys holding this batch's placeholder rows, not (yet) written by the batch.
+    let mut placeholders: HashSet<(&str, &[u8])> = HashSet::new();
+    let asserts = batch
+        .ops
+        .iter()
+        .filter(|op| matches!(op, Op::Assert { .. }));
+    let writes = batch
+        .ops
+        .iter()
+        .filter(|op| !matches!(op, Op::Assert { .. }));
+    for op in asserts.chain(writes) {
+        let (table, key) = match op {
+            Op::Put { table, key, .. }
+            | Op::Insert { table, key, .. }
+            | Op::Delete { table, key }
+            | Op::Assert { table, key, .. }
+            | Op::AddCounter { table, key, .. } => (table.as_str(), key.as_slice()),
+            _ => {
+                return Err(SpoolError::Invalid(
+                    "the table store takes table operations only (put, insert, delete, \
+                     assert_value, add_counter); spool operations go to the spool"
+                        .into(),
+                ))
+            }
+        };
+        let sql_table = tables.sql_name(table)?;
+        let placeheld = placeholders.contains(&(table, key));
+        let (statement, value, expect) = match op {
+            Op::Assert { expected: None, .. } if placeheld => continue,
+            Op::Assert { expected: None, .. } => {
+                placeholders.insert((table, key));
+                (Statement::InsertIfAbsent, Value::Bytes(&[]), Expect::Absent)
+            }
+            Op::Assert {
+                expected: Some(_), ..
+            } if placeheld => return Err(conflict(table, key)),
+            Op::Assert {
+                expected: Some(expected),
+                ..
+            } => (
+                Statement::SelectForUpdate,
+                Value::None,
+                Expect::Holds(expected),
+            ),
+            Op::Put { value, .. } => (Statement::Upsert, Value::Bytes(value), Expect::Anything),
+            // Absent as asserted, and locked by the placeholder: a plain write.
+            Op::Insert { value, .. } if placeheld => {
+                (Statement::Upsert, Value::Bytes(value), Expect::Anything)
+            }
+            Op::Insert { value, .. } => (
+                Statement::InsertIfAbsent,
+                Value::Bytes(value),
+                Expect::Inserted,
+            ),
+            Op::Delete { .. } => (Statement::Delete, Value::None, Expect::Anything),
+            Op::AddCounter { delta, .. } if placeheld => (
+                Statement::Upsert,
+                Value::Owned(delta.to_string().into_bytes()),
+                Expect::Anything,
+            ),
+            Op::AddCounter { delta, .. } => (
+                Statement::AddCounter,
+                Value::Delta(*delta),
+                Expect::Anything,
+            ),
+            _ => unreachable!("spool operations were refused above"),
+        };
+        if !matches!(op, Op::Assert { .. }) {
+            placeholders.remove(&(table, key));
+        }
+        steps.push(Step {
+            statement,
+            table,
+            sql_table,
+            key,
+            value,
+            expect,
+        });
+    }
+    let mut leftover: Vec<_> = placeholders.into_iter().collect();
+    leftover.sort_unstable();
+    for (table, key) in leftover {
+        steps.push(Step {
+            statement: Statement::Delete,
+            table,
+            sql_table: tables.sql_name(table)?,
+            key,
+            value: Value::None,
+            expect: Expect::Anything,
+        });
+    }
+    Ok(steps)
+}
+
+fn conflict(table: &str, key: &[u8]) -> SpoolError {
+    SpoolError::Conflict {
+        table: table.to_string(),
+        key: key.to_vec(),
+    }
+}
+
+/// How a step (or a whole batch) ended.
+enum Outcome {
+    Held,
+    Refused(SpoolError),
+    Failed(tokio_postgres::Error),
+}
+
+/// Run steps pipelined: every statement is sent before the first answer is read.
+async fn run_steps(connection: &Connection, steps: &[&Step<'_>]) -> Vec<Outcome> {
+    let sqls: Vec<String> = steps
+        .iter()
+        .map(|step| step.statement.sql(step.sql_table))
+        .collect();
+    let prepared = join_all(sqls.iter().map(|sql| connection.statement(sql))).await;
+    let mut statements = Vec::with_capacity(prepared.len());
+    for statement in prepared {
+        match statement {
+            Ok(statement) => statements.push(statement),
+            Err(err) => return vec![Outcome::Failed(err)],
+        }
+    }
+    let answers = join_all(steps.iter().zip(&statements).map(|(step, statement)| {
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&step.key];
+        match &step.value {
+            Value::None => {}
+            Value::Bytes(bytes) => params.push(bytes),
+            Value::Owned(bytes) => params.push(bytes),
+            Value::Delta(delta) => params.push(delta),
+        }
+        async move { connection.client.query(statement, &params).await }
+    }))
+    .await;
+    steps
+        .iter()
+        .zip(answers)
+        .map(|(step, answer)| match answer {
+            Err(err) => Outcome::Failed(err),
+            Ok(rows) => {
+                let held = match step.expect {
+                    Expect::Anything => true,
+                    Expect::Inserted | Expect::Absent => !rows.is_empty(),
+                    Expect::Holds(expected) => rows
+                        .first()
+                        .is_some_and(|row| row.get::<_, &[u8]>(0) == expected),
+                };
+                match (held, &step.expect) {
+                    (true, _) => Outcome::Held,
+                    (false, Expect::Inserted) => Outcome::Refused(SpoolError::KeyExists {
+                        table: step.table.to_string(),
+                        key: step.key.to_vec(),
+                    }),
+                    (false, _) => Outcome::Refused(conflict(step.table, step.key)),
+                }
+            }
+        })
+        .collect()
+}
+
+/// The first thing that went wrong among pipelined answers (later statements of an aborted
+/// transaction only echo the first error).
+fn first_failure(outcomes: Vec<Outcome>) -> Outcome {
+    outcomes
+        .into_iter()
+        .find(|outcome| !matches!(outcome, Outcome::Held))
+        .unwrap_or(Outcome::Held)
+}
+
+/// Commit `batches` as one group on `connection`: one result per batch, in order.
+pub(super) async fn commit_group(
+    connection: &Connection,
+    tables: &Tables,
+    batches: &[Batch],
+) -> Vec<Result<(), SpoolError>> {
+    let plans: Vec<Result<Vec<Step<'_>>, SpoolError>> =
+        batches.iter().map(|batch| plan(tables, batch)).collect();
+    let runnable: Vec<usize> = (0..plans.len()).filter(|&i| plans[i].is_ok()).collect();
+    let mut results: Vec<Result<(), SpoolError>> = plans
+        .iter()
+        .map(|plan| plan.as_ref().map(|_| ()).map_err(same_error))
+        .collect();
+    if runnable.is_empty() {
+        return results;
+    }
+    let steps_of = |i: usize| -> Vec<&Step<'_>> {
+        plans[i]
+            .as_ref()
+            .map(|steps| steps.iter().collect())
+            .unwrap_or_default()
+    };
+    let every_step: Vec<&Step<'_>> = runnable.iter().flat_map(|&i| steps_of(i)).collect();
+    let outcome = all_together(connection, &every_step).await;
+    let per_batch = match outcome {
+        Outcome::Held => return finish(connection, results, &runnable).await,
+        Outcome::Failed(err) if is_unreachable(&err) => {
+            return fail_all(results, &runnable, store_error(err));
+        }
+        // Alone, its refusal (or error) is its result: nothing else to save.
+        Outcome::Refused(refusal) if runnable.len() == 1 => Err(refusal),
+        Outcome::Failed(err) if runnable.len() == 1 && !is_retryable(&err) => Err(store_error(err)),
+        _ => Ok(()),
+    };
+    if let Err(err) = rollback(connection).await {
+        return fail_all(results, &runnable, err);
+    }
+    if let Err(refusal) = per_batch {
+        results[runnable[0]] = Err(refusal);
+        return results;
+    }
+    // Again, a savepoint around each batch.
+    if let Err(err) = simple(connection, "BEGIN").await {
+        return fail_all(results, &runnable, err);
+    }
+    let mut committed = Vec::new();
+    for &i in &runnable {
+        match one_batch(connection, &steps_of(i)).await {
+            Ok(Ok(())) => committed.push(i),
+            Ok(Err(refusal)) => results[i] = Err(refusal),
+            Err(err) => return fail_all(results, &runnable, err),
+        }
+    }
+    finish(connection, results, &committed).await
+}
+
+/// BEGIN and every step, pipelined; the first failure, if any.
+async fn all_together(connection: &Connection, steps: &[&Step<'_>]) -> Outcome {
+    let (begun, outcomes) = futures_util::join!(
+        connection.client.batch_execute("BEGIN"),
+        run_steps(connection, steps)
+    );
+    match begun {
+        Err(err) => Outcome::Failed(err),
+        Ok(()) => first_failure(outcomes),
+    }
+}
+
+/// One batch inside the open transaction, under a savepoint: `Err` only when the group
+/// cannot go on (the connection is gone); a refusal is rolled back to the savepoint.
+async fn one_batch(
+    connection: &Connection,
+    steps: &[&Step<'_>],
+) -> Result<Result<(), SpoolError>, SpoolError> {
+    for attempt in 0..=RETRIES {
+        let (saved, outcomes) = futures_util::join!(
+            connection.client.batch_execute("SAVEPOINT batch"),
+            run_steps(connection, steps)
+        );
+        let outcome = match saved {
+            Err(err) => Outcome::Failed(err),
+            Ok(()) => first_failure(outcomes),
+        };
+        let result = match outcome {
+            Outcome::Held => return simple(connection, "RELEASE SAVEPOINT batch").await.map(Ok),
+            Outcome::Failed(err) if is_unreachable(&err) => return Err(store_error(err)),
+            Outcome::Failed(err) if is_retryable(&err) && attempt < RETRIES => None,
+            Outcome::Failed(err) => Some(store_error(err)),
+            Outcome::Refused(refusal) => Some(refusal),
+        };
+        simple(connection, "ROLLBACK TO SAVEPOINT batch").await?;
+        if let Some(refusal) = result {
+            return Ok(Err(refusal));
+        }
+    }
+    unreachable!("the last attempt returns")
+}
+
+/// COMMIT; the batches in `committed` keep their results, or all share its failure.
+async fn finish(
+    connection: &Connection,
+    results: Vec<Result<(), SpoolError>>,
+    committed: &[usize],
+) -> Vec<Result<(), SpoolError>> {
+    match connection.client.batch_execute("COMMIT").await {
+        Ok(()) => results,
+        Err(err) if is_unreachable(&err) => fail_all(
+            results,
+            committed,
+            SpoolError::Unavailable(format!(
+                "the connection was lost during COMMIT, so whether the batch was written is \
+                 unknown ({})",
+                store_error(err)
+            )),
+        ),
+        Err(err) => fail_all(results, committed, store_error(err)),
+    }
+}
+
+fn fail_all(
+    mut results: Vec<Result<(), SpoolError>>,
+    which: &[usize],
+    err: SpoolError,
+) -> Vec<Result<(), SpoolError>> {
+    for &i in which {
+        results[i] = Err(same_error(&err));
+    }
+    results
+}
+
+async fn rollback(connection: &Connection) -> Result<(), SpoolError> {
+    simple(connection, "ROLLBACK").await
+}
+
+async fn simple(connection: &Connection, sql: &str) -> Result<(), SpoolError> {
+    connection
+        .client
+        .batch_execute(sql)
+        .await
+        .map_err(store_error)
+}

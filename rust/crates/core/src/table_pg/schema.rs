@@ -1,0 +1,164 @@
+//! The schema: one table per Postwire table, `k bytea PRIMARY KEY, v bytea NOT NULL` (bytea
+//! compares bytewise, as LMDB does, so scans return LMDB's order), and a version row that is
+//! written when the schema is created and checked at every open.
+
+use std::collections::HashMap;
+
+use super::connection::{store_error, Connection};
+use crate::spool::SpoolError;
+
+/// The schema version this code creates and understands.
+pub const SCHEMA_VERSION: i32 = 1;
+
+/// Serializes schema creation between processes opening the store at once (`CREATE TABLE IF
+/// NOT EXISTS` races on the catalog's unique indexes otherwise). An arbitrary constant.
+const SCHEMA_LOCK: i64 = 0x706f_7374_7769_7265; // "postwire"
+
+/// Each Postwire table's qualified SQL name, `"schema"."table"`.
+pub(super) struct Tables {
+    schema: String,
+    qualified: HashMap<String, String>,
+}
+
+impl Tables {
+    pub(super) fn new(schema: &str, names: &[String]) -> Result<Tables, SpoolError> {
+        check_identifier(schema)?;
+        let mut qualified = HashMap::new();
+        for name in names {
+            check_identifier(name)?;
+            qualified.insert(name.clone(), format!("\"{schema}\".\"{name}\""));
+        }
+        Ok(Tables {
+            schema: schema.to_string(),
+            qualified,
+        })
+    }
+
+    /// The SQL name of Postwire table `name`.
+    pub(super) fn sql_name(&self, name: &str) -> Result<&str, SpoolError> {
+        self.qualified
+            .get(name)
+            .map(String::as_str)
+            .ok_or_else(|| SpoolError::UnknownTable(name.to_string()))
+    }
+
+    /// Create what is missing and check the version, in one transaction under a lock.
+    pub(super) async fn create(&self, connection: &Connection) -> Result<(), SpoolError> {
+        let client = &connection.client;
+        let schema = &self.schema;
+        let mut ddl = format!(
+            "BEGIN; SELECT pg_advisory_xact_lock({SCHEMA_LOCK}); \
+             CREATE SCHEMA IF NOT EXISTS \"{schema}\"; \
+             CREATE TABLE IF NOT EXISTS \"{schema}\"._schema_version (version integer NOT NULL);"
+        );
+        for table in self.qualified.values() {
+            ddl.push_str(&format!(
+                " CREATE TABLE IF NOT EXISTS {table} (k bytea PRIMARY KEY, v bytea NOT NULL);"
+            ));
+        }
+        client.batch_execute(&ddl).await.map_err(store_error)?;
+        let found = client
+            .query_opt(
+                &format!("SELECT max(version) FROM \"{schema}\"._schema_version"),
+                &[],
+            )
+            .await
+            .map_err(store_error)?
+            .and_then(|row| row.get::<_, Option<i32>>(0));
+        let checked = match found {
+            Some(version) if version > SCHEMA_VERSION => Err(SpoolError::Invalid(format!(
+                "the table store's schema \"{schema}\" is at version {version}, newer than this \
+                 Postwire knows ({SCHEMA_VERSION}): run a Postwire at least as new as the one \
+                 that upgraded it"
+            ))),
+            Some(_) => Ok(()),
+            None => client
+                .execute(
+                    &format!("INSERT INTO \"{schema}\"._schema_version VALUES ($1)"),
+                    &[&SCHEMA_VERSION],
+                )
+                .await
+                .map(|_| ())
+                .map_err(store_error),
+        };
+        let end = if checked.is_ok() {
+            "COMMIT"
+        } else {
+            "ROLLBACK"
+        };
+        client.batch_execute(end).await.map_err(store_error)?;
+        checked
+    }
+}
+
+/// Names are spliced into SQL: only plain lowercase identifiers are allowed.
+fn check_identifier(name: &str) -> Result<(), SpoolError> {
+    let mut chars = name.chars();
+    let plain = matches!(chars.next(), Some('a'..='z' | '_'))
+        && chars.all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_'))
+        && name.len() <= 63;
+    if plain {
+        Ok(())
+    } else {
+        Err(SpoolError::Invalid(format!(
+            "'{name}' is not a plain lowercase SQL identifier"
+        )))
+    }
+}
+
+/// The statements a batch or a read runs, by what they do to one table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Statement {
+    /// `$1` key, `$2` value: set.
+    Upsert,
+    /// `$1` key, `$2` value: add if absent; returns a row only if it added.
+    InsertIfAbsent,
+    /// `$1` key.
+    Delete,
+    /// `$1` key: the value, row locked until the transaction ends.
+    SelectForUpdate,
+    /// `$1` key, `$2` delta: add to an ASCII decimal integer (absent: 0), saturating as LMDB's.
+    AddCounter,
+    /// `$1` key.
+    Get,
+    /// No parameters.
+    Count,
+}
+
+impl Statement {
+    pub(super) fn sql(self, table: &str) -> String {
+        match self {
+            Statement::Upsert => format!(
+                "INSERT INTO {table} (k, v) VALUES ($1, $2) \
+                 ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v"
+            ),
+            Statement::InsertIfAbsent => format!(
+                "INSERT INTO {table} (k, v) VALUES ($1, $2) ON CONFLICT (k) DO NOTHING RETURNING k"
+            ),
+            Statement::Delete => format!("DELETE FROM {table} WHERE k = $1"),
+            Statement::SelectForUpdate => format!("SELECT v FROM {table} WHERE k = $1 FOR UPDATE"),
+            Statement::AddCounter => format!(
+                "INSERT INTO {table} AS t (k, v) VALUES ($1, convert_to($2::bigint::text, 'UTF8')) \
+                 ON CONFLICT (k) DO UPDATE SET v = convert_to(GREATEST(LEAST( \
+                 encode(t.v, 'escape')::bigint::numeric + $2::bigint, 9223372036854775807), \
+                 -9223372036854775808)::bigint::text, 'UTF8')"
+            ),
+            Statement::Get => format!("SELECT v FROM {table} WHERE k = $1"),
+            Statement::Count => format!("SELECT count(*) FROM {table}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_identifiers_reach_sql() {
+        assert!(check_identifier("email_index").is_ok());
+        assert!(check_identifier("_schema").is_ok());
+        for bad in ["", "Emails", "a-b", "1a", "a\"; DROP TABLE x; --"] {
+            assert!(check_identifier(bad).is_err(), "{bad}");
+        }
+    }
+}
