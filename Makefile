@@ -7,7 +7,7 @@ RUST_SRC  := $(shell find rust -name '*.rs' -o -name Cargo.toml) Cargo.toml Carg
 
 .PHONY: help setup serve sandbox test test-rust test-python lint bench-core bench-api bench-delivery bench-smtp \
 	bench-webhooks bench-broadcasts bench-audiences bench-dashboard bench-insights bench bench-gate clean need-knot need-postfix need-swaks need-openssl need-stunnel \
-	need-opendkim need-nginx need-wrk need-py-spy need-systemd-analyze
+	need-opendkim need-nginx need-wrk need-py-spy need-systemd-analyze need-postgresql bench-table-store
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -39,7 +39,7 @@ sandbox: setup  ## run `postwire serve --sandbox`: mail is held in a local inbox
 # The real peers the tests run against (each need-* below installs its own when missing). A test
 # whose peer is missing fails: it never skips.
 TEST_NEEDS := need-knot need-postfix need-swaks need-openssl need-chromium need-xmlsec1 need-rspamd \
-	need-systemd-analyze
+	need-systemd-analyze need-postgresql
 
 # Test files are spread over worker processes, a file's tests kept together (its module
 # fixtures and the browser are set up once a worker). Most tests wait on live servers, peers and
@@ -89,6 +89,8 @@ need-xmlsec1:  # pysaml2 signs and checks SAML with the xmlsec1 program
 	@command -v xmlsec1 >/dev/null || { $(APT_INSTALL) xmlsec1; }
 need-rspamd:  # content scoring for insights (tests start their own on loopback)
 	@test -x /usr/bin/rspamd || { $(APT_INSTALL) rspamd; }
+need-postgresql:  # the table store's PostgreSQL backend (tests start their own cluster on loopback)
+	@test -x /usr/lib/postgresql/15/bin/initdb || { $(APT_INSTALL) postgresql-15; }
 need-systemd-analyze:  # checks deploy/postwire.service (docs/operations.md)
 	@command -v systemd-analyze >/dev/null || { $(APT_INSTALL) systemd; }
 need-stunnel:
@@ -130,6 +132,9 @@ bench-dashboard: setup need-wrk need-py-spy  ## the dashboard's Emails page with
 # both off; both relay to one smtp-sink.
 bench-insights: setup need-knot need-postfix need-stunnel  ## insights and counters on vs off: SMTP relay and batch REST messages/s side by side, goal on/off >= 0.95
 	$(BIN)/python -m benchmarks.insights_cost
+
+bench-table-store: setup need-postgresql  ## the table store on LMDB vs PostgreSQL: commits/s of small batches, get and scan p50/p99
+	$(BIN)/python -m benchmarks.table_store
 
 BENCH_NEEDS := need-knot need-postfix need-stunnel need-opendkim need-nginx need-wrk need-py-spy
 

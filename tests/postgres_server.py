@@ -12,8 +12,11 @@ import pwd
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from tests.peers import require_peer
 from tests.ports import free_port
 
 BIN = Path("/usr/lib/postgresql/15/bin")
@@ -146,3 +149,15 @@ class PostgresServer:
     def log(self) -> str:
         path = self.directory / "server.log"
         return path.read_text(errors="replace") if path.exists() else ""
+
+
+@contextmanager
+def running_postgres() -> Iterator[PostgresServer]:
+    """A started server, destroyed at the end; a test fails (never skips) without PostgreSQL."""
+    require_peer(postgres_binaries(), "PostgreSQL 15 (initdb, pg_ctl)", "postgresql-15")
+    server = PostgresServer()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.destroy()

@@ -5,7 +5,7 @@ Errors raised by the extension are the classes of `postwire.errors`.
 
 import os
 from collections.abc import Sequence
-from typing import Literal, TypeAlias, final
+from typing import Final, Literal, TypeAlias, final
 
 from postwire.errors import SpoolError
 
@@ -15,7 +15,9 @@ __all__ = [
     "DkimSigner",
     "Leased",
     "MessageState",
+    "PgTables",
     "Spool",
+    "TABLE_SCHEMA_VERSION",
     "WriteBatch",
     "build_message",
     "data_faults",
@@ -384,3 +386,75 @@ class Spool:
         """`(bytes in use, map size)`."""
     def close(self) -> None:
         """Commit what is queued, stop the committer; later writes raise `SpoolError`."""
+
+# --- table store on PostgreSQL -----------------------------------------------------------------
+
+TABLE_SCHEMA_VERSION: Final[int]
+"""The schema version `PgTables` creates; it refuses a database at a newer one."""
+
+@final
+class PgTables:
+    """Postwire's plain tables in a PostgreSQL database (one SQL table per Postwire table,
+    `k bytea PRIMARY KEY, v bytea NOT NULL`, in `schema`), for several nodes to share.
+
+    Network work runs on a thread of the extension's own. Batches (table operations only:
+    `put`, `insert`, `delete`, `assert_value`, `add_counter`; a spool operation fails the batch
+    with `SpoolError`) queued while one commits are group-committed in one transaction; a
+    refused one (`KeyExistsError`, `ConflictError`, a counter that is not an integer) is rolled
+    back alone. `submit*` return a ticket at once; the answer comes in `take_completions`, and
+    `wakeup_fd` turns readable when one waits. The other methods block, GIL released.
+
+    An unreachable server raises `StoreUnavailableError` (for a COMMIT cut off, saying its
+    outcome is unknown); connections are made again on the next request.
+    """
+
+    def __new__(
+        cls,
+        url: str,
+        *,
+        tables: list[str],
+        schema: str = ...,
+        read_connections: int = 2,
+        max_batch: int = 512,
+    ) -> PgTables:
+        """Connect to `url` (`postgresql://user:password@host:port/database`), create the
+        schema (default "postwire") and the tables that are missing, and check the schema's
+        version (blocks)."""
+    def submit(self, batch: WriteBatch) -> int:
+        """Queue `batch` for group commit; its answer is None."""
+    def submit_get(self, table: str, key: bytes) -> int:
+        """Queue a read of one key; its answer is `bytes | None`."""
+    def submit_scan(
+        self,
+        table: str,
+        *,
+        prefix: bytes = ...,
+        cursor: bytes | None = None,
+        reverse: bool = False,
+        limit: int = 100,
+    ) -> int:
+        """Queue a scan, as `Spool.scan`; its answer is `list[tuple[bytes, bytes]]`."""
+    def submit_count(self, table: str) -> int:
+        """Queue a count of a table's rows; its answer is an `int`."""
+    def wakeup_fd(self) -> int:
+        """A descriptor that turns readable when `take_completions` has something."""
+    def take_completions(self) -> list[tuple[int, object, SpoolError | None]]:
+        """Finished requests as `(ticket, answer, error)`; `error` None on success."""
+    def commit(self, batch: WriteBatch) -> None:
+        """Commit `batch`, blocking until durable; raise on refusal."""
+    def get(self, table: str, key: bytes) -> bytes | None: ...
+    def scan(
+        self,
+        table: str,
+        *,
+        prefix: bytes = ...,
+        cursor: bytes | None = None,
+        reverse: bool = False,
+        limit: int = 100,
+    ) -> list[tuple[bytes, bytes]]:
+        """Rows whose key starts with `prefix`, in key order (bytewise, as LMDB) or `reverse`d,
+        strictly after `cursor` in that order, at most `limit`."""
+    def count(self, table: str) -> int: ...
+    def close(self) -> None:
+        """Finish what is queued (its answers still come) and stop the thread; later calls
+        raise `SpoolError`."""

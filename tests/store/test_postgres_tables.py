@@ -1,0 +1,102 @@
+"""What only the PostgreSQL backend of the table store has: a server that goes away and comes
+back, a schema version to check, and the refusal of spool operations."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from postwire import _core
+from postwire._core import WriteBatch
+from postwire.errors import SpoolError, StoreUnavailableError
+from postwire.store.table_store import PostgresTables
+from tests.ports import free_port
+from tests.postgres_server import PostgresServer, running_postgres
+from tests.store.conftest import TEST_TABLES
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[PostgresServer]:
+    """A server of this test's own: it is stopped and started again."""
+    with running_postgres() as server:
+        yield server
+
+
+def one_put(key: bytes, value: bytes) -> WriteBatch:
+    batch = WriteBatch()
+    batch.put("emails", key, value)
+    return batch
+
+
+async def test_a_stopped_server_is_unavailable_and_the_same_store_works_when_it_returns(
+    own_postgres: PostgresServer,
+) -> None:
+    async with PostgresTables.open(own_postgres.url(), TEST_TABLES) as tables:
+        await tables.commit(one_put(b"before", b"1"))
+        own_postgres.stop(immediate=True)
+        with pytest.raises(StoreUnavailableError, match="unreachable"):
+            await tables.get("emails", b"before")
+        with pytest.raises(StoreUnavailableError, match="unreachable"):
+            await tables.commit(one_put(b"during", b"2"))
+        with pytest.raises(StoreUnavailableError):
+            await tables.scan("emails")
+
+        own_postgres.start()
+        assert await tables.get("emails", b"before") == b"1"
+        await tables.commit(one_put(b"after", b"3"))
+        assert [k for k, _ in await tables.scan("emails")] == [b"after", b"before"]
+        assert await tables.count("emails") == 2
+
+
+async def test_a_batch_with_a_spool_operation_is_refused_whole(postgres_url: str) -> None:
+    async with PostgresTables.open(postgres_url, TEST_TABLES) as tables:
+        batch = one_put(b"k", b"v")
+        batch.enqueue("message-1", b"body", 0, 0)
+        with pytest.raises(SpoolError, match="table operations only"):
+            await tables.commit(batch)
+        assert await tables.get("emails", b"k") is None
+
+
+async def test_an_unknown_table_is_refused(postgres_url: str) -> None:
+    async with PostgresTables.open(postgres_url, TEST_TABLES) as tables:
+        batch = WriteBatch()
+        batch.put("nope", b"k", b"v")
+        with pytest.raises(SpoolError, match="unknown spool table 'nope'"):
+            await tables.commit(batch)
+        with pytest.raises(SpoolError, match="unknown spool table 'nope'"):
+            await tables.get("nope", b"k")
+
+
+def test_the_schema_is_versioned_and_a_newer_one_is_refused(
+    postgres_server: PostgresServer, postgres_url: str
+) -> None:
+    database = postgres_url.rsplit("/", 1)[1]
+    _core.PgTables(postgres_url, tables=list(TEST_TABLES)).close()
+    version = postgres_server.psql("SELECT version FROM postwire._schema_version", database)
+    assert version.strip() == str(_core.TABLE_SCHEMA_VERSION)
+    tables = postgres_server.psql(
+        "SELECT table_name || ' ' || string_agg(column_name || ':' || data_type, ',' "
+        "ORDER BY ordinal_position) FROM information_schema.columns "
+        "WHERE table_schema = 'postwire' GROUP BY table_name ORDER BY table_name",
+        database,
+    )
+    assert tables.split("\n")[:3] == [
+        "_schema_version version:integer",
+        "counters k:bytea,v:bytea",
+        "emails k:bytea,v:bytea",
+    ]
+    # Opening again (another process, a restart) leaves one version row.
+    _core.PgTables(postgres_url, tables=list(TEST_TABLES)).close()
+    count = postgres_server.psql("SELECT count(*) FROM postwire._schema_version", database)
+    assert count.strip() == "1"
+
+    newer = _core.TABLE_SCHEMA_VERSION + 1
+    postgres_server.psql(f"UPDATE postwire._schema_version SET version = {newer}", database)
+    with pytest.raises(SpoolError, match=f"version {newer}, newer than this Postwire knows"):
+        _core.PgTables(postgres_url, tables=list(TEST_TABLES))
+
+
+def test_an_unreachable_server_fails_the_open_with_store_unavailable() -> None:
+    with pytest.raises(StoreUnavailableError, match="unreachable"):
+        _core.PgTables(f"postgresql://postgres@127.0.0.1:{free_port()}/postgres", tables=["emails"])
