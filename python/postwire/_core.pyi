@@ -238,6 +238,8 @@ class WriteBatch:
 
     def __new__(cls) -> WriteBatch: ...
     def __len__(self) -> int: ...
+    def copy(self) -> WriteBatch:
+        """A new batch with the same operations (a commit consumes the batch it is given)."""
     def put(self, table: str, key: bytes, value: bytes) -> None:
         """Set `key` in a plain table."""
     def insert(self, table: str, key: bytes, value: bytes) -> None:

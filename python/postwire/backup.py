@@ -40,8 +40,8 @@ MANIFEST = "postwire-backup.json"
 BACKUP_FORMAT = 1
 SPOOL_DIR = "spool"
 SPOOL_FILE = f"{SPOOL_DIR}/data.mdb"
-# Files of a live spool that are not data: LMDB's reader table and the record locks. They are
-# made afresh when the spool opens.
+# Files of a live spool that are not data: LMDB's reader table, and the lock file earlier
+# versions kept beside it. They are made afresh when the spool opens.
 SPOOL_RUNTIME_FILES = frozenset({"lock.mdb", "records.lock"})
 CONFIG_DIR = "config"
 COPY_CHUNK = 1 << 20
@@ -228,7 +228,7 @@ def _stage_verified(source: Path, staging: Path, entries: list[dict[str, Any]]) 
 def spool_holder(data_dir: Path) -> int | None:
     """The pid of a process that has the spool under `data_dir` open, if any.
 
-    Every process with an LMDB environment open holds POSIX record locks on its `lock.mdb`
+    Every process with an LMDB environment open holds POSIX guards on its `lock.mdb`
     (a shared lock on its first byte, and one on the byte at its pid), so asking whether an
     exclusive lock of the whole file would conflict finds one of them, or none.
     """

@@ -3,8 +3,9 @@
 One Python process serves SMTP and delivers on about one core (the GIL), so the others would
 sit idle. A worker serves SMTP submission on the first process's listening sockets (inherited:
 every process accepts from the same queue) and delivers from the shared spool: LMDB is made for
-several processes, leases decide who delivers a message, and record locks are byte-range locks
-on one file (`Spool.record_lock`). Everything that must run once stays in the first process:
+several processes, leases decide who delivers a message, and a read-change-write of a record
+is a guarded change whose commit fails if another process changed it first (`Spool.guarded`).
+Everything that must run once stays in the first process:
 the REST API, webhook dispatch, domain verification, the idempotency sweeper, and releasing
 earlier runs' leases at start, which it does before any worker starts.
 

@@ -1,6 +1,6 @@
 """Sign-in and sign-up throttles hold across processes: two processes on one spool, each with
 a burst of parallel attempts at the same moment, admit together exactly the allowance (each
-attempt is counted under the record locks every process shares, before it is admitted)."""
+attempt is counted in a guarded change, exact between processes, before it is admitted)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from postwire.config import AuthConfig
 from postwire.store.spool import TABLES, Spool
 
 async def main(path: str) -> None:
-    spool = Spool(_core.Spool(path, tables=list(TABLES)), lock_file=f"{path}/records.lock")
+    spool = Spool(_core.Spool(path, tables=list(TABLES)))
     auth = AuthConfig(max_signups_per_address=int(sys.argv[2]))
     admitted = 0
 

@@ -14,7 +14,7 @@ from postwire.store import contact_imports as store
 from postwire.store import segments
 from postwire.store.contacts import CONTACTS, ContactRecord, find_contact, put_contact
 from postwire.store.deliveries import EVENTS
-from postwire.store.spool import Spool, _slot_of
+from postwire.store.spool import Spool
 from postwire.store.team_records import team_prefix
 
 TEAM = "0190a0a0-0000-7000-8000-0000000000aa"
@@ -116,27 +116,6 @@ async def test_a_quote_that_never_closes_fails_the_import(spool: Spool) -> None:
     done = store.get_import(spool, TEAM, import_id)
     assert done is not None and done.status == "failed"
     assert done.failure is not None and "Row 2" in done.failure
-
-
-async def test_many_records_locked_at_once_even_when_they_share_a_slot(spool: Spool) -> None:
-    first = "team/contact-0"
-    twin = next(f"team/contact-{i}" for i in range(1, 10**6) if _slot_of(f"team/contact-{i}")
-                == _slot_of(first))  # fmt: skip
-    with trio.fail_after(5):
-        async with spool.record_locks([first, twin, "team/other"]):
-            waiting = trio.Event()
-
-            async def single() -> None:
-                async with spool.record_lock(twin):
-                    waiting.set()
-
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(single)
-                await trio.sleep(0.01)
-                assert not waiting.is_set()  # held by the batch
-                nursery.cancel_scope.cancel()
-        async with spool.record_lock(twin):
-            pass
 
 
 def test_an_upserting_row_changes_only_what_its_cells_hold() -> None:

@@ -4,7 +4,7 @@ A link carries a token `{lookup}.{secret}`: the lookup part finds the record wit
 the secret (256 random bits) is compared by SHA-256 in constant time, as API keys are. Only
 the hash is stored, so a copy of the spool holds no working link. A link is used inside
 `redeem_link`: the record is marked used in the same commit as the change it authorises (a
-password set, a membership added), under the link's record lock, so two clicks at once cannot
+password set, a membership added), guarded by the link's key, so two clicks at once cannot
 both pass. An unknown, tampered, expired, used or wrong-purpose token gets the same answer.
 """
 
@@ -181,9 +181,10 @@ async def redeem_link(
     parts = _split(token)
     if parts is None:
         raise LinkRefused
-    async with spool.record_lock(link_lock_key(parts[0])):
-        link = check_link(spool, token, purposes, now)
-        batch = WriteBatch()
-        mark_link_used(batch, link, _millis(now))
-        yield LinkRedemption(link, batch)
-        await spool.commit(batch)
+    async for attempt in spool.guarded(link_lock_key(parts[0])):
+        with attempt:
+            link = check_link(spool, token, purposes, now)
+            batch = WriteBatch()
+            mark_link_used(batch, link, _millis(now))
+            yield LinkRedemption(link, batch)
+            await spool.commit(batch)

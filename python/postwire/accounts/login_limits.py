@@ -10,7 +10,7 @@ half of it in a minute, all of it in 15 minutes, twice it in an hour and four ti
 day, so a guesser who keeps on waits until the minute ends, then the quarter hour, the hour,
 the day. Refused attempts are not counted: waiting is what lifts a throttle.
 
-An attempt is counted under the record locks of its counts, after reading them: of many
+An attempt is counted guarded by the key of its counts, after reading them: of many
 parallel attempts, exactly the allowance is admitted. A right password takes its own count
 back and clears its pair's (the address proved the password); a check that did not run
 (`PasswordWorkBusy`) takes its count back. `postwire users unlock EMAIL` clears an account's.
@@ -92,15 +92,16 @@ def retry_after(counts: list[tuple[Window, Bucket, int]], now: float) -> int | N
 
 async def _count_attempt(spool: Spool, counts: list[tuple[Window, Bucket]], now: float) -> None:
     """Count one attempt in every bucket of `counts`, or raise Throttled if one is full."""
-    async with spool.record_locks(bucket.key for _, bucket in counts):
-        read = [(window, bucket, store.count(spool, bucket)) for window, bucket in counts]
-        wait = retry_after(read, now)
-        if wait is not None:
-            raise Throttled(wait)
-        batch = WriteBatch()
-        store.add(batch, [bucket for _, bucket in counts], 1)
-        store.prune_expired(spool, batch, now)
-        await spool.commit(batch)
+    async for attempt in spool.guarded(bucket.key for _, bucket in counts):
+        with attempt:
+            read = [(window, bucket, store.count(spool, bucket)) for window, bucket in counts]
+            wait = retry_after(read, now)
+            if wait is not None:
+                raise Throttled(wait)
+            batch = WriteBatch()
+            store.add(batch, [bucket for _, bucket in counts], 1)
+            store.prune_expired(spool, batch, now)
+            await spool.commit(batch)
 
 
 async def _take_back(spool: Spool, counted: Counted, *, clear_pair: bool) -> None:
@@ -178,6 +179,7 @@ async def unlock(spool: Spool, email: str) -> int:
     await spool.commit(batch)
     user_id = find_user_id_by_email(spool, email)
     if user_id is not None:
-        async with spool.record_lock(mfa_devices.failures_key(user_id)):
-            await mfa_devices.put_code_failures(spool, user_id, None)
+        async for attempt in spool.guarded(mfa_devices.failures_key(user_id)):
+            with attempt:
+                await mfa_devices.put_code_failures(spool, user_id, None)
     return len(keys)

@@ -9,6 +9,7 @@ whatever the code's kind, so a 6-digit code cannot be guessed at speed.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -17,7 +18,9 @@ from typing import Final, Literal
 from postwire import _core
 from postwire.accounts import passkeys, recovery_codes, totp, users
 from postwire.accounts.passkeys import PasskeyError, RelyingParty
+from postwire.errors import ConflictError
 from postwire.store import mfa_devices as store
+from postwire.store.guards import never_after_change
 from postwire.store.mfa_devices import (
     CodeFailures,
     MfaDevice,
@@ -61,9 +64,10 @@ async def set_team_requires_mfa(
     spool: Spool, team_id: str, required: bool, by_user_id: str, now: datetime
 ) -> None:
     """Set the team's "require MFA"; its other settings (SSO) are kept as they are."""
-    async with spool.record_lock(f"policy/{team_id}"):
-        policy = users.team_policy(spool, team_id)
-        await users.set_team_policy(spool, replace(policy, require_mfa=required))
+    async for attempt in spool.guarded(f"policy/{team_id}"):
+        with attempt:
+            policy = users.team_policy(spool, team_id)
+            await users.set_team_policy(spool, replace(policy, require_mfa=required))
     log.info("team %s: require MFA %s, set by user %s at %s", team_id, required, by_user_id, now)
 
 
@@ -136,16 +140,19 @@ async def confirm_totp(
     """Confirm the enrolment with its first code. Returns the recovery codes made for a user
     who had none (to show once), else None. Raises MfaError when the code is wrong."""
     key = store.device_key(user_id, device_id)
-    async with spool.record_lock(key):
-        device = pending_totp(spool, user_id, device_id, now)
-        if device is None:
-            raise MfaError("This enrolment has expired; start again.")
-        step = totp.matching_step(device.totp_secret, code, now.timestamp(), device.last_counter)
-        if step is None:
-            raise MfaError("That code is not the one the app shows now; try the next one.")
-        label = name.strip()[:64] or device.name
-        confirmed = replace(device, confirmed=True, name=label, last_counter=step)
-        await store.save_device(spool, confirmed)
+    async for attempt in spool.guarded(key):
+        with attempt:
+            device = pending_totp(spool, user_id, device_id, now)
+            if device is None:
+                raise MfaError("This enrolment has expired; start again.")
+            step = totp.matching_step(
+                device.totp_secret, code, now.timestamp(), device.last_counter
+            )
+            if step is None:
+                raise MfaError("That code is not the one the app shows now; try the next one.")
+            label = name.strip()[:64] or device.name
+            confirmed = replace(device, confirmed=True, name=label, last_counter=step)
+            await store.save_device(spool, confirmed)
     if store.get_recovery_codes(spool, user_id) is None:
         return await new_recovery_codes(spool, user_id, now)
     return None
@@ -166,24 +173,29 @@ async def check_code(
     # guesses commit theirs would let them all through).
     keys = [store.failures_key(user_id), store.recovery_key(user_id)]
     keys += [store.device_key(user_id, d.id) for d in devices]
-    async with spool.record_locks(keys):
-        failures = store.get_code_failures(spool, user_id)
-        if failures is not None and failures.window_start_ms <= now_ms - FAILURE_WINDOW_MS:
-            failures = None
-        if failures is not None and failures.count >= max_failures:
-            return "too_many"
-        if await _accept_totp(spool, devices, code, now) or await _accept_recovery_code(
-            spool, user_id, code
-        ):
-            if failures is not None:
-                await store.put_code_failures(spool, user_id, None)
-            return "ok"
-        counted = CodeFailures(
-            1 if failures is None else failures.count + 1,
-            now_ms if failures is None else failures.window_start_ms,
-        )
-        await store.put_code_failures(spool, user_id, counted)
-        return "wrong"
+    async for attempt in spool.guarded(keys):
+        with attempt:
+            failures = store.get_code_failures(spool, user_id)
+            if failures is not None and failures.window_start_ms <= now_ms - FAILURE_WINDOW_MS:
+                failures = None
+            if failures is not None and failures.count >= max_failures:
+                return "too_many"
+            if await _accept_totp(spool, devices, code, now) or await _accept_recovery_code(
+                spool, user_id, code
+            ):
+                if failures is not None:
+                    # The code is used up: a conflict now (a parallel guess counted meanwhile)
+                    # must not run the check again, which would find it used and say wrong.
+                    with contextlib.suppress(ConflictError):
+                        await store.put_code_failures(spool, user_id, None)
+                return "ok"
+            counted = CodeFailures(
+                1 if failures is None else failures.count + 1,
+                now_ms if failures is None else failures.window_start_ms,
+            )
+            await store.put_code_failures(spool, user_id, counted)
+            return "wrong"
+    never_after_change()
 
 
 async def _accept_totp(spool: Spool, devices: list[MfaDevice], code: str, now: datetime) -> bool:
@@ -328,17 +340,19 @@ async def finish_passkey_login(
         raise MfaError(str(error)) from error
     if owner is None or (pending.user_id and owner.user_id != pending.user_id):
         raise MfaError("This passkey is not registered here.")
-    async with spool.record_lock(store.device_key(owner.user_id, owner.device_id)):
-        device = store.get_device(spool, owner.user_id, owner.device_id)
-        if device is None or device.kind != "passkey":
-            raise MfaError("This passkey is not registered here.")
-        try:
-            sign_count = passkeys.verify_authentication(
-                rp, credential_json, pending.challenge, device.public_key, device.sign_count
+    async for attempt in spool.guarded(store.device_key(owner.user_id, owner.device_id)):
+        with attempt:
+            device = store.get_device(spool, owner.user_id, owner.device_id)
+            if device is None or device.kind != "passkey":
+                raise MfaError("This passkey is not registered here.")
+            try:
+                sign_count = passkeys.verify_authentication(
+                    rp, credential_json, pending.challenge, device.public_key, device.sign_count
+                )
+            except PasskeyError as error:
+                raise MfaError(str(error)) from error
+            await store.mark_device_used(
+                spool, device, _ms(now), last_counter=device.last_counter, sign_count=sign_count
             )
-        except PasskeyError as error:
-            raise MfaError(str(error)) from error
-        await store.mark_device_used(
-            spool, device, _ms(now), last_counter=device.last_counter, sign_count=sign_count
-        )
-    return PasskeyLogin(owner.user_id, device)
+            return PasskeyLogin(owner.user_id, device)
+    never_after_change()

@@ -78,14 +78,15 @@ async def save_sso_settings(
                 " Domains page first."
             )
     record = replace(updated, updated_at=now.isoformat())
-    async with spool.record_lock(f"sso_configs/team/{record.team_id}"):
-        previous = get_sso_config(spool, record.team_id)
-        batch = WriteBatch()
-        put_sso_config(batch, record, previous)
-        try:
-            await spool.commit(batch)
-        except KeyExistsError:
-            raise SsoSettingsError(
-                "One of these email domains already signs in through another team's SSO."
-            ) from None
+    async for attempt in spool.guarded(f"sso_configs/team/{record.team_id}"):
+        with attempt:
+            previous = get_sso_config(spool, record.team_id)
+            batch = WriteBatch()
+            put_sso_config(batch, record, previous)
+            try:
+                await spool.commit(batch)
+            except KeyExistsError:
+                raise SsoSettingsError(
+                    "One of these email domains already signs in through another team's SSO."
+                ) from None
     return record

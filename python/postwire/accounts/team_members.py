@@ -1,7 +1,7 @@
 """A team's members as its owners manage them: roles, removal, leaving, the team's name.
 
 A team always keeps an owner: the last one can be neither demoted, removed nor leave. Changes
-of membership take the team's owners lock (`Spool.record_lock`), so two owners demoting each
+of membership take the team's owners lock (`Spool.guarded`), so two owners demoting each
 other at once cannot leave the team with none.
 """
 
@@ -49,14 +49,15 @@ def _keep_an_owner(spool: Spool, membership: MembershipRecord, leaving: str) -> 
 async def change_role(spool: Spool, team_id: str, user_id: str, role: str) -> MembershipRecord:
     if role not in ROLES:
         raise MembershipRefused("Choose the role member, admin or owner.")
-    async with spool.record_lock(_owners_lock(team_id)):
-        membership = _member(spool, team_id, user_id)
-        if role != "owner":
-            _keep_an_owner(spool, membership, "be given another role")
-        changed = replace(membership, role=role)
-        batch = WriteBatch()
-        user_store.put_membership(batch, changed)
-        await spool.commit(batch)
+    async for attempt in spool.guarded(_owners_lock(team_id)):
+        with attempt:
+            membership = _member(spool, team_id, user_id)
+            if role != "owner":
+                _keep_an_owner(spool, membership, "be given another role")
+            changed = replace(membership, role=role)
+            batch = WriteBatch()
+            user_store.put_membership(batch, changed)
+            await spool.commit(batch)
     return changed
 
 
@@ -66,12 +67,13 @@ async def remove_member(
     """Take the user out of the team (`leaving`: on their own word). They keep their account
     and other teams; a session of theirs showing this team moves to another of their teams at
     its next request."""
-    async with spool.record_lock(_owners_lock(team_id)):
-        membership = _member(spool, team_id, user_id)
-        _keep_an_owner(spool, membership, "leave it" if leaving else "be removed")
-        batch = WriteBatch()
-        user_store.delete_membership(batch, membership)
-        await spool.commit(batch)
+    async for attempt in spool.guarded(_owners_lock(team_id)):
+        with attempt:
+            membership = _member(spool, team_id, user_id)
+            _keep_an_owner(spool, membership, "leave it" if leaving else "be removed")
+            batch = WriteBatch()
+            user_store.delete_membership(batch, membership)
+            await spool.commit(batch)
     return membership
 
 

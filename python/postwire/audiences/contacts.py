@@ -1,11 +1,10 @@
-"""Contact writes, each one read-modify-commit under the contact's record lock, so that two
+"""Contact writes, each one read-modify-commit guarded by the contact's key, so that two
 writers (two PATCHes, an unsubscribe during an edit, an import) never lose each other's change;
 and the end of a deleted segment's memberships."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -32,6 +31,7 @@ from postwire.store.contacts import (
     get_contact,
     put_contact,
 )
+from postwire.store.guards import Attempt, never_after_change
 from postwire.store.segments import SegmentRecord
 from postwire.store.spool import Spool
 
@@ -115,45 +115,50 @@ async def change_contact(
     """Apply `change` to the contact (by id or address; with `segment_id`, only a member of
     that segment) and commit it with a `contact.updated` webhook, unless nothing changed.
     `change` runs under the lock on the record as it is then, and may raise `ApiError`."""
-    async with locked_contact(spool, team_id, id_or_email, segment_id) as current:
-        changed = change(current)
-        if changed == current:
-            return current
-        changed = replace(changed, updated_at=contract_timestamp(now))
-        batch = WriteBatch()
-        written = put_contact(batch, spool, current, changed, _ms(now), event="contact.updated")
-        try:
-            await spool.commit(batch)
-        except KeyExistsError:
-            raise duplicate_contact(changed.email) from None
-        return written
+    async for attempt, current in locked_contact(spool, team_id, id_or_email, segment_id):
+        with attempt:
+            changed = change(current)
+            if changed == current:
+                return current
+            changed = replace(changed, updated_at=contract_timestamp(now))
+            batch = WriteBatch()
+            written = put_contact(batch, spool, current, changed, _ms(now), event="contact.updated")
+            try:
+                await spool.commit(batch)
+            except KeyExistsError:
+                raise duplicate_contact(changed.email) from None
+            return written
+    never_after_change()
 
 
 async def remove_contact(
     spool: Spool, team_id: str, id_or_email: str, now: datetime, *, segment_id: str | None = None
 ) -> ContactRecord:
     """Delete the contact (with `segment_id`, only a member of it), with `contact.deleted`."""
-    async with locked_contact(spool, team_id, id_or_email, segment_id) as current:
-        batch = WriteBatch()
-        delete_contact(batch, current, _ms(now))
-        await spool.commit(batch)
-        return current
+    async for attempt, current in locked_contact(spool, team_id, id_or_email, segment_id):
+        with attempt:
+            batch = WriteBatch()
+            delete_contact(batch, current, _ms(now))
+            await spool.commit(batch)
+            return current
+    never_after_change()
 
 
-@asynccontextmanager
 async def locked_contact(
     spool: Spool, team_id: str, id_or_email: str, segment_id: str | None = None
-) -> AsyncIterator[ContactRecord]:
-    """The contact (by id or address; with `segment_id`, only a member of that segment) as it
-    is once its record lock is held, which the caller keeps until its commit is done."""
+) -> AsyncIterator[tuple[Attempt, ContactRecord]]:
+    """Attempts of a guarded change of the contact (by id or address; with `segment_id`, only a
+    member of that segment), each with the contact as it is then: `async for attempt, current
+    in locked_contact(...): with attempt: ...` (`Spool.guarded`)."""
     found = find_contact(spool, team_id, id_or_email)
     if found is None or (segment_id is not None and segment_id not in found.segment_ids):
         raise contact_not_found()
-    async with spool.record_lock(contact_key(team_id, found.id)):
+    async for attempt in spool.guarded(contact_key(team_id, found.id)):
         current = get_contact(spool, team_id, found.id)
         if current is None:
+            attempt.__exit__(None, None, None)
             raise contact_not_found()
-        yield current
+        yield attempt, current
 
 
 async def delete_segment(spool: Spool, segment: SegmentRecord) -> None:
@@ -168,7 +173,7 @@ async def empty_deleted_segment(spool: Spool, segment: SegmentRecord, now: datet
     """Take a deleted segment's members out of it, one commit per chunk of contacts, then
     forget it.
 
-    Members leave under their record locks and without a webhook. An interruption leaves
+    Members leave guarded by their key and without a webhook. An interruption leaves
     member rows no reader shows, and the deletion noted in the store, so calling this again
     (after a restart: `empty_deleted_segments`) finishes it; two callers at once only wait for
     each other, as each takes a row out only when it is still there.
@@ -177,18 +182,19 @@ async def empty_deleted_segment(spool: Spool, segment: SegmentRecord, now: datet
     while members := segments.segment_members(
         spool, team, segment.id, after_contact_id=None, limit=SEGMENT_CLEANUP_CHUNK
     ):
-        async with spool.record_locks(contact_key(team, contact_id) for contact_id in members):
-            batch = WriteBatch()
-            for contact_id in members:
-                contact = get_contact(spool, team, contact_id)
-                if contact is not None and segment.id in contact.segment_ids:
-                    kept = [s for s in contact.segment_ids if s != segment.id]
-                    left = replace(contact, segment_ids=kept)
-                    put_contact(batch, spool, contact, left, _ms(now), event=None)
-                elif segments.is_member(spool, team, segment.id, contact_id):
-                    # A row its contact does not list (or a contact gone): only the row goes.
-                    segments.remove_member(batch, team, segment.id, contact_id)
-            await spool.commit(batch)
+        async for attempt in spool.guarded(contact_key(team, contact_id) for contact_id in members):
+            with attempt:
+                batch = WriteBatch()
+                for contact_id in members:
+                    contact = get_contact(spool, team, contact_id)
+                    if contact is not None and segment.id in contact.segment_ids:
+                        kept = [s for s in contact.segment_ids if s != segment.id]
+                        left = replace(contact, segment_ids=kept)
+                        put_contact(batch, spool, contact, left, _ms(now), event=None)
+                    elif segments.is_member(spool, team, segment.id, contact_id):
+                        # A row its contact does not list (or a contact gone): only the row goes.
+                        segments.remove_member(batch, team, segment.id, contact_id)
+                await spool.commit(batch)
     batch = WriteBatch()
     segments.finish_deletion(batch, segment)
     await spool.commit(batch)

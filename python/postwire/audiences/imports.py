@@ -224,58 +224,61 @@ async def _try_slice(
     # The address index tells which contacts to lock; they are read once locked.
     indexed = (CONTACT_EMAILS.get(spool, contact_email_key(team, e)) for e in emails)
     seen = {entry.contact_id for entry in indexed if entry is not None}
-    async with spool.record_locks(contact_key(team, contact_id) for contact_id in seen):
-        contacts = _contacts_by_address(spool, team, emails)
-        if not {c.id for c in contacts.values()} <= seen:
-            return None  # a contact was created meanwhile: lock it too
-        now_ms = spool.clock_ms()
-        now = contract_timestamp(datetime.fromtimestamp(now_ms / 1000, UTC))
-        batch = WriteBatch()
-        counts = _SliceCounts()
-        found = [s for s in record.segment_ids if get_segment(spool, team, s) is not None]
-        for csv_record, row in zip(records, rows, strict=True):
-            if row is None:
-                continue  # a blank row
-            counts.total += 1
-            if isinstance(row, str):
-                counts.failed += 1
-                if record.failed + counts.failed <= store.MAX_BAD_ROWS:
-                    email = _email_cell(record, csv_record)
-                    store.add_bad_row(batch, record.id, store.BadRow(csv_record.row, row, email))
-                continue
-            address = row.email.lower()
-            previous = contacts.get(address)
-            if previous is None:
-                contact = new_contact(row, _core.new_id(), team, now, record.segment_ids,
-                                      record.topics)  # fmt: skip
-                contacts[address] = put_contact(
-                    batch, spool, None, contact, now_ms, event="contact.created",
-                    segments_found=found,
-                )  # fmt: skip
-                counts.created += 1
-            elif record.on_conflict == "skip":
-                counts.skipped += 1
-            else:
-                changed = updated_contact(previous, row, now, record.segment_ids, record.topics)
-                if changed is not None:
+    async for attempt in spool.guarded(contact_key(team, contact_id) for contact_id in seen):
+        with attempt:
+            contacts = _contacts_by_address(spool, team, emails)
+            if not {c.id for c in contacts.values()} <= seen:
+                return None  # a contact was created meanwhile: lock it too
+            now_ms = spool.clock_ms()
+            now = contract_timestamp(datetime.fromtimestamp(now_ms / 1000, UTC))
+            batch = WriteBatch()
+            counts = _SliceCounts()
+            found = [s for s in record.segment_ids if get_segment(spool, team, s) is not None]
+            for csv_record, row in zip(records, rows, strict=True):
+                if row is None:
+                    continue  # a blank row
+                counts.total += 1
+                if isinstance(row, str):
+                    counts.failed += 1
+                    if record.failed + counts.failed <= store.MAX_BAD_ROWS:
+                        email = _email_cell(record, csv_record)
+                        store.add_bad_row(
+                            batch, record.id, store.BadRow(csv_record.row, row, email)
+                        )
+                    continue
+                address = row.email.lower()
+                previous = contacts.get(address)
+                if previous is None:
+                    contact = new_contact(row, _core.new_id(), team, now, record.segment_ids,
+                                          record.topics)  # fmt: skip
                     contacts[address] = put_contact(
-                        batch, spool, previous, changed, now_ms, event="contact.updated",
+                        batch, spool, None, contact, now_ms, event="contact.created",
                         segments_found=found,
                     )  # fmt: skip
-                counts.updated += 1
-        last = records[-1]
-        advanced = replace(
-            record,
-            offset=last.end,
-            row=last.row + 1,
-            total=record.total + counts.total,
-            created=record.created + counts.created,
-            updated=record.updated + counts.updated,
-            skipped=record.skipped + counts.skipped,
-            failed=record.failed + counts.failed,
-        )
-        store.put_import(batch, advanced)
-        await _commit_while(spool, batch, during_commit)
+                    counts.created += 1
+                elif record.on_conflict == "skip":
+                    counts.skipped += 1
+                else:
+                    changed = updated_contact(previous, row, now, record.segment_ids, record.topics)
+                    if changed is not None:
+                        contacts[address] = put_contact(
+                            batch, spool, previous, changed, now_ms, event="contact.updated",
+                            segments_found=found,
+                        )  # fmt: skip
+                    counts.updated += 1
+            last = records[-1]
+            advanced = replace(
+                record,
+                offset=last.end,
+                row=last.row + 1,
+                total=record.total + counts.total,
+                created=record.created + counts.created,
+                updated=record.updated + counts.updated,
+                skipped=record.skipped + counts.skipped,
+                failed=record.failed + counts.failed,
+            )
+            store.put_import(batch, advanced)
+            await _commit_while(spool, batch, during_commit)
     return advanced
 
 

@@ -37,20 +37,21 @@ async def create_property(
     key = property_key(body.get("key"))
     kind = property_type(body.get("type"))
     fallback = fallback_value(body.get("fallback_value"), kind)
-    async with spool.record_lock(properties_lock_key(team_id)):
-        existing = team_properties(spool, team_id)
-        if key in existing:
-            raise validation_error(f"A contact property with the key `{key}` already exists.")
-        if len(existing) >= MAX_PROPERTIES_PER_TEAM:
-            raise validation_error(
-                f"A team has at most {MAX_PROPERTIES_PER_TEAM} contact properties."
+    async for attempt in spool.guarded(properties_lock_key(team_id)):
+        with attempt:
+            existing = team_properties(spool, team_id)
+            if key in existing:
+                raise validation_error(f"A contact property with the key `{key}` already exists.")
+            if len(existing) >= MAX_PROPERTIES_PER_TEAM:
+                raise validation_error(
+                    f"A team has at most {MAX_PROPERTIES_PER_TEAM} contact properties."
+                )
+            prop = ContactPropertyRecord(
+                _core.new_id(), team_id, key, kind, fallback, contract_timestamp(now)
             )
-        prop = ContactPropertyRecord(
-            _core.new_id(), team_id, key, kind, fallback, contract_timestamp(now)
-        )
-        batch = WriteBatch()
-        put_property(batch, prop)
-        await spool.commit(batch)
+            batch = WriteBatch()
+            put_property(batch, prop)
+            await spool.commit(batch)
     return prop
 
 
@@ -61,23 +62,27 @@ async def change_fallback(
     the property's is refused."""
     if "fallback_value" not in body:
         raise missing_field("fallback_value")
-    async with spool.record_lock(properties_lock_key(team_id)):
-        prop = require_property(spool, team_id, property_id)
-        for fixed in ("key", "type"):
-            if body.get(fixed) is not None and body[fixed] != getattr(prop, fixed):
-                raise validation_error(f"A contact property's `{fixed}` cannot be changed.")
-        changed = replace(prop, fallback_value=fallback_value(body["fallback_value"], prop.type))
-        batch = WriteBatch()
-        put_property(batch, changed)
-        await spool.commit(batch)
+    async for attempt in spool.guarded(properties_lock_key(team_id)):
+        with attempt:
+            prop = require_property(spool, team_id, property_id)
+            for fixed in ("key", "type"):
+                if body.get(fixed) is not None and body[fixed] != getattr(prop, fixed):
+                    raise validation_error(f"A contact property's `{fixed}` cannot be changed.")
+            changed = replace(
+                prop, fallback_value=fallback_value(body["fallback_value"], prop.type)
+            )
+            batch = WriteBatch()
+            put_property(batch, changed)
+            await spool.commit(batch)
     return changed
 
 
 async def remove_property(spool: Spool, team_id: str, property_id: str) -> ContactPropertyRecord:
     """Delete the property; values contacts hold under its key stay on them, unread."""
-    async with spool.record_lock(properties_lock_key(team_id)):
-        prop = require_property(spool, team_id, property_id)
-        batch = WriteBatch()
-        delete_property(batch, prop)
-        await spool.commit(batch)
+    async for attempt in spool.guarded(properties_lock_key(team_id)):
+        with attempt:
+            prop = require_property(spool, team_id, property_id)
+            batch = WriteBatch()
+            delete_property(batch, prop)
+            await spool.commit(batch)
     return prop

@@ -41,11 +41,12 @@ async def rename_segment(
     spool: Spool, team_id: str, segment_id: str, body: Mapping[str, Any]
 ) -> SegmentRecord:
     name = required_text(body, "name", MAX_SEGMENT_NAME)
-    async with spool.record_lock(segment_lock_key(team_id, segment_id)):
-        segment = replace(require_segment(spool, team_id, segment_id), name=name)
-        batch = WriteBatch()
-        put_segment(batch, segment)
-        await spool.commit(batch)
+    async for attempt in spool.guarded(segment_lock_key(team_id, segment_id)):
+        with attempt:
+            segment = replace(require_segment(spool, team_id, segment_id), name=name)
+            batch = WriteBatch()
+            put_segment(batch, segment)
+            await spool.commit(batch)
     return segment
 
 
@@ -54,7 +55,8 @@ async def remove_segment(
 ) -> SegmentRecord:
     """Delete the segment for every reader at once; the caller then empties it in the
     background with `contacts.empty_deleted_segment`."""
-    async with spool.record_lock(segment_lock_key(team_id, segment_id)):
-        segment = require_segment(spool, team_id, segment_id, noun)
-        await delete_segment(spool, segment)
+    async for attempt in spool.guarded(segment_lock_key(team_id, segment_id)):
+        with attempt:
+            segment = require_segment(spool, team_id, segment_id, noun)
+            await delete_segment(spool, segment)
     return segment

@@ -60,25 +60,27 @@ async def update_topic(
     a `default_subscription` is refused."""
     if body.get("default_subscription") is not None:
         raise validation_error("A topic's `default_subscription` cannot be changed.")
-    async with spool.record_lock(topic_lock_key(team_id, topic_id)):
-        topic = require_topic(spool, team_id, topic_id)
-        if body.get("name") is not None:
-            topic = replace(topic, name=required_text(body, "name", MAX_TOPIC_NAME))
-        if "description" in body:
-            description = optional_text(body, "description", MAX_TOPIC_DESCRIPTION)
-            topic = replace(topic, description=description)
-        topic = replace(topic, visibility=topic_visibility(body) or topic.visibility)
-        batch = WriteBatch()
-        put_topic(batch, topic)
-        await spool.commit(batch)
+    async for attempt in spool.guarded(topic_lock_key(team_id, topic_id)):
+        with attempt:
+            topic = require_topic(spool, team_id, topic_id)
+            if body.get("name") is not None:
+                topic = replace(topic, name=required_text(body, "name", MAX_TOPIC_NAME))
+            if "description" in body:
+                description = optional_text(body, "description", MAX_TOPIC_DESCRIPTION)
+                topic = replace(topic, description=description)
+            topic = replace(topic, visibility=topic_visibility(body) or topic.visibility)
+            batch = WriteBatch()
+            put_topic(batch, topic)
+            await spool.commit(batch)
     return topic
 
 
 async def remove_topic(spool: Spool, team_id: str, topic_id: str) -> TopicRecord:
     """Delete the topic; contacts' choices about it stay on their records, unread."""
-    async with spool.record_lock(topic_lock_key(team_id, topic_id)):
-        topic = require_topic(spool, team_id, topic_id)
-        batch = WriteBatch()
-        delete_topic(batch, topic)
-        await spool.commit(batch)
+    async for attempt in spool.guarded(topic_lock_key(team_id, topic_id)):
+        with attempt:
+            topic = require_topic(spool, team_id, topic_id)
+            batch = WriteBatch()
+            delete_topic(batch, topic)
+            await spool.commit(batch)
     return topic

@@ -160,39 +160,40 @@ async def save_document(
         raise validation_error("The `revision` field must be an integer.")
     fields, refused = envelope_fields(body)
     brand = team_brand(spool, team_id)
-    async with spool.record_lock(broadcast_key(team_id, broadcast_id)):
-        record = _draft(spool, team_id, broadcast_id)
-        current = get_document(spool, team_id, broadcast_id)
-        saved_revision = 0 if current is None else current.revision
-        if revision is not None and revision != saved_revision:
-            raise ApiError(
-                409,
-                "conflict",
-                "This broadcast was saved from another window since you opened it. Reload the "
-                "page to edit the latest version.",
-            )
-        saved_document = None if current is None else current.document
-        rendered_document = _savable_document(body["document"], saved_document, brand, refused)
-        if rendered_document is None and not fields:
-            # Nothing the body sent can be saved: no commit, the revision stays.
-            updated_at = "" if current is None else current.updated_at
-            return SavedDocument(saved_revision, updated_at, refused)
-        batch = WriteBatch()
-        if rendered_document is None:
-            changed = replace(record, **fields)  # the saved document and its HTML stay
-            document, digest = saved_document, "" if current is None else current.html_digest
-        else:
-            document, rendered = rendered_document
-            changed = replace(record, html=rendered.html, text=rendered.text, **fields)
-            digest = html_digest(rendered.html)
-        if document is not None:
-            saved = DocumentRecord(
-                team_id, broadcast_id, document, saved_revision + 1, contract_timestamp(now),
-                digest,
-            )  # fmt: skip
-            put_document(batch, saved)
-        put_broadcast(batch, changed)
-        await spool.commit(batch)
+    async for attempt in spool.guarded(broadcast_key(team_id, broadcast_id)):
+        with attempt:
+            record = _draft(spool, team_id, broadcast_id)
+            current = get_document(spool, team_id, broadcast_id)
+            saved_revision = 0 if current is None else current.revision
+            if revision is not None and revision != saved_revision:
+                raise ApiError(
+                    409,
+                    "conflict",
+                    "This broadcast was saved from another window since you opened it. Reload the "
+                    "page to edit the latest version.",
+                )
+            saved_document = None if current is None else current.document
+            rendered_document = _savable_document(body["document"], saved_document, brand, refused)
+            if rendered_document is None and not fields:
+                # Nothing the body sent can be saved: no commit, the revision stays.
+                updated_at = "" if current is None else current.updated_at
+                return SavedDocument(saved_revision, updated_at, refused)
+            batch = WriteBatch()
+            if rendered_document is None:
+                changed = replace(record, **fields)  # the saved document and its HTML stay
+                document, digest = saved_document, "" if current is None else current.html_digest
+            else:
+                document, rendered = rendered_document
+                changed = replace(record, html=rendered.html, text=rendered.text, **fields)
+                digest = html_digest(rendered.html)
+            if document is not None:
+                saved = DocumentRecord(
+                    team_id, broadcast_id, document, saved_revision + 1, contract_timestamp(now),
+                    digest,
+                )  # fmt: skip
+                put_document(batch, saved)
+            put_broadcast(batch, changed)
+            await spool.commit(batch)
     if document is None:  # envelope fields of a broadcast that has no document yet
         return SavedDocument(saved_revision, contract_timestamp(now), refused)
     return SavedDocument(saved.revision, saved.updated_at, refused)
@@ -269,18 +270,19 @@ async def start_blank_document(
     replaces that HTML: the editor then edits the broadcast like any other."""
     document = empty_document()
     _, rendered = render_raw(document, team_brand(spool, team_id))
-    async with spool.record_lock(broadcast_key(team_id, broadcast_id)):
-        record = _draft(spool, team_id, broadcast_id)
-        current = get_document(spool, team_id, broadcast_id)
-        revision = 1 if current is None else current.revision + 1
-        saved = DocumentRecord(
-            team_id, broadcast_id, document, revision, contract_timestamp(now),
-            html_digest(rendered.html),
-        )  # fmt: skip
-        batch = WriteBatch()
-        put_document(batch, saved)
-        put_broadcast(batch, replace(record, html=rendered.html, text=rendered.text))
-        await spool.commit(batch)
+    async for attempt in spool.guarded(broadcast_key(team_id, broadcast_id)):
+        with attempt:
+            record = _draft(spool, team_id, broadcast_id)
+            current = get_document(spool, team_id, broadcast_id)
+            revision = 1 if current is None else current.revision + 1
+            saved = DocumentRecord(
+                team_id, broadcast_id, document, revision, contract_timestamp(now),
+                html_digest(rendered.html),
+            )  # fmt: skip
+            batch = WriteBatch()
+            put_document(batch, saved)
+            put_broadcast(batch, replace(record, html=rendered.html, text=rendered.text))
+            await spool.commit(batch)
     return SavedDocument(saved.revision, saved.updated_at)
 
 

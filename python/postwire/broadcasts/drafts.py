@@ -1,7 +1,7 @@
 """Changes of a broadcast, shared by the REST API and the dashboard: create a draft, update it,
 send it now or schedule it, cancel, delete, duplicate.
 
-Every change is a read-modify-commit under the broadcast's record lock, which the engine takes
+Every change is a read-modify-commit guarded by the broadcast's key, which the engine takes
 too before it commits a page: a cancel or an update never races a page of the walk. Refusals
 are `ApiError`s in the contract's shapes; the dashboard shows their messages in plain words.
 """
@@ -139,17 +139,18 @@ class BroadcastDrafts:
 
     @asynccontextmanager
     async def changing(self, team_id: str, broadcast_id: str, action: str) -> AsyncIterator[Change]:
-        """The broadcast read under its record lock, `action` allowed in its status; what the
+        """The broadcast read guarded by its key, `action` allowed in its status; what the
         block adds to the change's batch commits when it ends."""
         record = self.find(team_id, broadcast_id)
-        async with self.spool.record_lock(broadcast_key(record.team_id, record.id)):
-            record = self.find(team_id, broadcast_id)
-            problem = refusal(record.status, action)
-            if problem is not None:
-                raise validation_error(problem)
-            change = Change(record, WriteBatch())
-            yield change
-            await self.spool.commit(change.batch)
+        async for attempt in self.spool.guarded(broadcast_key(record.team_id, record.id)):
+            with attempt:
+                record = self.find(team_id, broadcast_id)
+                problem = refusal(record.status, action)
+                if problem is not None:
+                    raise validation_error(problem)
+                change = Change(record, WriteBatch())
+                yield change
+                await self.spool.commit(change.batch)
 
     async def update(
         self,
@@ -183,7 +184,7 @@ class BroadcastDrafts:
         check: Callable[[BroadcastRecord], None] | None = None,
     ) -> BroadcastRecord:
         """Queue the broadcast now, or schedule it for `schedule(now)`. `check` (the dashboard's
-        checklist) sees the broadcast under its record lock, which document saves take too, so
+        checklist) sees the broadcast guarded by its key, which document saves take too, so
         what it passes is what is sent; it raises to refuse."""
         async with self.changing(team_id, broadcast_id, "send") as change:
             if check is not None:

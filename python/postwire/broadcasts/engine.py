@@ -15,7 +15,7 @@ built one after the other on the event loop's thread and each signed in worker t
 releases the GIL) while the next is built, and commits them in order. Pages are paced
 (`broadcasts.rate` messages a second across all broadcasts), several due broadcasts take turns,
 and the walk yields to the event loop every few members and builds a few messages at a time, so
-the API's own sends keep their latency. A cancel (under the broadcast's record lock) stops the
+the API's own sends keep their latency. A cancel (guarded by the broadcast's key) stops the
 walk: pages prepared meanwhile are dropped, not committed. A broadcast whose turn fails is
 logged and tried again later; it never stops the others.
 """
@@ -347,44 +347,45 @@ class BroadcastEngine:
             )  # fmt: skip
 
     async def _commit_page(self, record: BroadcastRecord, page: _Page) -> bool:
-        """Commit the page with the broadcast's new cursor, under its record lock; False when
+        """Commit the page with the broadcast's new cursor, guarded by its key; False when
         the broadcast changed meanwhile (canceled: the page is dropped)."""
         flight = page.flight
         finished = flight.finished
         key = broadcast_key(record.team_id, record.id)
-        async with self.spool.record_lock(key):
-            current = get_broadcast(self.spool, record.team_id, record.id)
-            if (
-                current is None
-                or current.status not in PENDING_STATUSES  # canceled or deleted
-                or current.cursor != flight.after  # not the page after the last committed
-                or _content(current) != _content(record)  # edited before its walk began
-            ):
-                self.walks.pop(record.id, None)
-                return False
-            now = self.now()
-            batch = _core.WriteBatch()
-            self.acceptor.add_to_batch(batch, page.prepared, now)
-            counts: dict[str, int] = {}
-            for contact_id, outcome in page.outcomes:
-                add_contact_outcome(batch, record.team_id, record.id, contact_id, outcome)
-                counts[outcome.status] = counts.get(outcome.status, 0) + 1
-            for name, count in counts.items():
-                add_count(batch, record.team_id, record.id, name, count)
-            self._count_refused(batch, record, counts, now)
-            stamp = contract_timestamp(now)
-            updated = replace(
-                current,
-                status="sent" if finished else "sending",
-                cursor=flight.members[-1] if flight.members else current.cursor,
-                sent_at=current.sent_at or stamp,
-            )
-            if finished:
-                set_due(batch, current, None)
-                updated = replace(updated, due_at_ms=None, finished_at=stamp)
-            put_broadcast(batch, updated)
-            await self.spool.commit(batch)
-            OPERATOR_METRICS.count_accepted("broadcast", len(page.prepared))
+        async for attempt in self.spool.guarded(key):
+            with attempt:
+                current = get_broadcast(self.spool, record.team_id, record.id)
+                if (
+                    current is None
+                    or current.status not in PENDING_STATUSES  # canceled or deleted
+                    or current.cursor != flight.after  # not the page after the last committed
+                    or _content(current) != _content(record)  # edited before its walk began
+                ):
+                    self.walks.pop(record.id, None)
+                    return False
+                now = self.now()
+                batch = _core.WriteBatch()
+                self.acceptor.add_to_batch(batch, page.prepared, now)
+                counts: dict[str, int] = {}
+                for contact_id, outcome in page.outcomes:
+                    add_contact_outcome(batch, record.team_id, record.id, contact_id, outcome)
+                    counts[outcome.status] = counts.get(outcome.status, 0) + 1
+                for name, count in counts.items():
+                    add_count(batch, record.team_id, record.id, name, count)
+                self._count_refused(batch, record, counts, now)
+                stamp = contract_timestamp(now)
+                updated = replace(
+                    current,
+                    status="sent" if finished else "sending",
+                    cursor=flight.members[-1] if flight.members else current.cursor,
+                    sent_at=current.sent_at or stamp,
+                )
+                if finished:
+                    set_due(batch, current, None)
+                    updated = replace(updated, due_at_ms=None, finished_at=stamp)
+                put_broadcast(batch, updated)
+                await self.spool.commit(batch)
+                OPERATOR_METRICS.count_accepted("broadcast", len(page.prepared))
         if finished:
             self.walks.pop(record.id, None)
             log.info("broadcast %s sent", record.id)
@@ -394,15 +395,16 @@ class BroadcastEngine:
         """Move the broadcast's due entry `RETRY_SECONDS` on, unless it changed meanwhile."""
         self.walks.pop(record.id, None)
         key = broadcast_key(record.team_id, record.id)
-        async with self.spool.record_lock(key):
-            current = get_broadcast(self.spool, record.team_id, record.id)
-            if current is None or current.status not in PENDING_STATUSES:
-                return
-            due_ms = self.now_ms() + int(RETRY_SECONDS * 1000)
-            batch = _core.WriteBatch()
-            set_due(batch, current, due_ms)
-            put_broadcast(batch, replace(current, due_at_ms=due_ms))
-            await self.spool.commit(batch)
+        async for attempt in self.spool.guarded(key):
+            with attempt:
+                current = get_broadcast(self.spool, record.team_id, record.id)
+                if current is None or current.status not in PENDING_STATUSES:
+                    return
+                due_ms = self.now_ms() + int(RETRY_SECONDS * 1000)
+                batch = _core.WriteBatch()
+                set_due(batch, current, due_ms)
+                put_broadcast(batch, replace(current, due_at_ms=due_ms))
+                await self.spool.commit(batch)
 
     async def _drop_due(self, due_at_ms: int, entry: DueEntry) -> None:
         batch = _core.WriteBatch()

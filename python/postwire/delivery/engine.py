@@ -60,6 +60,7 @@ from postwire.store.deliveries import (
     is_suppressed,
 )
 from postwire.store.emails import EMAILS, email_key, record_last_event
+from postwire.store.guards import never_after_change
 from postwire.store.metric_counters import add_count as add_metric_count
 from postwire.store.retry_waiting import mark_waiting
 from postwire.store.sandbox_inbox import hold_message
@@ -400,29 +401,34 @@ class DeliveryEngine:
         batch: _core.WriteBatch,
         last_event: str | None,
     ) -> bool:
-        """Commit `batch` with the email's new `last_event`, under the email record's lock.
+        """Commit `batch` with the email's new `last_event`, guarded by the email record's key.
 
         False when the spool was full: the caller tries again rather than let the outcome of a
         delivered message go, which would deliver it again when its lease ran out. (Intake
         leaves a reserve of the spool that these commits may use, so this is rare.)
         """
-        key = None
-        if delivery is not None and not delivery.is_system:  # system mail has no email record
-            key = email_key(delivery.team_id, message_id)
-        async with contextlib.AsyncExitStack() as stack:
-            if key is not None:
-                await stack.enter_async_context(self.spool.record_lock(key))
+        if delivery is None or delivery.is_system:  # system mail has no email record
+            return await self._commit(message_id, batch)
+        key = email_key(delivery.team_id, message_id)
+        async for attempt in self.spool.guarded(key):
+            with attempt:
+                # A copy: a commit consumes its batch, and a conflict runs this again.
+                guarded = batch.copy()
                 record = EMAILS.get(self.spool, key)
                 if last_event is not None and record is not None:
-                    record_last_event(batch, record, last_event)
-            try:
-                await self.spool.commit(batch)
-            except (LeaseLostError, NoSuchMessageError):
-                # Taken over (another process) or removed meanwhile: its new holder records it.
-                log.warning("lost the lease of %s before recording its outcome", message_id)
-            except SpoolFullError:
-                log.error("the spool is full: the outcome of %s waits for room", message_id)
-                return False
+                    record_last_event(guarded, record, last_event)
+                return await self._commit(message_id, guarded)
+        never_after_change()
+
+    async def _commit(self, message_id: str, batch: _core.WriteBatch) -> bool:
+        try:
+            await self.spool.commit(batch)
+        except (LeaseLostError, NoSuchMessageError):
+            # Taken over (another process) or removed meanwhile: its new holder records it.
+            log.warning("lost the lease of %s before recording its outcome", message_id)
+        except SpoolFullError:
+            log.error("the spool is full: the outcome of %s waits for room", message_id)
+            return False
         return True
 
 

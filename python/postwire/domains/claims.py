@@ -41,6 +41,7 @@ from postwire.domains.store import (
 )
 from postwire.domains.verification_state import holding_name, take_over_name
 from postwire.errors import ApiError, KeyExistsError, validation_error
+from postwire.store.guards import never_after_change
 from postwire.store.tables import Table
 
 if TYPE_CHECKING:
@@ -159,22 +160,24 @@ async def verify_claim(
         return dataclasses.replace(claim, status=status)
     if not await _txt_published(resolver, claim.name, TXT_PREFIX + claim.token):
         return claim
-    async with holding_name(spool, claim.name, _claim_key(team_id, domain_id)) as owner:
-        latest = CLAIMS.get(spool, _claim_key(team_id, domain_id))
-        if latest != claim:  # completed, or replaced, by another request meanwhile
-            return get_claim(spool, team_id, domain_id)
-        claimer = DomainOwner(team_id, domain_id)
-        previous = await take_over_name(spool, config, claimer, claim.name, owner)
-        completed = dataclasses.replace(
-            claim,
-            status="completed",
-            completed_at_ms=spool.clock_ms(),
-            previous_team_id=None if previous is None else previous.team_id,
-        )
-        batch = _core.WriteBatch()
-        CLAIMS.put(batch, _claim_key(team_id, domain_id), completed)
-        await spool.commit(batch)
-        return completed
+    async for attempt, owner in holding_name(spool, claim.name, _claim_key(team_id, domain_id)):
+        with attempt:
+            latest = CLAIMS.get(spool, _claim_key(team_id, domain_id))
+            if latest != claim:  # completed, or replaced, by another request meanwhile
+                return get_claim(spool, team_id, domain_id)
+            claimer = DomainOwner(team_id, domain_id)
+            previous = None if owner == claimer else owner
+            completed = dataclasses.replace(
+                claim,
+                status="completed",
+                completed_at_ms=spool.clock_ms(),
+                previous_team_id=None if previous is None else previous.team_id,
+            )
+            batch = _core.WriteBatch()
+            CLAIMS.put(batch, _claim_key(team_id, domain_id), completed)
+            await take_over_name(spool, config, claimer, claim.name, owner, batch)
+            return completed
+    never_after_change()
 
 
 async def _txt_published(resolver: TxtResolver, name: str, expected: str) -> bool:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 from collections.abc import Iterator, Mapping
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, cast
 
@@ -52,10 +51,12 @@ from postwire.domains.request_values import (
 )
 from postwire.domains.setup_warnings import domain_warnings
 from postwire.errors import ApiError, KeyExistsError, validation_error
+from postwire.store.guards import never_after_change
 from postwire.store.tables import Table
 
 if TYPE_CHECKING:
     from postwire.config import Config
+    from postwire.store.guards import guarded
     from postwire.store.spool import Spool
 
 MAX_PAGE: Final = 100
@@ -124,14 +125,15 @@ def domain_key(team_id: str, domain_id: str) -> str:
 
 
 def domain_lock_key(team_id: str, domain_id: str) -> str:
-    """The record lock a read-change-write of the domain holds (`Spool.record_lock`): across
-    processes, so that the service's verifier cannot write back a domain that `postwire domains
-    delete` removed meanwhile, nor undo a change of the API's."""
+    """The key a read-change-write of the domain is guarded by (`Spool.guarded`): across
+    processes and nodes, so that the service's verifier cannot write back a domain that
+    `postwire domains delete` removed meanwhile, nor undo a change of the API's."""
     return f"domains/{domain_key(team_id, domain_id)}"
 
 
-def lock_domain(spool: Spool, team_id: str, domain_id: str) -> AbstractAsyncContextManager[None]:
-    return spool.record_lock(domain_lock_key(team_id, domain_id))
+def guarded_domain(spool: Spool, team_id: str, domain_id: str) -> guarded:
+    """Attempts of a guarded change of the domain (`Spool.guarded`)."""
+    return spool.guarded(domain_lock_key(team_id, domain_id))
 
 
 def name_key(team_id: str, name: str) -> str:
@@ -435,11 +437,14 @@ def index_owners(spool: Spool, batch: _core.WriteBatch) -> None:
 async def save_domain(spool: Spool, domain: DomainRecord) -> None:
     """Store `domain` as it is, with its name entry: for a domain whose state Postwire sets
     itself rather than from DNS (the sandbox's own, verified by construction)."""
-    async with lock_domain(spool, domain.team_id, domain.id):
-        batch = _core.WriteBatch()
-        DOMAIN_NAMES.put(batch, name_key(domain.team_id, domain.name), DomainNameEntry(domain.id))
-        DOMAINS.put(batch, domain_key(domain.team_id, domain.id), domain)
-        await spool.commit(batch)
+    async for attempt in guarded_domain(spool, domain.team_id, domain.id):
+        with attempt:
+            batch = _core.WriteBatch()
+            DOMAIN_NAMES.put(
+                batch, name_key(domain.team_id, domain.name), DomainNameEntry(domain.id)
+            )
+            DOMAINS.put(batch, domain_key(domain.team_id, domain.id), domain)
+            await spool.commit(batch)
 
 
 def _registered_already(name: str) -> ApiError:
@@ -462,37 +467,41 @@ async def update_domain(
     clicks = parse_bool("click_tracking", click_tracking)
     tls_mode = parse_tls(tls)
     tracking_label = parse_tracking_subdomain(tracking_subdomain)
-    async with lock_domain(spool, team_id, domain_id):
-        domain = get_domain(spool, team_id, domain_id)
-        updated = dataclasses.replace(
-            domain,
-            open_tracking=domain.open_tracking if opens is None else opens,
-            click_tracking=domain.click_tracking if clicks is None else clicks,
-            tls=tls_mode or domain.tls,
-            capabilities=parse_capabilities(capabilities, domain.capabilities),
-            tracking_subdomain=tracking_label or domain.tracking_subdomain,
-        )
-        if updated == domain:
-            return domain
-        batch = _core.WriteBatch()
-        DOMAINS.put(batch, domain_key(team_id, domain_id), updated)
-        await spool.commit(batch)
-        return updated
+    async for attempt in guarded_domain(spool, team_id, domain_id):
+        with attempt:
+            domain = get_domain(spool, team_id, domain_id)
+            updated = dataclasses.replace(
+                domain,
+                open_tracking=domain.open_tracking if opens is None else opens,
+                click_tracking=domain.click_tracking if clicks is None else clicks,
+                tls=tls_mode or domain.tls,
+                capabilities=parse_capabilities(capabilities, domain.capabilities),
+                tracking_subdomain=tracking_label or domain.tracking_subdomain,
+            )
+            if updated == domain:
+                return domain
+            batch = _core.WriteBatch()
+            DOMAINS.put(batch, domain_key(team_id, domain_id), updated)
+            await spool.commit(batch)
+            return updated
+    never_after_change()
 
 
 async def delete_domain(spool: Spool, team_id: str, domain_id: str) -> DomainRecord:
     """Remove the domain, its key and its name, which another team may then add; return what
     was removed. 404 if none."""
-    async with lock_domain(spool, team_id, domain_id):
-        domain = get_domain(spool, team_id, domain_id)
-        batch = _core.WriteBatch()
-        DOMAINS.delete(batch, domain_key(team_id, domain_id))
-        DOMAIN_NAMES.delete(batch, name_key(team_id, domain.name))
-        for key in (owner_key(domain.name), _legacyowner_key(domain.name)):
-            if DOMAIN_OWNERS.get(spool, key) == DomainOwner(team_id, domain_id):
-                DOMAIN_OWNERS.delete(batch, key)
-        await spool.commit(batch)
-        return domain
+    async for attempt in guarded_domain(spool, team_id, domain_id):
+        with attempt:
+            domain = get_domain(spool, team_id, domain_id)
+            batch = _core.WriteBatch()
+            DOMAINS.delete(batch, domain_key(team_id, domain_id))
+            DOMAIN_NAMES.delete(batch, name_key(team_id, domain.name))
+            for key in (owner_key(domain.name), _legacyowner_key(domain.name)):
+                if DOMAIN_OWNERS.get(spool, key) == DomainOwner(team_id, domain_id):
+                    DOMAIN_OWNERS.delete(batch, key)
+            await spool.commit(batch)
+            return domain
+    never_after_change()
 
 
 def record_statuses(domain: DomainRecord) -> dict[str, RecordStatus]:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final
 
 from postwire import _core
@@ -34,9 +33,9 @@ from postwire.domains.store import (
     domain_key,
     domain_lock_key,
     get_domain,
+    guarded_domain,
     index_owners,
     load_domain,
-    lock_domain,
     owner_key,
     record_statuses,
     scan_all_domains,
@@ -45,9 +44,11 @@ from postwire.domains.store import (
 )
 from postwire.errors import KeyExistsError
 from postwire.store.deliveries import add_event
+from postwire.store.guards import never_after_change
 
 if TYPE_CHECKING:
     from postwire.config import Config
+    from postwire.store.guards import Attempt
     from postwire.store.spool import Spool
 
 log = logging.getLogger("postwire.domains")
@@ -66,25 +67,27 @@ async def start_verification(
     Records never checked become `pending`; a record already verified stays so until a check
     says otherwise. The DNS check itself is the verifier's (`DomainVerifier`).
     """
-    async with lock_domain(spool, team_id, domain_id):
-        domain = get_domain(spool, team_id, domain_id)
-        records = domain_dns_records(domain, config)
-        statuses = record_statuses(domain)
-        for record in records:
-            if statuses.get(record.key, "not_started") == "not_started":
-                statuses[record.key] = "pending"
-        updated = dataclasses.replace(
-            domain,
-            record_statuses=dict(statuses),
-            status=domain_status(records, statuses),
-            verification_started_at_ms=spool.clock_ms(),
-        )
-        if verified_owner(spool, domain.name) not in (None, DomainOwner(team_id, domain_id)):
-            updated = _dropped(updated)  # asking again changes nothing: the name is taken
-        batch = _core.WriteBatch()
-        DOMAINS.put(batch, domain_key(team_id, domain_id), updated)
-        await spool.commit(batch)
-        return updated
+    async for attempt in guarded_domain(spool, team_id, domain_id):
+        with attempt:
+            domain = get_domain(spool, team_id, domain_id)
+            records = domain_dns_records(domain, config)
+            statuses = record_statuses(domain)
+            for record in records:
+                if statuses.get(record.key, "not_started") == "not_started":
+                    statuses[record.key] = "pending"
+            updated = dataclasses.replace(
+                domain,
+                record_statuses=dict(statuses),
+                status=domain_status(records, statuses),
+                verification_started_at_ms=spool.clock_ms(),
+            )
+            if verified_owner(spool, domain.name) not in (None, DomainOwner(team_id, domain_id)):
+                updated = _dropped(updated)  # asking again changes nothing: the name is taken
+            batch = _core.WriteBatch()
+            DOMAINS.put(batch, domain_key(team_id, domain_id), updated)
+            await spool.commit(batch)
+            return updated
+    never_after_change()
 
 
 async def record_check_results(
@@ -99,61 +102,65 @@ async def record_check_results(
     of status adds a `domain.updated` webhook event. None if the domain was deleted meanwhile
     or its verification was never started.
     """
-    async with lock_domain(spool, team_id, domain_id):
-        domain = load_domain(spool, team_id, domain_id)
-        if domain is None or domain.verification_started_at_ms is None:
-            return None
-        now_ms = spool.clock_ms()
-        statuses = statuses_after_checks(
-            record_statuses(domain),
-            checks,
-            verification_started_at_ms=domain.verification_started_at_ms,
-            now_ms=now_ms,
-        )
-        checked = dataclasses.replace(
-            domain,
-            record_statuses=dict(statuses),
-            record_details={
-                **domain.record_details,
-                **{check.record.key: check.detail for check in checks},
-            },
-            status=domain_status(domain_dns_records(domain, config), statuses),
-            last_checked_at_ms=now_ms,
-            failure_reason=None,
-        )
-        mine = DomainOwner(team_id, domain_id)
-        while True:
-            owner = verified_owner(spool, domain.name)
-            updated = checked if owner in (None, mine) else _dropped(checked)
-            batch = _core.WriteBatch()
-            if owner is None and updated.status == "verified":
-                index_owners(spool, batch)
-                DOMAIN_OWNERS.insert(batch, owner_key(domain.name), mine)
-            _put_with_event(batch, domain, updated, config, now_ms)
-            try:
-                await spool.commit(batch)
-            except KeyExistsError:
-                continue  # another team verified the name meanwhile: read who
-            return updated
+    async for attempt in guarded_domain(spool, team_id, domain_id):
+        with attempt:
+            domain = load_domain(spool, team_id, domain_id)
+            if domain is None or domain.verification_started_at_ms is None:
+                return None
+            now_ms = spool.clock_ms()
+            statuses = statuses_after_checks(
+                record_statuses(domain),
+                checks,
+                verification_started_at_ms=domain.verification_started_at_ms,
+                now_ms=now_ms,
+            )
+            checked = dataclasses.replace(
+                domain,
+                record_statuses=dict(statuses),
+                record_details={
+                    **domain.record_details,
+                    **{check.record.key: check.detail for check in checks},
+                },
+                status=domain_status(domain_dns_records(domain, config), statuses),
+                last_checked_at_ms=now_ms,
+                failure_reason=None,
+            )
+            mine = DomainOwner(team_id, domain_id)
+            while True:
+                owner = verified_owner(spool, domain.name)
+                updated = checked if owner in (None, mine) else _dropped(checked)
+                batch = _core.WriteBatch()
+                if owner is None and updated.status == "verified":
+                    index_owners(spool, batch)
+                    DOMAIN_OWNERS.insert(batch, owner_key(domain.name), mine)
+                _put_with_event(batch, domain, updated, config, now_ms)
+                try:
+                    await spool.commit(batch)
+                except KeyExistsError:
+                    continue  # another team verified the name meanwhile: read who
+                return updated
+    never_after_change()
 
 
 async def drop_claim(spool: Spool, config: Config, team_id: str, domain_id: str) -> bool:
     """Mark the team's domain `failed` if another team has verified its name; whether it was
     changed now (it was not if it is gone, its own team's, or marked already)."""
-    async with lock_domain(spool, team_id, domain_id):
-        domain = load_domain(spool, team_id, domain_id)
-        if domain is None or verified_owner(spool, domain.name) in (
-            None,
-            DomainOwner(team_id, domain_id),
-        ):
-            return False
-        dropped = _dropped(domain)
-        if dropped == domain:
-            return False
-        batch = _core.WriteBatch()
-        _put_with_event(batch, domain, dropped, config, spool.clock_ms())
-        await spool.commit(batch)
-        return True
+    async for attempt in guarded_domain(spool, team_id, domain_id):
+        with attempt:
+            domain = load_domain(spool, team_id, domain_id)
+            if domain is None or verified_owner(spool, domain.name) in (
+                None,
+                DomainOwner(team_id, domain_id),
+            ):
+                return False
+            dropped = _dropped(domain)
+            if dropped == domain:
+                return False
+            batch = _core.WriteBatch()
+            _put_with_event(batch, domain, dropped, config, spool.clock_ms())
+            await spool.commit(batch)
+            return True
+    never_after_change()
 
 
 def _dropped(domain: DomainRecord) -> DomainRecord:
@@ -196,28 +203,38 @@ async def drop_other_claims(spool: Spool, config: Config, winner: DomainRecord) 
 
 
 def name_lock_key(name: str) -> str:
-    """The record lock a change of `name`'s owner holds (`Spool.record_lock`)."""
+    """The guard a change of `name`'s owner holds (`Spool.guarded`)."""
     return f"domains/{owner_key(name)}"
 
 
-@asynccontextmanager
-async def holding_name(spool: Spool, name: str, *keys: str) -> AsyncIterator[DomainOwner | None]:
-    """Hold the record locks of `name`, of the domain that owns it and of `keys`, all taken at
-    once (`Spool.record_locks`, so no two holders wait for each other); yields that owner."""
+async def holding_name(
+    spool: Spool, name: str, *keys: str
+) -> AsyncIterator[tuple[Attempt, DomainOwner | None]]:
+    """Attempts of a guarded change of `name`'s owner, of the domain that owns it and of `keys`
+    (`Spool.guarded`), each with that owner: `async for attempt, owner in holding_name(...):
+    with attempt: ...`. Cleanup is the attempt's: the caller's `with attempt` ends it."""
     while True:
         owner = verified_owner(spool, name)
-        locked = [*keys, name_lock_key(name)]
+        guarded = [*keys, name_lock_key(name)]
         if owner is not None:
-            locked.append(domain_lock_key(owner.team_id, owner.domain_id))
-        async with spool.record_locks(locked):
-            if verified_owner(spool, name) == owner:
-                yield owner
-                return
-        # The name was verified by a domain meanwhile: lock that one instead.
+            guarded.append(domain_lock_key(owner.team_id, owner.domain_id))
+        async for attempt in spool.guarded(guarded):
+            if verified_owner(spool, name) != owner:
+                # Verified by another domain meanwhile: guard that one instead.
+                attempt.__exit__(None, None, None)
+                break
+            yield attempt, owner
+        else:
+            return
 
 
 async def take_over_name(
-    spool: Spool, config: Config, claimer: DomainOwner, name: str, previous: DomainOwner | None
+    spool: Spool,
+    config: Config,
+    claimer: DomainOwner,
+    name: str,
+    previous: DomainOwner | None,
+    batch: _core.WriteBatch,
 ) -> DomainOwner | None:
     """Make the claimer's domain the owner of `name` (a claim proven in DNS), in one commit,
     from `previous`; the owner it took the name from, if any. The caller holds
@@ -231,7 +248,6 @@ async def take_over_name(
     """
     if previous == claimer:
         previous = None
-    batch = _core.WriteBatch()
     index_owners(spool, batch)
     DOMAIN_OWNERS.put(batch, owner_key(name), claimer)
     if previous is not None:
@@ -243,7 +259,7 @@ async def take_over_name(
             )
             taken = dataclasses.replace(old, status="failed", failure_reason=reason)
             _put_with_event(batch, old, taken, config, spool.clock_ms())
-    await spool.commit(batch)
+    await spool.commit(batch)  # with whatever the caller added: the claim's completion
     if previous is not None:
         log.info("domain %s: taken over by a claim proven in DNS", name)
     return previous

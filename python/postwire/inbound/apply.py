@@ -16,7 +16,7 @@ report names but the email never had is ignored, except that a report about an e
 single recipient is taken to mean that recipient (forwarding rewrites the final recipient).
 
 Each report is applied once per email, recipient and status (`postwire.store.applied_reports`,
-written in the same commit as the events, under the email's record lock): the same DSN sent
+written in the same commit as the events, guarded by the email's key): the same DSN sent
 twenty times raises one event. A suppression is written only if the address is not suppressed
 already.
 """
@@ -155,14 +155,15 @@ async def apply_report(
     record_key = email_key(record.team_id, record.id)
     # Under the record's lock, so that two copies of one report (in this process or another)
     # cannot both find themselves not yet applied.
-    async with spool.record_lock(record_key):
-        applied = _report_changes(spool, record, report, now_ms)
-        if applied is None:
-            return None
-        batch, last_event, result = applied
-        current = EMAILS.get(spool, record_key) or record  # the engine may have recorded since
-        record_last_event(batch, current, last_event)
-        await spool.commit(batch)
+    async for attempt in spool.guarded(record_key):
+        with attempt:
+            applied = _report_changes(spool, record, report, now_ms)
+            if applied is None:
+                return None
+            batch, last_event, result = applied
+            current = EMAILS.get(spool, record_key) or record  # the engine may have recorded since
+            record_last_event(batch, current, last_event)
+            await spool.commit(batch)
     return result
 
 

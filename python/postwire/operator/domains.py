@@ -1,6 +1,6 @@
 """`postwire domains list|delete`: every team's domains from the shell, deleted through the
 store function the API and the dashboard call (`domains.store.delete_domain`, which holds the
-domain's record lock, so the service's verifier cannot write a deleted domain back). A module of
+domain's guard, so the service's verifier cannot write a deleted domain back). A module of
 its own: the domain store brings dnspython, which the other operator commands do without."""
 
 from __future__ import annotations

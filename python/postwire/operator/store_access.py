@@ -14,7 +14,7 @@ from postwire.store.spool import Spool, serve_spool
 @asynccontextmanager
 async def opened_spool(config: Config) -> AsyncIterator[Spool]:
     """The service's spool, opened beside the running service (LMDB takes many processes,
-    and the record locks that order writers are shared through the spool's lock file)."""
+    and guarded changes are exact between processes: `Spool.guarded`)."""
     async with trio.open_nursery() as nursery:
         spool = await nursery.start(serve_spool, config)
         yield spool

@@ -55,13 +55,14 @@ def count_auth_failures(spool: Spool, source: str, credential: str, now_ms: int)
 async def record_auth_failure(spool: Spool, source: str, credential: str, now_ms: int) -> None:
     """Count one failure of `credential` from `source`; returns once it is committed."""
     source_key, credential_key = _keys(source, credential, now_ms)
-    async with spool.record_lock(source_key):  # both counts are the source's
-        failures = count_auth_failures(spool, source, credential, now_ms)
-        batch = WriteBatch()
-        AUTH_FAILURES.put(batch, source_key, FailureCount(failures.from_source + 1))
-        AUTH_FAILURES.put(batch, credential_key, FailureCount(failures.with_credential + 1))
-        current = _window(now_ms)
-        for key, _ in AUTH_FAILURES.scan(spool, limit=_PRUNED_PER_FAILURE):
-            if key < current:
-                AUTH_FAILURES.delete(batch, key)
-        await spool.commit(batch)
+    async for attempt in spool.guarded(source_key):  # both counts are the source's
+        with attempt:
+            failures = count_auth_failures(spool, source, credential, now_ms)
+            batch = WriteBatch()
+            AUTH_FAILURES.put(batch, source_key, FailureCount(failures.from_source + 1))
+            AUTH_FAILURES.put(batch, credential_key, FailureCount(failures.with_credential + 1))
+            current = _window(now_ms)
+            for key, _ in AUTH_FAILURES.scan(spool, limit=_PRUNED_PER_FAILURE):
+                if key < current:
+                    AUTH_FAILURES.delete(batch, key)
+            await spool.commit(batch)

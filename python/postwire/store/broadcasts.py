@@ -292,7 +292,7 @@ def count_engagement(
     """Count an open or click (`kind` "opened" | "clicked") of one of the broadcast's emails.
     The counts are of recipients (the first open or click of each email counts); the
     recipient's row counts every one, and each link its clicks and its clicking recipients.
-    The caller holds the email's record lock, so its row is read and written by one writer."""
+    The caller holds the email's guard, so its row is read and written by one writer."""
     key = recipients_prefix(team_id, broadcast_id, kind) + email_id
     row = RECIPIENT_ROWS.get(spool, key)
     if row is None:

@@ -3,7 +3,7 @@
 A contact's record holds its own segment memberships (`segment_ids`) and explicit topic
 choices (`topics`); `put_contact` writes the record with its address index and the segments'
 member rows in one batch, so the three never disagree. Writers that read a contact, change it
-and commit it hold `Spool.record_lock(contact_key(...))` across the three steps, so that two
+and commit it hold `Spool.guarded(contact_key(...))` across the three steps, so that two
 edits (two PATCHes, an unsubscribe during an edit) do not lose each other's change.
 """
 
@@ -55,7 +55,7 @@ CONTACT_EMAILS = Table("contact_emails", ContactAddress)
 
 
 def contact_key(team_id: str, contact_id: str) -> str:
-    """The contact's key, also the one to hold with `Spool.record_lock` while changing it."""
+    """The contact's key, also the one to hold with `Spool.guarded` while changing it."""
     return team_key(team_id, contact_id)
 
 

@@ -171,25 +171,28 @@ async def remove_queued(spool: Spool, message_id: str, now_ms: int) -> QueuedMes
         raise QueueChangeRefused(f"{message_id} is being delivered right now: try again")
     delivery = message.delivery
     key = email_key(delivery.team_id, message_id)
-    async with spool.record_lock(key):
-        record = None if delivery.is_system else EMAILS.get(spool, key)
-        if record is not None and record.last_event == "scheduled":
-            await cancel_email(spool, record, now_ms)
-            return message
-        batch = WriteBatch()
-        batch.remove(message_id, now_ms)
-        DELIVERIES.delete(batch, message_id)
-        if delivery.attempts > 0:  # it waits in the retry queues: it leaves them
-            batch.add_counter("counters", RETRY_BACKLOG_KEY, -1)
-            for domain, delta in retry_destination_changes(delivery.pending, []):
-                batch.add_counter("counters", retry_destination_key(domain), delta)
-                mark_waiting(batch, domain, message.state.enqueued_at_ms, message_id, waiting=False)
-        if record is not None:
-            record_last_event(batch, record, "canceled")
-        try:
-            await spool.commit(batch)
-        except (LeaseLostError, NoSuchMessageError):
-            raise QueueChangeRefused(f"{message_id} was taken for delivery meanwhile") from None
+    async for attempt in spool.guarded(key):
+        with attempt:
+            record = None if delivery.is_system else EMAILS.get(spool, key)
+            if record is not None and record.last_event == "scheduled":
+                await cancel_email(spool, record, now_ms)
+                return message
+            batch = WriteBatch()
+            batch.remove(message_id, now_ms)
+            DELIVERIES.delete(batch, message_id)
+            if delivery.attempts > 0:  # it waits in the retry queues: it leaves them
+                batch.add_counter("counters", RETRY_BACKLOG_KEY, -1)
+                for domain, delta in retry_destination_changes(delivery.pending, []):
+                    batch.add_counter("counters", retry_destination_key(domain), delta)
+                    mark_waiting(
+                        batch, domain, message.state.enqueued_at_ms, message_id, waiting=False
+                    )
+            if record is not None:
+                record_last_event(batch, record, "canceled")
+            try:
+                await spool.commit(batch)
+            except (LeaseLostError, NoSuchMessageError):
+                raise QueueChangeRefused(f"{message_id} was taken for delivery meanwhile") from None
     return message
 
 

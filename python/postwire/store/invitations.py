@@ -104,7 +104,7 @@ def get_link(spool: Spool, lookup: str) -> AuthLinkRecord | None:
 
 
 def link_lock_key(lookup: str) -> str:
-    """The key to hold (`Spool.record_lock`) while a link is checked and used."""
+    """The key to hold (`Spool.guarded`) while a link is checked and used."""
     return f"auth_links/{_link_key(lookup)}"
 
 
@@ -143,16 +143,19 @@ async def record_request(spool: Spool, whats: list[str], now_ms: int) -> None:
     """Count one request for each of `whats` and delete a few counts of past windows."""
     window = _window(now_ms)
     keys = [f"rate/{window}/{what}" for what in whats]
-    async with spool.record_locks(keys):
-        batch = WriteBatch()
-        for key in keys:
-            count = REQUEST_COUNTS.get(spool, key)
-            REQUEST_COUNTS.put(batch, key, RequestCount(1 if count is None else count.count + 1))
-        for key, _ in REQUEST_COUNTS.scan(spool, prefix="rate/", limit=_PRUNED_PER_WRITE):
-            if key >= f"rate/{window}":
-                break
-            REQUEST_COUNTS.delete(batch, key)
-        await spool.commit(batch)
+    async for attempt in spool.guarded(keys):
+        with attempt:
+            batch = WriteBatch()
+            for key in keys:
+                count = REQUEST_COUNTS.get(spool, key)
+                REQUEST_COUNTS.put(
+                    batch, key, RequestCount(1 if count is None else count.count + 1)
+                )
+            for key, _ in REQUEST_COUNTS.scan(spool, prefix="rate/", limit=_PRUNED_PER_WRITE):
+                if key >= f"rate/{window}":
+                    break
+                REQUEST_COUNTS.delete(batch, key)
+            await spool.commit(batch)
 
 
 @dataclass(frozen=True, slots=True)

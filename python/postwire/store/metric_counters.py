@@ -102,7 +102,7 @@ def count_first_engagement(
     tags: tuple[str, ...] = (),
 ) -> None:
     """Count `unique_{name}` (name "opened" | "clicked") if this is the email's first. The
-    caller holds the email's record lock, so one writer reads and sets the mark."""
+    caller holds the email's guard, so one writer reads and sets the mark."""
     if not event_counting():
         return
     mark = first_engagement_key(team_id, email_id, name)

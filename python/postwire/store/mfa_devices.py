@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from postwire._core import WriteBatch
+from postwire.store.guards import never_after_change
 from postwire.store.spool import Spool
 from postwire.store.tables import Table
 
@@ -153,7 +154,7 @@ async def delete_device(spool: Spool, device: MfaDevice) -> None:
 async def mark_device_used(
     spool: Spool, device: MfaDevice, now_ms: int, *, last_counter: int, sign_count: int
 ) -> None:
-    """Record a use; the caller holds `spool.record_lock(device_key(...))` since it read it."""
+    """Record a use; the caller holds `spool.guarded(device_key(...))` since it read it."""
     used = replace(device, last_used_at_ms=now_ms, last_counter=last_counter, sign_count=sign_count)
     batch = WriteBatch()
     DEVICES.put(batch, device_key(device.user_id, device.id), used)
@@ -202,34 +203,37 @@ async def put_challenge(
         if int(due_key.split("/")[1]) < now_ms and due.holder != holder
     ]
     keys = [challenge_key(holder), *(challenge_key(other) for _, other in expired)]
-    async with spool.record_locks(keys):
-        batch = WriteBatch()
-        earlier = CHALLENGES.get(spool, keys[0])
-        if earlier is not None:
-            DUE_CHALLENGES.delete(batch, _due_key(earlier, holder))
-        CHALLENGES.put(batch, keys[0], challenge)
-        DUE_CHALLENGES.put(batch, _due_key(challenge, holder), DueChallenge(holder))
-        for due_key, other in expired:
-            DUE_CHALLENGES.delete(batch, due_key)
-            stale = CHALLENGES.get(spool, challenge_key(other))  # read again under the lock:
-            if stale is not None and stale.expires_at_ms < now_ms:  # it may have been renewed
-                CHALLENGES.delete(batch, challenge_key(other))
-        await spool.commit(batch)
+    async for attempt in spool.guarded(keys):
+        with attempt:
+            batch = WriteBatch()
+            earlier = CHALLENGES.get(spool, keys[0])
+            if earlier is not None:
+                DUE_CHALLENGES.delete(batch, _due_key(earlier, holder))
+            CHALLENGES.put(batch, keys[0], challenge)
+            DUE_CHALLENGES.put(batch, _due_key(challenge, holder), DueChallenge(holder))
+            for due_key, other in expired:
+                DUE_CHALLENGES.delete(batch, due_key)
+                stale = CHALLENGES.get(spool, challenge_key(other))  # read again under the lock:
+                if stale is not None and stale.expires_at_ms < now_ms:  # it may have been renewed
+                    CHALLENGES.delete(batch, challenge_key(other))
+            await spool.commit(batch)
 
 
 async def take_challenge(spool: Spool, holder: str, now_ms: int) -> WebAuthnChallenge | None:
     """The holder's pending challenge, removed as it is read (single use); None when there is
     none or it has expired."""
     key = challenge_key(holder)
-    async with spool.record_lock(key):
-        challenge = CHALLENGES.get(spool, key)
-        if challenge is None:
-            return None
-        batch = WriteBatch()
-        CHALLENGES.delete(batch, key)
-        DUE_CHALLENGES.delete(batch, _due_key(challenge, holder))
-        await spool.commit(batch)
-    return challenge if now_ms < challenge.expires_at_ms else None
+    async for attempt in spool.guarded(key):
+        with attempt:
+            challenge = CHALLENGES.get(spool, key)
+            if challenge is None:
+                return None
+            batch = WriteBatch()
+            CHALLENGES.delete(batch, key)
+            DUE_CHALLENGES.delete(batch, _due_key(challenge, holder))
+            await spool.commit(batch)
+            return challenge if now_ms < challenge.expires_at_ms else None
+    never_after_change()
 
 
 def get_code_failures(spool: Spool, user_id: str) -> CodeFailures | None:
@@ -237,7 +241,7 @@ def get_code_failures(spool: Spool, user_id: str) -> CodeFailures | None:
 
 
 async def put_code_failures(spool: Spool, user_id: str, failures: CodeFailures | None) -> None:
-    """Store the count (the caller holds the record lock of `failures_key`); None clears it."""
+    """Store the count (the caller holds the guard of `failures_key`); None clears it."""
     batch = WriteBatch()
     if failures is None:
         FAILURES.delete(batch, failures_key(user_id))

@@ -8,13 +8,9 @@ callers whose batches finished. No Trio worker thread is held per write.
 
 from __future__ import annotations
 
-import fcntl
 import logging
-import os
 import time
-import zlib
-from collections.abc import AsyncIterator, Callable, Iterable
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +21,7 @@ from postwire import _core
 from postwire._core import Leased, MessageState, WriteBatch
 from postwire.errors import SpoolError, SpoolFullError
 from postwire.metrics.counters import set_event_counting
+from postwire.store import guards
 
 if TYPE_CHECKING:
     from postwire.config import Config
@@ -102,18 +99,9 @@ TABLES: tuple[str, ...] = (
     "email_shares",
     # Which `postwire serve` runs on this data directory (its pid, host and addresses).
     "running_service",
+    # Version counters of guarded changes (`store/guards.py`): a batch asserts the ones it read.
+    "guards",
 )
-
-
-# Record locks across processes are byte-range locks on one file: a key hashes to one of this many
-# slots. Two keys sharing a slot only ever wait for each other, never miss a lock.
-RECORD_LOCK_SLOTS = 1 << 16
-# How often a task waiting for a record another process holds tries again.
-RECORD_LOCK_RETRY_SECONDS = 0.001
-
-
-def _slot_of(key: str) -> int:
-    return zlib.crc32(key.encode()) % RECORD_LOCK_SLOTS
 
 
 def wall_clock_ms() -> int:
@@ -138,69 +126,22 @@ class Spool:
         self,
         core: _core.Spool,
         clock_ms: Callable[[], int] = wall_clock_ms,
-        *,
-        lock_file: Path | None = None,
     ) -> None:
         self.core = core
         self.clock_ms = clock_ms
         # Tasks parked in `commit`, by ticket. Parking directly (rather than one trio.Event per
         # commit) halves the scheduler work on the hottest path of the service.
         self._waiting: dict[int, trio.lowlevel.Task] = {}
-        self._record_locks: dict[int, trio.Lock] = {}
-        # Shared by every process of the service that opens this spool; None: this process alone.
-        self._lock_fd = (
-            None if lock_file is None else os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o600)
-        )
+        # This process's tasks waiting for the same guard slot take turns here, so that guarded
+        # changes retry only against other processes (`store/guards.py`).
+        self.slot_locks: dict[bytes, trio.Lock] = {}
         self._closed = False
         self._full_warned_at: float | None = None
 
-    @asynccontextmanager
-    async def record_lock(self, key: str) -> AsyncIterator[None]:
-        """Hold `key` (a record's key) while reading, changing and committing that record, so
-        that two writers of it do not lose each other's change (the delivery engine and an
-        inbound report, both updating an email's `last_event`), in this process or another.
-
-        A Trio lock orders this process's tasks; a byte-range lock on the spool's lock file
-        orders processes (POSIX record locks belong to a process, so the Trio lock comes first
-        and both are taken per slot, not per key).
-        """
-        async with self._slot_lock(_slot_of(key)):
-            yield
-
-    @asynccontextmanager
-    async def record_locks(self, keys: Iterable[str]) -> AsyncIterator[None]:
-        """Hold the records of all `keys` at once (a batch that changes many, such as an
-        import's rows). Their slots are taken once each, in ascending order: a holder of one
-        record never holds another, so no two holders wait for each other in a circle."""
-        async with AsyncExitStack() as stack:
-            for slot in sorted({_slot_of(key) for key in keys}):
-                await stack.enter_async_context(self._slot_lock(slot))
-            yield
-
-    @asynccontextmanager
-    async def _slot_lock(self, slot: int) -> AsyncIterator[None]:
-        lock = self._record_locks.setdefault(slot, trio.Lock())
-        try:
-            async with lock:
-                await self._lock_slot(slot)
-                try:
-                    yield
-                finally:
-                    if self._lock_fd is not None:
-                        fcntl.lockf(self._lock_fd, fcntl.LOCK_UN, 1, slot)
-        finally:
-            if not lock.locked() and lock.statistics().tasks_waiting == 0:
-                self._record_locks.pop(slot, None)
-
-    async def _lock_slot(self, slot: int) -> None:
-        if self._lock_fd is None:
-            return
-        while True:
-            try:
-                fcntl.lockf(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, slot)
-                return
-            except (BlockingIOError, PermissionError):  # held by another process
-                await trio.sleep(RECORD_LOCK_RETRY_SECONDS)
+    def guarded(self, *keys: str | Iterable[str]) -> guards.guarded:
+        """Attempts of a read-change-write of the records of `keys`, exact across processes and
+        nodes: `async for attempt in spool.guarded(key): with attempt: ...` (`store/guards.py`)."""
+        return guards.guarded(self, *keys)
 
     async def commit(self, batch: WriteBatch) -> list[Leased]:
         """Commit `batch` atomically; return the messages its lease operations handed out.
@@ -210,6 +151,7 @@ class Spool:
         """
         if self._closed:
             raise SpoolError("the spool is closed")
+        held = guards.stamp(self, batch)
         ticket = self.core.submit(batch)
         self._waiting[ticket] = trio.lowlevel.current_task()
 
@@ -218,6 +160,8 @@ class Spool:
             return trio.lowlevel.Abort.SUCCEEDED
 
         leased: list[Leased] = await trio.lowlevel.wait_task_rescheduled(abort)
+        if held is not None:
+            guards.advance(held)
         return leased
 
     async def dispatch_completions(self) -> None:
@@ -276,9 +220,6 @@ class Spool:
         self._closed = True
         await trio.to_thread.run_sync(self.core.close)
         self._wake(self.core.take_completions())
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
 
 
 async def serve_spool(
@@ -300,7 +241,7 @@ async def serve_spool(
             max_batch=config.spool.max_batch,
         )
     )
-    spool = Spool(core, lock_file=path / "records.lock")
+    spool = Spool(core)
     set_event_counting(config.metrics.count_events)  # the metrics' counters live in this spool
     try:
         async with trio.open_nursery() as nursery:

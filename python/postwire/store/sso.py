@@ -170,15 +170,16 @@ class _Expiring(Protocol):
 
 
 async def _take(spool: Spool, table: Table[Any], key: str) -> Any:
-    async with spool.record_lock(f"{table.name}/{key}"):
-        record: _Expiring | None = table.get(spool, key)
-        if record is None:
-            return None
-        batch = WriteBatch()
-        table.delete(batch, key)
-        EXPIRIES.delete(batch, _expiry_key(record.expires_at, key))
-        await spool.commit(batch)
-        return record
+    async for attempt in spool.guarded(f"{table.name}/{key}"):
+        with attempt:
+            record: _Expiring | None = table.get(spool, key)
+            if record is None:
+                return None
+            batch = WriteBatch()
+            table.delete(batch, key)
+            EXPIRIES.delete(batch, _expiry_key(record.expires_at, key))
+            await spool.commit(batch)
+            return record
 
 
 @dataclass(frozen=True, slots=True)

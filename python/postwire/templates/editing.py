@@ -4,14 +4,13 @@ writes the REST API (`/templates`) and the dashboard's Templates pages share.
 Fields are given as the API's JSON body names them (`name`, `alias`, `from`, `subject`,
 `reply_to`, `html`, `text`, `variables`); a refusal is an `ApiError` worded for the API (a 404
 `not_found` for a template the team does not have). Each read-modify-commit holds
-`Spool.record_lock` on the template's key, so a publish never snapshots half of a concurrent
+`Spool.guarded` on the template's key, so a publish never snapshots half of a concurrent
 edit.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, Final
@@ -21,6 +20,7 @@ from postwire._core import WriteBatch
 from postwire.errors import ApiError, KeyExistsError, validation_error
 from postwire.store import templates as store
 from postwire.store.accounts import contract_timestamp
+from postwire.store.guards import Attempt
 from postwire.store.spool import Spool
 from postwire.store.templates import TemplateRecord
 from postwire.templates.fields import (
@@ -52,12 +52,19 @@ def _sent_content(record: TemplateRecord) -> tuple[object, ...]:
     return tuple(getattr(record, name) for name in store.SENT_FIELDS)
 
 
-@asynccontextmanager
-async def _locked(spool: Spool, team_id: str, id_or_alias: str) -> AsyncIterator[TemplateRecord]:
-    """The template, read again under its record lock, for one read-modify-commit."""
+async def _locked(
+    spool: Spool, team_id: str, id_or_alias: str
+) -> AsyncIterator[tuple[Attempt, TemplateRecord]]:
+    """Attempts of a guarded change of the template, each with the template as it is then:
+    `async for attempt, record in _locked(...): with attempt: ...` (`Spool.guarded`)."""
     template_id = team_template(spool, team_id, id_or_alias).id
-    async with spool.record_lock(store.template_key(team_id, template_id)):
-        yield team_template(spool, team_id, template_id)
+    async for attempt in spool.guarded(store.template_key(team_id, template_id)):
+        try:
+            record = team_template(spool, team_id, template_id)
+        except BaseException as error:
+            attempt.__exit__(type(error), error, None)
+            raise
+        yield attempt, record
 
 
 async def _commit(spool: Spool, record: TemplateRecord, previous: TemplateRecord | None) -> None:
@@ -121,17 +128,18 @@ async def update_template(
     if "text" in body:
         changes["text"] = optional_text(body["text"], "text")
     declared = parse_declared_variables(body["variables"]) if "variables" in body else None
-    async with _locked(spool, team_id, id_or_alias) as previous:
-        stamp = contract_timestamp(now)
-        if declared is not None:
-            changes["variables"] = variable_records(declared, previous.variables, stamp)
-        record = replace(previous, updated_at=stamp, **changes)
-        if (
-            _sent_content(record) != _sent_content(previous)
-            and previous.current_version_id == previous.published_version_id
-        ):
-            record = replace(record, current_version_id=_core.new_id())
-        await _commit(spool, record, previous)
+    async for attempt, previous in _locked(spool, team_id, id_or_alias):
+        with attempt:
+            stamp = contract_timestamp(now)
+            if declared is not None:
+                changes["variables"] = variable_records(declared, previous.variables, stamp)
+            record = replace(previous, updated_at=stamp, **changes)
+            if (
+                _sent_content(record) != _sent_content(previous)
+                and previous.current_version_id == previous.published_version_id
+            ):
+                record = replace(record, current_version_id=_core.new_id())
+            await _commit(spool, record, previous)
     return record
 
 
@@ -140,14 +148,15 @@ async def publish_template(
 ) -> TemplateRecord:
     """Freeze the working copy as the next version, which sends use from now on; with nothing
     new since the last publish, nothing changes."""
-    async with _locked(spool, team_id, id_or_alias) as record:
-        if not record.has_unpublished_versions:
-            return record
-        version, published = store.publish(record, contract_timestamp(now))
-        batch = WriteBatch()
-        store.put_version(batch, version)
-        store.put_template(batch, published, record)
-        await spool.commit(batch)
+    async for attempt, record in _locked(spool, team_id, id_or_alias):
+        with attempt:
+            if not record.has_unpublished_versions:
+                return record
+            version, published = store.publish(record, contract_timestamp(now))
+            batch = WriteBatch()
+            store.put_version(batch, version)
+            store.put_template(batch, published, record)
+            await spool.commit(batch)
     return published
 
 
@@ -180,8 +189,9 @@ async def duplicate_template(
 
 async def delete_template(spool: Spool, team_id: str, id_or_alias: str) -> TemplateRecord:
     """Remove the template, its alias and all its versions; return what was removed."""
-    async with _locked(spool, team_id, id_or_alias) as record:
-        batch = WriteBatch()
-        store.delete_template(batch, spool, record)
-        await spool.commit(batch)
+    async for attempt, record in _locked(spool, team_id, id_or_alias):
+        with attempt:
+            batch = WriteBatch()
+            store.delete_template(batch, spool, record)
+            await spool.commit(batch)
     return record

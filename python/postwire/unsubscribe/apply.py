@@ -119,26 +119,27 @@ async def _apply(
     count: bool = False,
 ) -> Applied | None:
     team, broadcast_id = target.team_id, target.broadcast_id
-    async with spool.record_lock(contact_key(team, target.contact_id)):
-        contact = get_contact(spool, team, target.contact_id)
-        if contact is None:
-            return None
-        broadcast = get_broadcast(spool, team, broadcast_id)
-        topic = _topic_of(spool, broadcast)
-        updated_at = contract_timestamp(datetime.fromtimestamp(now_ms / 1000, UTC))
-        changed = decide(contact, topic, updated_at)
-        if changed is None:
-            return Applied(_recipient(spool, target, contact), changed=False)
-        batch = WriteBatch()
-        written = put_contact(batch, spool, contact, changed, now_ms, event="contact.updated")
-        if (
-            count
-            and broadcast is not None
-            and not unsubscribe_counted(spool, team, broadcast_id, contact.id)
-        ):
-            count_unsubscribe(batch, team, broadcast_id, contact.id, contact.email)
-            count_unsubscribed(batch, spool, team, broadcast_id, contact.id, now_ms)
-        await spool.commit(batch)
+    async for attempt in spool.guarded(contact_key(team, target.contact_id)):
+        with attempt:
+            contact = get_contact(spool, team, target.contact_id)
+            if contact is None:
+                return None
+            broadcast = get_broadcast(spool, team, broadcast_id)
+            topic = _topic_of(spool, broadcast)
+            updated_at = contract_timestamp(datetime.fromtimestamp(now_ms / 1000, UTC))
+            changed = decide(contact, topic, updated_at)
+            if changed is None:
+                return Applied(_recipient(spool, target, contact), changed=False)
+            batch = WriteBatch()
+            written = put_contact(batch, spool, contact, changed, now_ms, event="contact.updated")
+            if (
+                count
+                and broadcast is not None
+                and not unsubscribe_counted(spool, team, broadcast_id, contact.id)
+            ):
+                count_unsubscribe(batch, team, broadcast_id, contact.id, contact.email)
+                count_unsubscribed(batch, spool, team, broadcast_id, contact.id, now_ms)
+            await spool.commit(batch)
     return Applied(_recipient(spool, target, written), changed=True)
 
 

@@ -215,9 +215,9 @@ class WebhookDispatcher:
     ) -> None:
         """Commit the attempt with the message's next state, and the endpoint's health when it
         changes. Attempts at one message never overlap (`_posting`, `_recording`), so only the
-        endpoint's record is locked, and only then: the POSTs to an endpoint commit together,
-        not in turn. (A replay through the API takes the endpoint's lock: one made during an
-        attempt may be overwritten by the attempt's outcome.)"""
+        endpoint's record is guarded, and only then. (A replay through the API is a guarded
+        change of the endpoint too: one made during an attempt may be overwritten by the
+        attempt's outcome.)"""
         now = self.now_ms()
         attempts = [*message.attempts, asdict(attempt)]
         if outcome.succeeded:
@@ -231,14 +231,16 @@ class WebhookDispatcher:
         if _endpoint_health(hook, outcome.succeeded, now) == hook:
             await self.spool.commit(batch)
             return
-        async with self.spool.record_lock(hook_key):
-            current = WEBHOOKS.get(self.spool, hook_key)
-            if current is not None:
-                health = _endpoint_health(current, outcome.succeeded, now)
-                WEBHOOKS.put(batch, hook_key, health)
-                if health.status == "disabled" and current.status != "disabled":
-                    log.warning("webhook %s disabled: failing for days", current.id)
-            await self.spool.commit(batch)
+        async for change in self.spool.guarded(hook_key):
+            with change:
+                guarded = batch.copy()  # a commit consumes its batch; a conflict runs this again
+                current = WEBHOOKS.get(self.spool, hook_key)
+                if current is not None:
+                    health = _endpoint_health(current, outcome.succeeded, now)
+                    WEBHOOKS.put(guarded, hook_key, health)
+                    if health.status == "disabled" and current.status != "disabled":
+                        log.warning("webhook %s disabled: failing for days", current.id)
+                await self.spool.commit(guarded)
 
     async def _post(
         self, hook: WebhookRecord, message: WebhookMessage, timestamp: int

@@ -3,7 +3,7 @@ signing secret, replay a message. The REST API and the dashboard both call these
 
 The dispatcher owns what happens to messages, except that one can be made due again here. Both
 write an endpoint's record and its messages, so each read-modify-commit holds
-`Spool.record_lock` on the endpoint's key. Refusals are `ApiError`s (422 `validation_error`,
+`Spool.guarded` on the endpoint's key. Refusals are `ApiError`s (422 `validation_error`,
 404 `not_found`) whose messages name the contract's fields.
 """
 
@@ -168,30 +168,32 @@ async def update_webhook(
             # A fresh start: the dispatcher's reason and failure streak no longer apply.
             changes.update(disabled_reason=None, failing_since_ms=None)
     key = webhook_key(team_id, webhook_id)
-    async with spool.record_lock(key):
-        record = replace(find_webhook(spool, team_id, webhook_id), **changes)
-        batch = WriteBatch()
-        WEBHOOKS.put(batch, key, record)
-        await spool.commit(batch)
+    async for attempt in spool.guarded(key):
+        with attempt:
+            record = replace(find_webhook(spool, team_id, webhook_id), **changes)
+            batch = WriteBatch()
+            WEBHOOKS.put(batch, key, record)
+            await spool.commit(batch)
     return record
 
 
 async def delete_webhook(spool: Spool, team_id: str, webhook_id: str) -> WebhookRecord:
     """Remove the endpoint and its messages; return what was removed."""
     key = webhook_key(team_id, webhook_id)
-    async with spool.record_lock(key):
-        record = find_webhook(spool, team_id, webhook_id)
-        batch = WriteBatch()
-        WEBHOOKS.delete(batch, key)
-        # Its messages go in the same commit, so nothing is left due for a missing endpoint.
-        for message in messages.webhook_messages(spool, record.team_id, record.id):
-            if message.next_attempt_ms is not None:
-                entry = messages.DueEntry(message.team_id, message.webhook_id, message.event_id)
-                WEBHOOK_DUE.delete(batch, messages.due_key(message.next_attempt_ms, entry))
-            WEBHOOK_MESSAGES.delete(
-                batch, messages.message_key(record.team_id, record.id, message.event_id)
-            )
-        await spool.commit(batch)
+    async for attempt in spool.guarded(key):
+        with attempt:
+            record = find_webhook(spool, team_id, webhook_id)
+            batch = WriteBatch()
+            WEBHOOKS.delete(batch, key)
+            # Its messages go in the same commit, so nothing is left due for a missing endpoint.
+            for message in messages.webhook_messages(spool, record.team_id, record.id):
+                if message.next_attempt_ms is not None:
+                    entry = messages.DueEntry(message.team_id, message.webhook_id, message.event_id)
+                    WEBHOOK_DUE.delete(batch, messages.due_key(message.next_attempt_ms, entry))
+                WEBHOOK_MESSAGES.delete(
+                    batch, messages.message_key(record.team_id, record.id, message.event_id)
+                )
+            await spool.commit(batch)
     return record
 
 
@@ -199,13 +201,14 @@ async def rotate_signing_secret(spool: Spool, team_id: str, webhook_id: str) -> 
     """A new signing secret; the old one stops at once (every attempt is signed with the
     current one)."""
     key = webhook_key(team_id, webhook_id)
-    async with spool.record_lock(key):
-        record = replace(
-            find_webhook(spool, team_id, webhook_id), signing_secret=new_signing_secret()
-        )
-        batch = WriteBatch()
-        WEBHOOKS.put(batch, key, record)
-        await spool.commit(batch)
+    async for attempt in spool.guarded(key):
+        with attempt:
+            record = replace(
+                find_webhook(spool, team_id, webhook_id), signing_secret=new_signing_secret()
+            )
+            batch = WriteBatch()
+            WEBHOOKS.put(batch, key, record)
+            await spool.commit(batch)
     return record
 
 
@@ -216,9 +219,10 @@ async def replay_message(
     caller wakes the dispatcher."""
     find_message(spool, team_id, webhook_id, event_id)  # 404 before taking the lock
     # The endpoint's lock, which the dispatcher holds while it records an attempt.
-    async with spool.record_lock(webhook_key(team_id, webhook_id)):
-        message = messages.replayed(find_message(spool, team_id, webhook_id, event_id), now_ms)
-        batch = WriteBatch()
-        messages.put_message(batch, spool, message)
-        await spool.commit(batch)
+    async for attempt in spool.guarded(webhook_key(team_id, webhook_id)):
+        with attempt:
+            message = messages.replayed(find_message(spool, team_id, webhook_id, event_id), now_ms)
+            batch = WriteBatch()
+            messages.put_message(batch, spool, message)
+            await spool.commit(batch)
     return message

@@ -360,27 +360,28 @@ async def _record(
 ) -> None:
     key = email_key(team_id, email_id)
     # Under the record's lock, as the delivery engine and inbound reports change it.
-    async with spool.record_lock(key):
-        record = EMAILS.get(spool, key)
-        if record is None:
-            log.info("%s of an email that is no longer kept: %s", what, email_id)
-            return
-        batch = WriteBatch()
-        now_ms = _millis(now)
-        # The broadcast's own counts of engagement are `count_engagement`'s (recipients, not
-        # events); add_event counts the event in the metrics' per-broadcast counts only.
-        broadcast_id, tags = record.broadcast_id, counted_tags(spool, team_id, record.tags)
-        add_event(
-            batch, team_id, email_id, f"email.{what}", now_ms,
-            broadcast_id=broadcast_id, domain_id=record.domain_id, counted_tags=tags, **data,
-        )  # fmt: skip
-        count_first_engagement(
-            batch, spool, team_id, record.domain_id, email_id, what, now_ms,
-            broadcast_id=broadcast_id, tags=tags,
-        )  # fmt: skip
-        if record.broadcast_id is not None and record.to:
-            count_engagement(
-                batch, spool, team_id, record.broadcast_id, email_id, record.to[0], what, link
-            )
-        record_last_event(batch, record, what)
-        await spool.commit(batch)
+    async for attempt in spool.guarded(key):
+        with attempt:
+            record = EMAILS.get(spool, key)
+            if record is None:
+                log.info("%s of an email that is no longer kept: %s", what, email_id)
+                return
+            batch = WriteBatch()
+            now_ms = _millis(now)
+            # The broadcast's own counts of engagement are `count_engagement`'s (recipients, not
+            # events); add_event counts the event in the metrics' per-broadcast counts only.
+            broadcast_id, tags = record.broadcast_id, counted_tags(spool, team_id, record.tags)
+            add_event(
+                batch, team_id, email_id, f"email.{what}", now_ms,
+                broadcast_id=broadcast_id, domain_id=record.domain_id, counted_tags=tags, **data,
+            )  # fmt: skip
+            count_first_engagement(
+                batch, spool, team_id, record.domain_id, email_id, what, now_ms,
+                broadcast_id=broadcast_id, tags=tags,
+            )  # fmt: skip
+            if record.broadcast_id is not None and record.to:
+                count_engagement(
+                    batch, spool, team_id, record.broadcast_id, email_id, record.to[0], what, link
+                )
+            record_last_event(batch, record, what)
+            await spool.commit(batch)

@@ -296,22 +296,23 @@ def routes(ctx: DashboardContext) -> Blueprint:
             if form.get(TOPIC_FIELD + topic_id) in ("opt_in", "opt_out")
         ]
         header = CsvRecord(1, draft.header_end, draft.header)
-        async with spool.record_lock(store.draft_key(draft.team_id, draft.id)):
-            if team_draft(draft.id) is None:
-                return await done("This import has already started.", back)
-            try:
-                await create_properties(draft.team_id, new_properties)
-                record = import_job(
-                    spool, draft.team_id, draft.id, header, draft.file_size,
-                    targets=targets, on_conflict=form.get("on_conflict") or None,
-                    segments=form.getlist("segments"), topics=topics, now=ctx.now(),
-                    by_name=False, fmt=CsvFormat(draft.separator, draft.encoding),
-                )  # fmt: skip
-            except ApiError as error:
-                return await refused(error, back)
-            batch = WriteBatch()
-            store.start_draft(batch, draft, record)
-            await spool.commit(batch)
+        async for attempt in spool.guarded(store.draft_key(draft.team_id, draft.id)):
+            with attempt:
+                if team_draft(draft.id) is None:
+                    return await done("This import has already started.", back)
+                try:
+                    await create_properties(draft.team_id, new_properties)
+                    record = import_job(
+                        spool, draft.team_id, draft.id, header, draft.file_size,
+                        targets=targets, on_conflict=form.get("on_conflict") or None,
+                        segments=form.getlist("segments"), topics=topics, now=ctx.now(),
+                        by_name=False, fmt=CsvFormat(draft.separator, draft.encoding),
+                    )  # fmt: skip
+                except ApiError as error:
+                    return await refused(error, back)
+                batch = WriteBatch()
+                store.start_draft(batch, draft, record)
+                await spool.commit(batch)
         return await done("The import has started.", back)
 
     async def create_properties(team: str, wanted: dict[str, str]) -> None:
@@ -347,15 +348,16 @@ def routes(ctx: DashboardContext) -> Blueprint:
             sample = sample_rows(head, SAMPLE_ROWS, at_eof=at_eof, fmt=fmt)
         except ApiError as error:
             return await refused(error, back)
-        async with spool.record_lock(store.draft_key(draft.team_id, draft.id)):
-            if team_draft(draft.id) is None:
-                return await done("This import has already started.", back)
-            batch = WriteBatch()
-            store.put_draft(batch, replace(
-                draft, header=header.cells, header_end=header.end, sample=sample,
-                separator=fmt.separator, encoding=fmt.encoding, format_sure=True,
-            ))  # fmt: skip
-            await spool.commit(batch)
+        async for attempt in spool.guarded(store.draft_key(draft.team_id, draft.id)):
+            with attempt:
+                if team_draft(draft.id) is None:
+                    return await done("This import has already started.", back)
+                batch = WriteBatch()
+                store.put_draft(batch, replace(
+                    draft, header=header.cells, header_end=header.end, sample=sample,
+                    separator=fmt.separator, encoding=fmt.encoding, format_sure=True,
+                ))  # fmt: skip
+                await spool.commit(batch)
         separator = SEPARATORS[fmt.separator].split(" ")[0].lower()
         message = f"The file is read again as {ENCODINGS[fmt.encoding]}, {separator}-separated."
         return await done(message, back)

@@ -27,6 +27,13 @@ impl WriteBatch {
         self.batch.ops.len()
     }
 
+    /// A new batch with the same operations (a commit consumes the batch it is given).
+    fn copy(&self) -> WriteBatch {
+        WriteBatch {
+            batch: self.batch.clone(),
+        }
+    }
+
     fn put(&mut self, table: String, key: Vec<u8>, value: Vec<u8>) {
         self.batch.push(core::Op::Put { table, key, value });
     }
