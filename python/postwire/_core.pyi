@@ -10,6 +10,7 @@ from typing import Final, Literal, TypeAlias, final
 from postwire.errors import SpoolError
 
 __all__ = [
+    "TABLE_SCHEMA_VERSION",
     "Attachment",
     "DkimKey",
     "DkimSigner",
@@ -17,7 +18,6 @@ __all__ = [
     "MessageState",
     "PgTables",
     "Spool",
-    "TABLE_SCHEMA_VERSION",
     "WriteBatch",
     "build_message",
     "data_faults",
