@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+import trio
 
 from postwire import _core
 from postwire._core import WriteBatch
-from postwire.errors import SpoolError, StoreUnavailableError
+from postwire.errors import ConflictError, SpoolError, StoreUnavailableError
 from postwire.store.table_store import PostgresTables
 from tests.ports import free_port
 from tests.postgres_server import PostgresServer, running_postgres
@@ -100,3 +101,36 @@ def test_the_schema_is_versioned_and_a_newer_one_is_refused(
 def test_an_unreachable_server_fails_the_open_with_store_unavailable() -> None:
     with pytest.raises(StoreUnavailableError, match="unreachable"):
         _core.PgTables(f"postgresql://postgres@127.0.0.1:{free_port()}/postgres", tables=["emails"])
+
+
+async def test_two_stores_asserting_a_key_absent_never_both_write_it(postgres_url: str) -> None:
+    """Two stores (as two nodes: separate connections and transactions) race to create the same
+    keys under an assertion of absence: for each key exactly one wins."""
+    wins = {"first": 0, "second": 0}
+
+    async def claim(tables: PostgresTables, name: str, key: bytes) -> None:
+        batch = WriteBatch()
+        batch.assert_value("meta", key, None)
+        batch.put("meta", key, name.encode())
+        batch.add_counter("counters", b"claims", 1)
+        try:
+            await tables.commit(batch)
+            wins[name] += 1
+        except ConflictError:
+            pass
+
+    async with (
+        PostgresTables.open(postgres_url, TEST_TABLES) as first,
+        PostgresTables.open(postgres_url, TEST_TABLES) as second,
+        trio.open_nursery() as nursery,
+    ):
+        for i in range(60):
+            key = f"owner/{i:02d}".encode()
+            nursery.start_soon(claim, first, "first", key)
+            nursery.start_soon(claim, second, "second", key)
+    async with PostgresTables.open(postgres_url, TEST_TABLES) as tables:
+        rows = await tables.scan("meta", prefix=b"owner/", limit=100)
+        assert len(rows) == 60
+        assert sum(wins.values()) == 60
+        assert await tables.counter("counters", b"claims") == 60
+        assert sorted(v.decode() for _, v in rows).count("first") == wins["first"]
