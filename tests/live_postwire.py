@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from tests.dns_server import AuthoritativeDnsServer
 from tests.processes import stop_process
+from tests.store_backends import store_table
 
 if TYPE_CHECKING:
     from postwire.store.accounts import Permission
@@ -357,7 +358,7 @@ signup = "{auth_signup}"
 port = {delivery_port}
 allow_private_destinations = {"true" if allow_private_destinations else "false"}
 {delivery_extra}
-{routes_table}{spool_table}
+{routes_table}{spool_table}{store_table()}
 {tables}"""
     )
 

@@ -240,6 +240,17 @@ class WriteBatch:
     def __len__(self) -> int: ...
     def copy(self) -> WriteBatch:
         """A new batch with the same operations (a commit consumes the batch it is given)."""
+    def split(self, local_tables: set[str]) -> tuple[WriteBatch, WriteBatch]:
+        """Move the operations into `(shared, local)`: `local` takes the spool's own
+        operations (messages, leases) and those on `local_tables`; `shared` the other table
+        operations. This batch is left empty."""
+    def table_writes(self) -> list[tuple[str, str, bytes, int]]:
+        """The table writes in order, as `(kind, table, key, delta)`: kind `put`, `insert`,
+        `delete` or `add_counter` (delta: the counter's, else 0); assertions and message
+        operations left out."""
+    def changes_the_queue(self) -> bool:
+        """Whether the batch brings messages in or takes them out without delivering them
+        (`enqueue`, `remove`, `reschedule` without a lease)."""
     def put(self, table: str, key: bytes, value: bytes) -> None:
         """Set `key` in a plain table."""
     def insert(self, table: str, key: bytes, value: bytes) -> None:

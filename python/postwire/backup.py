@@ -70,7 +70,7 @@ async def back_up(config: Config, target: Path) -> BackupSummary:
         spool = await nursery.start(serve_spool, config)
         await trio.to_thread.run_sync(spool.core.copy_to, staging / SPOOL_FILE)
         os.chmod(staging / SPOOL_FILE, 0o600)
-        emails, queued = spool.core.count("emails"), spool.core.message_count()
+        emails, queued = spool.count("emails"), spool.core.message_count()
         nursery.cancel_scope.cancel()
     await trio.to_thread.run_sync(_copy_other_files, config, staging)
     files = await trio.to_thread.run_sync(_describe_files, staging)
@@ -168,7 +168,7 @@ async def restore(config: Config, source: Path, *, force: bool) -> RestoreSummar
         # The copy's record of the service it was taken from names a process that does not
         # run on this directory (none may: checked above), so a start here does not wait.
         await forget_service_record(spool)
-        emails, queued = spool.core.count("emails"), spool.core.message_count()
+        emails, queued = spool.count("emails"), spool.core.message_count()
         nursery.cancel_scope.cancel()
     return RestoreSummary(
         data_dir,

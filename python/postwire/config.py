@@ -15,7 +15,9 @@
     ├── dashboard, auth   DashboardConfig, AuthConfig: the dashboard and how people sign in
     ├── insights          InsightsConfig: per-email deliverability checks, rspamd
     ├── metrics           MetricsConfig: event counters, the Prometheus listener
-    └── spool             SpoolConfig: LMDB map size and group-commit tuning
+    ├── spool             SpoolConfig: LMDB map size and group-commit tuning
+    └── store             StoreConfig: where the tables live (LMDB beside the spool, or
+                          PostgreSQL for several nodes)
 
 `find_config_file(given, environ)` says which file every `postwire` command reads (see
 docs/configuration.md, "Which configuration"). `load_config(path, environ)` layers, lowest first:
@@ -296,6 +298,24 @@ class SpoolConfig:
     max_batch: int = 512
 
 
+STORE_BACKENDS = ("lmdb", "postgresql")
+
+
+@dataclass(frozen=True, slots=True)
+class StoreConfig:
+    """The table store: teams, keys, domains, emails, contacts... (docs/storage.md)."""
+
+    # "lmdb": in this node's LMDB (the embedded default); "postgresql": in the database at
+    # `url`, shared by every node.
+    backend: str = "lmdb"
+    # postgresql://user:password@host:port/database (backend "postgresql" only).
+    url: str = ""
+    # The LMDB backend's own environment directory. Empty: the spool's environment, where a
+    # message and its records commit together; set, the tables commit apart from the spool,
+    # as they do on PostgreSQL.
+    path: str = ""
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     """The whole configuration. Build it with `load_config`; tests may construct it directly."""
@@ -321,6 +341,7 @@ class Config:
     insights: InsightsConfig = field(default_factory=InsightsConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     spool: SpoolConfig = field(default_factory=SpoolConfig)
+    store: StoreConfig = field(default_factory=StoreConfig)
     # The file this was loaded from (None: embedded default). Not a key: it cannot be set.
     config_file: Path | None = field(default=None, metadata={"key": False})
 
@@ -806,6 +827,20 @@ def _check_log_format(key: str, value: str) -> str:
     return value
 
 
+def _check_store_backend(key: str, value: str) -> str:
+    if value not in STORE_BACKENDS:
+        raise ConfigError(f"config key {key!r} must be one of {', '.join(STORE_BACKENDS)}")
+    return value
+
+
+def _check_store_url(key: str, value: str) -> str:
+    if value and urllib.parse.urlsplit(value).scheme not in ("postgresql", "postgres"):
+        raise ConfigError(
+            f"config key {key!r} must be a postgresql://user:password@host:port/database URL"
+        )
+    return value
+
+
 def _check_signup(key: str, value: str) -> str:
     if value not in SIGNUP_MODES:
         raise ConfigError(f"config key {key!r} must be one of {', '.join(SIGNUP_MODES)}")
@@ -855,6 +890,8 @@ _VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "dashboard.session_max_hours": _at_least(1),
     "auth.signup": _check_signup,
     "log_format": _check_log_format,
+    "store.backend": _check_store_backend,
+    "store.url": _check_store_url,
     "auth.max_login_failures": _at_least(1),
     "auth.max_login_failures_per_address": _at_least(1),
     "auth.max_signups_per_address": _at_least(1),
@@ -1019,6 +1056,13 @@ def load_config(path: Path | None, environ: Mapping[str, str] = os.environ) -> C
         config = dataclasses.replace(config, dashboard=dashboard)
     if (config.smtp.tls_cert is None) != (config.smtp.tls_key is None):
         raise ConfigError("config keys 'smtp.tls_cert' and 'smtp.tls_key' must be set together")
+    if config.store.backend == "postgresql" and not config.store.url:
+        raise ConfigError(
+            "config key 'store.url' must be set with store.backend = \"postgresql\" "
+            "(postgresql://user:password@host:port/database; or POSTWIRE_STORE_URL)"
+        )
+    if config.store.backend != "postgresql" and config.store.url:
+        raise ConfigError("config key 'store.url' is for store.backend = \"postgresql\" only")
     if config.sandbox:
         check_sandbox_allowed(config)
     return config

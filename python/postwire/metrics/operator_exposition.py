@@ -114,7 +114,7 @@ def spool_facts(spool: Spool, data_file: Path, now_ms: int) -> SpoolFacts:
         retry_backlog=max(0, spool.counter("counters", RETRY_BACKLOG_KEY)),
         retry_destinations=destinations,
         retry_ages=ages,
-        webhook_backlog=spool.core.count("outbox") + spool.core.count("webhook_due"),
+        webhook_backlog=spool.count("outbox") + spool.count("webhook_due"),
         used_bytes=used,
         map_size_bytes=map_size,
         file_bytes=file_bytes,

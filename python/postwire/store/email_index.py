@@ -49,13 +49,14 @@ def index_new_email(
     api_key_id: str | None,
     recipients: Iterable[str] = (),
 ) -> None:
-    """Add a new email's index entries to `batch` (the batch that adds its record)."""
-    batch.put(TABLE, _key(STATUS, team_id, last_event, email_id), b"")
-    batch.put(TABLE, _key(DOMAIN, team_id, domain_id, email_id), b"")
+    """Add a new email's index entries to `batch` (the batch that adds its record): inserts,
+    since they are new, so undoing the batch needs no read of what was there."""
+    batch.insert(TABLE, _key(STATUS, team_id, last_event, email_id), b"")
+    batch.insert(TABLE, _key(DOMAIN, team_id, domain_id, email_id), b"")
     if api_key_id is not None:
-        batch.put(TABLE, _key(API_KEY, team_id, api_key_id, email_id), b"")
+        batch.insert(TABLE, _key(API_KEY, team_id, api_key_id, email_id), b"")
     for address in {address.lower() for address in recipients}:
-        batch.put(TABLE, _key(RECIPIENT, team_id, address, email_id), b"")
+        batch.insert(TABLE, _key(RECIPIENT, team_id, address, email_id), b"")
 
 
 def emails_sent_to(spool: Spool, team_id: str, address: str, limit: int) -> list[str]:

@@ -73,7 +73,7 @@ def add_email(
 def put_new_email(batch: WriteBatch, record: EmailRecord) -> None:
     """Add a new email's record and its index entries to `batch` (no message: `add_email`
     spools one too; seeded records for benchmarks have none)."""
-    EMAILS.put(batch, email_key(record.team_id, record.id), record)
+    EMAILS.insert(batch, email_key(record.team_id, record.id), record)
     _index(batch, record)
 
 

@@ -46,6 +46,7 @@ class Spool(Protocol):
 
     def get(self, table: str, key: bytes) -> bytes | None: ...
 
+
 GUARDS_TABLE = "guards"
 GUARD_SLOTS = 1 << 16
 # Attempts of one change before it gives up: only a storm of writers to the same records from

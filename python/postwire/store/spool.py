@@ -8,20 +8,21 @@ callers whose batches finished. No Trio worker thread is held per write.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-import outcome
 import trio
 
 from postwire import _core
 from postwire._core import Leased, MessageState, WriteBatch
-from postwire.errors import SpoolError, SpoolFullError
+from postwire.errors import KeyExistsError, SpoolError, SpoolFullError
 from postwire.metrics.counters import set_event_counting
-from postwire.store import guards
+from postwire.store import guards, two_stores
+from postwire.store.ticket_waiters import TicketWaiters
 
 if TYPE_CHECKING:
     from postwire.config import Config
@@ -101,6 +102,11 @@ TABLES: tuple[str, ...] = (
     "running_service",
     # Version counters of guarded changes (`store/guards.py`): a batch asserts the ones it read.
     "guards",
+    # Batches committed across the spool and a table store apart from it (`store/two_stores.py`):
+    # their undo until the spool's part is durable, the marker that it is, and the node's id.
+    "reservations",
+    "reservations_done",
+    "node",
 )
 
 
@@ -115,26 +121,42 @@ log = logging.getLogger("postwire.spool")
 FULL_WARNING_INTERVAL_SECONDS = 60.0
 
 
-class Spool:
-    """Awaitable writes and direct reads of the durable spool.
+# A table store's core kept apart from the spool: PostgreSQL, or a second LMDB environment.
+TablesCore = _core.PgTables | _core.Spool
 
-    Reads (`get`, `scan`, `message_body`, ...) are memory-mapped look-ups done on the calling
-    thread. Writes go through `commit`, which returns only once the batch is on disk.
+
+class Spool:
+    """Awaitable writes and direct reads of the durable spool and of the table store.
+
+    The spool (`core`) is this node's LMDB environment: messages, their delivery queue and the
+    node's own tables. The other tables are in `tables` when it is set (PostgreSQL, or an LMDB
+    environment of their own), else in `core` too. Only this class knows which holds a table:
+    reads go to it, and `commit` splits a batch between them (`two_stores`). Reads of LMDB are
+    memory-mapped look-ups on the calling thread; `aget` and `ascan` never block on a network.
+    Writes go through `commit`, which returns only once the batch is durable.
     """
 
     def __init__(
         self,
         core: _core.Spool,
         clock_ms: Callable[[], int] = wall_clock_ms,
+        *,
+        tables: TablesCore | None = None,
+        node_id: str = "",
     ) -> None:
         self.core = core
+        self.tables = tables
+        self.node_id = node_id
         self.clock_ms = clock_ms
-        # Tasks parked in `commit`, by ticket. Parking directly (rather than one trio.Event per
+        # Tasks parked on commits, by ticket; parking directly (rather than one trio.Event per
         # commit) halves the scheduler work on the hottest path of the service.
-        self._waiting: dict[int, trio.lowlevel.Task] = {}
+        self._spooled = TicketWaiters()
+        self._tabled = TicketWaiters()
         # This process's tasks waiting for the same guard slot take turns here, so that guarded
         # changes retry only against other processes (`store/guards.py`).
         self.slot_locks: dict[bytes, trio.Lock] = {}
+        # Reservations of batches this process completed, to remove (`two_stores`).
+        self.settled: list[tuple[bytes, str]] = []
         self._closed = False
         self._full_warned_at: float | None = None
 
@@ -152,34 +174,46 @@ class Spool:
         if self._closed:
             raise SpoolError("the spool is closed")
         held = guards.stamp(self, batch)
-        ticket = self.core.submit(batch)
-        self._waiting[ticket] = trio.lowlevel.current_task()
-
-        def abort(_: object) -> trio.lowlevel.Abort:
-            del self._waiting[ticket]
-            return trio.lowlevel.Abort.SUCCEEDED
-
-        leased: list[Leased] = await trio.lowlevel.wait_task_rescheduled(abort)
+        if self.tables is None:
+            leased = await self.commit_local(batch)
+        else:
+            leased = await two_stores.commit_split(self, batch)
         if held is not None:
             guards.advance(held)
         return leased
 
+    async def commit_local(self, batch: WriteBatch) -> list[Leased]:
+        """Commit `batch` to this node's spool alone (`two_stores` splits batches)."""
+        return cast(list[Leased], await self._spooled.wait(self.core.submit(batch)))
+
+    async def commit_shared(self, batch: WriteBatch) -> None:
+        """Commit `batch` (table operations) to the table store alone."""
+        if self.tables is None:
+            await self.commit_local(batch)
+        else:
+            await self._tabled.wait(self.tables.submit(batch))
+
     async def dispatch_completions(self) -> None:
-        """Wake the callers of finished commits; runs until cancelled."""
-        fd = self.core.wakeup_fd()
+        """Wake the callers of finished commits (and of the table store's reads); runs until
+        cancelled."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._dispatch, self.core, self._spooled)
+            if self.tables is not None:
+                nursery.start_soon(self._dispatch, self.tables, self._tabled)
+
+    async def _dispatch(self, core: _core.Spool | TablesCore, waiters: TicketWaiters) -> None:
+        fd = core.wakeup_fd()
         while True:
             await trio.lowlevel.wait_readable(fd)
-            self._wake(self.core.take_completions())
+            self._wake(core.take_completions(), waiters)
 
-    def _wake(self, completions: list[tuple[int, list[Leased], SpoolError | None]]) -> None:
-        for ticket, leased, error in completions:
-            task = self._waiting.pop(ticket, None)
-            if task is None:  # its caller was cancelled
-                continue
+    def _wake(
+        self, completions: Sequence[tuple[int, object, SpoolError | None]], waiters: TicketWaiters
+    ) -> None:
+        for ticket, answer, error in completions:
             if isinstance(error, SpoolFullError):
                 self._warn_full(error)
-            result = outcome.Value(leased) if error is None else outcome.Error(error)
-            trio.lowlevel.reschedule(task, result)
+            waiters.wake(ticket, answer, error)
 
     def _warn_full(self, error: SpoolFullError) -> None:
         now = time.monotonic()
@@ -190,8 +224,13 @@ class Spool:
             self._full_warned_at = now
             log.warning("%s: writes are refused until there is room again", error)
 
+    def _holder(self, table: str) -> _core.Spool | TablesCore:
+        if self.tables is None or table in two_stores.LOCAL_TABLES:
+            return self.core
+        return self.tables
+
     def get(self, table: str, key: bytes) -> bytes | None:
-        return self.core.get(table, key)
+        return self._holder(table).get(table, key)
 
     def scan(
         self,
@@ -202,11 +241,42 @@ class Spool:
         reverse: bool = False,
         limit: int = 100,
     ) -> list[tuple[bytes, bytes]]:
-        return self.core.scan(table, prefix=prefix, cursor=cursor, reverse=reverse, limit=limit)
+        return self._holder(table).scan(
+            table, prefix=prefix, cursor=cursor, reverse=reverse, limit=limit
+        )
+
+    async def aget(self, table: str, key: bytes) -> bytes | None:
+        """`get`, parked rather than blocking while a table store on the network answers."""
+        holder = self._holder(table)
+        if isinstance(holder, _core.PgTables):
+            return cast(bytes | None, await self._tabled.wait(holder.submit_get(table, key)))
+        return holder.get(table, key)
+
+    async def ascan(
+        self,
+        table: str,
+        *,
+        prefix: bytes = b"",
+        cursor: bytes | None = None,
+        reverse: bool = False,
+        limit: int = 100,
+    ) -> list[tuple[bytes, bytes]]:
+        """`scan`, parked rather than blocking while a table store on the network answers."""
+        holder = self._holder(table)
+        if isinstance(holder, _core.PgTables):
+            ticket = holder.submit_scan(
+                table, prefix=prefix, cursor=cursor, reverse=reverse, limit=limit
+            )
+            return cast(list[tuple[bytes, bytes]], await self._tabled.wait(ticket))
+        return holder.scan(table, prefix=prefix, cursor=cursor, reverse=reverse, limit=limit)
+
+    def count(self, table: str) -> int:
+        """How many rows `table` holds."""
+        return self._holder(table).count(table)
 
     def counter(self, table: str, key: bytes) -> int:
         """The integer `WriteBatch.add_counter` keeps at `key`; 0 before the first add."""
-        raw = self.core.get(table, key)
+        raw = self.get(table, key)
         return 0 if raw is None else int(raw)
 
     def message_body(self, message_id: str) -> bytes | None:
@@ -216,20 +286,25 @@ class Spool:
         return self.core.message_state(message_id)
 
     async def close(self) -> None:
-        """Let the committer finish what is queued, wake its callers, and close the core."""
+        """Let the committers finish what is queued, wake their callers, and close the cores."""
         self._closed = True
         await trio.to_thread.run_sync(self.core.close)
-        self._wake(self.core.take_completions())
+        self._wake(self.core.take_completions(), self._spooled)
+        if self.tables is not None:
+            await trio.to_thread.run_sync(self.tables.close)
+            self._wake(self.tables.take_completions(), self._tabled)
 
 
 async def serve_spool(
     config: Config, *, task_status: trio.TaskStatus[Spool] = trio.TASK_STATUS_IGNORED
 ) -> None:
-    """Own the spool under `config.data_dir / "spool"` for the life of the service.
+    """Own the spool under `config.data_dir / "spool"`, and the table store `config.store` names,
+    for the life of the service.
 
-    Opens (and so recovers) the LMDB environment, runs the completion dispatcher, and reports
-    the `Spool` through `task_status` once ready. When cancelled, it commits what is queued and
-    closes the environment; the supervisor cancels it last, after every service that writes.
+    Opens (and so recovers) the LMDB environment and connects the table store, runs the
+    completion dispatchers (and, with the tables apart, the removal of settled reservations),
+    and reports the `Spool` through `task_status` once ready. When cancelled, it commits what
+    is queued and closes both; the supervisor cancels it last, after every service that writes.
     """
     path = Path(config.data_dir) / "spool"
     core = await trio.to_thread.run_sync(
@@ -241,13 +316,55 @@ async def serve_spool(
             max_batch=config.spool.max_batch,
         )
     )
-    spool = Spool(core)
+    try:
+        tables = await trio.to_thread.run_sync(open_tables, config)
+    except BaseException:
+        core.close()
+        raise
+    spool = Spool(core, tables=tables)
     set_event_counting(config.metrics.count_events)  # the metrics' counters live in this spool
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(spool.dispatch_completions)
+            spool.node_id = await _node_id(spool)
+            if tables is not None:
+                nursery.start_soon(two_stores.settle_forever, spool)
             task_status.started(spool)
             await trio.sleep_forever()
     finally:
         with trio.CancelScope(shield=True):
             await spool.close()
+
+
+def shared_tables() -> list[str]:
+    """The tables a table store apart from the spool holds."""
+    return [table for table in TABLES if table not in two_stores.LOCAL_TABLES]
+
+
+def open_tables(config: Config) -> TablesCore | None:
+    """The table store `config.store` names, when it is not the spool's own environment."""
+    store = config.store
+    if store.backend == "postgresql":
+        return _core.PgTables(store.url, tables=shared_tables())
+    if not store.path:
+        return None
+    return _core.Spool(
+        Path(config.data_dir) / store.path,
+        tables=shared_tables(),
+        map_size=config.spool.map_size,
+        commit_window_us=config.spool.commit_window_us,
+        max_batch=config.spool.max_batch,
+    )
+
+
+async def _node_id(spool: Spool) -> str:
+    """This node's id, made when its spool is first opened: it names the node's reservations."""
+    raw = spool.get(two_stores.NODE_TABLE, b"id")
+    if raw is None:
+        batch = WriteBatch()
+        batch.insert(two_stores.NODE_TABLE, b"id", _core.new_id().encode())
+        with contextlib.suppress(KeyExistsError):  # another process of the node made it first
+            await spool.commit_local(batch)
+        raw = spool.get(two_stores.NODE_TABLE, b"id")
+        assert raw is not None
+    return raw.decode()

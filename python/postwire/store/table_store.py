@@ -102,7 +102,7 @@ class LmdbTables(TableStore):
         return self.spool.scan(table, prefix=prefix, cursor=cursor, reverse=reverse, limit=limit)
 
     async def count(self, table: str) -> int:
-        return self.spool.core.count(table)
+        return self.spool.count(table)
 
     async def commit(self, batch: WriteBatch) -> None:
         await self.spool.commit(batch)

@@ -1,5 +1,6 @@
 //! Python face of `postwire_core::spool`: `Spool`, `WriteBatch`, `Leased`, `MessageState`.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -32,6 +33,66 @@ impl WriteBatch {
         WriteBatch {
             batch: self.batch.clone(),
         }
+    }
+
+    /// Move the operations into two new batches, `(shared, local)`: `local` takes the spool's
+    /// own operations (messages, leases) and those on tables in `local_tables`; `shared` the
+    /// other table operations. This batch is left empty.
+    fn split(&mut self, local_tables: HashSet<String>) -> (WriteBatch, WriteBatch) {
+        let mut shared = WriteBatch::default();
+        let mut local = WriteBatch::default();
+        for op in std::mem::take(&mut self.batch).ops {
+            let table = match &op {
+                core::Op::Put { table, .. }
+                | core::Op::Insert { table, .. }
+                | core::Op::Delete { table, .. }
+                | core::Op::AddCounter { table, .. }
+                | core::Op::Assert { table, .. } => Some(table),
+                _ => None,
+            };
+            match table {
+                Some(name) if !local_tables.contains(name) => shared.batch.push(op),
+                _ => local.batch.push(op),
+            };
+        }
+        (shared, local)
+    }
+
+    /// The table writes, in order, as `(kind, table, key, delta)`: kind `put`, `insert`,
+    /// `delete` or `add_counter` (delta: the counter's; 0 otherwise). Assertions and the
+    /// spool's own operations are left out. What an undo of the batch is built from.
+    fn table_writes<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> Vec<(&'static str, String, Bound<'py, PyBytes>, i64)> {
+        self.batch
+            .ops
+            .iter()
+            .filter_map(|op| match op {
+                core::Op::Put { table, key, .. } => Some(("put", table, key, 0)),
+                core::Op::Insert { table, key, .. } => Some(("insert", table, key, 0)),
+                core::Op::Delete { table, key } => Some(("delete", table, key, 0)),
+                core::Op::AddCounter { table, key, delta } => {
+                    Some(("add_counter", table, key, *delta))
+                }
+                _ => None,
+            })
+            .map(|(kind, table, key, delta)| (kind, table.clone(), PyBytes::new(py, key), delta))
+            .collect()
+    }
+
+    /// Whether the batch brings messages in or takes them out without delivering them
+    /// (`enqueue`, `remove`, or `reschedule` without a lease: a scheduled send moved): what a
+    /// table write beside it must not outlive if this part is never committed.
+    fn changes_the_queue(&self) -> bool {
+        self.batch.ops.iter().any(|op| {
+            matches!(
+                op,
+                core::Op::Enqueue { .. }
+                    | core::Op::Remove { .. }
+                    | core::Op::Reschedule { lease: None, .. }
+            )
+        })
     }
 
     fn put(&mut self, table: String, key: Vec<u8>, value: Vec<u8>) {
