@@ -45,7 +45,6 @@ from postwire.store.running_service import (
     serve_service_record,
 )
 from postwire.store.spool import Spool, serve_spool
-from postwire.store.two_stores import reconcile_reservations
 
 if TYPE_CHECKING:
     from postwire.smtp.submission import ListeningSocket
@@ -200,7 +199,7 @@ async def _run_stages(
             claim = await claim_data_dir(spool, config)
             # The only process of this node now: batches a stopped one left between the table
             # store and the spool are completed or undone before anything reads them.
-            await reconcile_reservations(spool)
+            await spool.finish_interrupted_writes()
             # Once per store: emails kept before the dashboard's index get their entries,
             # before delivery or intake can change any of them.
             await index_earlier_emails(spool)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import struct
@@ -37,6 +38,8 @@ from postwire.store.running_service import forget_service_record
 from postwire.store.spool import serve_spool
 
 MANIFEST = "postwire-backup.json"
+log = logging.getLogger("postwire.backup")
+
 BACKUP_FORMAT = 1
 SPOOL_DIR = "spool"
 SPOOL_FILE = f"{SPOOL_DIR}/data.mdb"
@@ -66,13 +69,24 @@ async def back_up(config: Config, target: Path) -> BackupSummary:
         shutil.rmtree(staging)  # an earlier backup that did not finish
     (staging / SPOOL_DIR).mkdir(mode=0o700, parents=True)
     os.chmod(staging, 0o700)  # DKIM private keys and API key hashes are in it
+    tables_dir = _tables_dir(config)
     async with trio.open_nursery() as nursery:
         spool = await nursery.start(serve_spool, config)
-        await trio.to_thread.run_sync(spool.core.copy_to, staging / SPOOL_FILE)
+        await trio.to_thread.run_sync(spool.copy_to, staging / SPOOL_FILE)
         os.chmod(staging / SPOOL_FILE, 0o600)
-        emails, queued = spool.count("emails"), spool.core.message_count()
+        if tables_dir is not None:
+            # The tables' own LMDB environment: a consistent copy, as the spool's.
+            (staging / tables_dir).mkdir(mode=0o700, parents=True)
+            copy = staging / tables_dir / "data.mdb"
+            await trio.to_thread.run_sync(spool.copy_tables_to, copy)
+        emails, queued = spool.count("emails"), spool.message_count()
         nursery.cancel_scope.cancel()
-    await trio.to_thread.run_sync(_copy_other_files, config, staging)
+    if config.store.backend == "postgresql":
+        log.warning(
+            "the tables are in PostgreSQL, not in this backup: back them up with pg_dump "
+            "(docs/storage.md, Backups)"
+        )
+    await trio.to_thread.run_sync(_copy_other_files, config, staging, tables_dir)
     files = await trio.to_thread.run_sync(_describe_files, staging)
     manifest = {
         "format": BACKUP_FORMAT,
@@ -92,12 +106,30 @@ async def back_up(config: Config, target: Path) -> BackupSummary:
     return BackupSummary(target, len(files), sum(f["bytes"] for f in files), emails, queued)
 
 
-def _copy_other_files(config: Config, staging: Path) -> None:
-    """Every file of the data directory beside the spool, and the config file."""
+def _tables_dir(config: Config) -> Path | None:
+    """Where the tables' own LMDB environment is, relative to the data directory (`store.path`);
+    None when they share the spool's or live in PostgreSQL."""
+    if config.store.backend != "lmdb" or not config.store.path:
+        return None
+    path = (config.data_dir / config.store.path).absolute()
+    try:
+        return path.relative_to(config.data_dir.absolute())
+    except ValueError:
+        raise PostwireError(
+            f"store.path {config.store.path!r} is outside the data directory: back it up "
+            "with the data directory's own tools, or move it inside"
+        ) from None
+
+
+def _copy_other_files(config: Config, staging: Path, tables_dir: Path | None) -> None:
+    """Every file of the data directory beside the spool (and the tables' own environment,
+    copied apart), and the config file."""
     source = config.data_dir
     for path in sorted(source.rglob("*")):
         relative = path.relative_to(source)
         if relative.parts[0] == SPOOL_DIR or not path.is_file():
+            continue
+        if tables_dir is not None and relative.is_relative_to(tables_dir):
             continue
         destination = staging / relative
         destination.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -163,12 +195,15 @@ async def restore(config: Config, source: Path, *, force: bool) -> RestoreSummar
     shutil.rmtree(staging)
     # The replaced spool's reader table described another file; the next opener makes a new one.
     (data_dir / SPOOL_DIR / "lock.mdb").unlink(missing_ok=True)
+    tables_dir = _tables_dir(config)
+    if tables_dir is not None:
+        (data_dir / tables_dir / "lock.mdb").unlink(missing_ok=True)
     async with trio.open_nursery() as nursery:  # opens, so proves, the restored spool
         spool = await nursery.start(serve_spool, config)
         # The copy's record of the service it was taken from names a process that does not
         # run on this directory (none may: checked above), so a start here does not wait.
         await forget_service_record(spool)
-        emails, queued = spool.count("emails"), spool.core.message_count()
+        emails, queued = spool.count("emails"), spool.message_count()
         nursery.cancel_scope.cancel()
     return RestoreSummary(
         data_dir,
@@ -228,7 +263,7 @@ def _stage_verified(source: Path, staging: Path, entries: list[dict[str, Any]]) 
 def spool_holder(data_dir: Path) -> int | None:
     """The pid of a process that has the spool under `data_dir` open, if any.
 
-    Every process with an LMDB environment open holds POSIX guards on its `lock.mdb`
+    Every process with an LMDB environment open holds POSIX record locks on its `lock.mdb`
     (a shared lock on its first byte, and one on the byte at its pid), so asking whether an
     exclusive lock of the whole file would conflict finds one of them, or none.
     """

@@ -135,7 +135,7 @@ class DeliveryEngine:
                 if handed:
                     continue
                 self.wakeup = trio.Event()
-                next_due = self.spool.core.next_due_at()
+                next_due = self.spool.next_due_at()
                 wait = IDLE_POLL_SECONDS
                 if next_due is not None:
                     wait = min(wait, max(0.0, (next_due - self.now_ms()) / 1000))

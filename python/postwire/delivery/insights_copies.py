@@ -73,7 +73,7 @@ class InsightsCopies:
     def _room_for_copies(self) -> bool:
         now = trio.current_time()
         if now >= self._usage_checked_at + USAGE_CHECK_SECONDS:
-            in_use, map_size = self.spool.core.usage()
+            in_use, map_size = self.spool.usage()
             self._copies_fit = in_use <= map_size * KEEP_WHILE_USED_BELOW
             self._usage_checked_at = now
         return self._copies_fit

@@ -95,7 +95,7 @@ class SpoolFacts:
 
 
 def spool_facts(spool: Spool, data_file: Path, now_ms: int) -> SpoolFacts:
-    used, map_size = spool.core.usage()
+    used, map_size = spool.usage()
     try:
         # The file is sparse, created at the map's size: what it takes is its blocks.
         file_bytes = os.stat(data_file).st_blocks * 512
@@ -108,7 +108,7 @@ def spool_facts(spool: Spool, data_file: Path, now_ms: int) -> SpoolFacts:
         if enqueued_ms is not None:  # none for retries older than the rows (see retry_waiting)
             ages[domain] = max(0.0, (now_ms - enqueued_ms) / 1000)
     return SpoolFacts(
-        messages=spool.core.message_count(),
+        messages=spool.message_count(),
         # Kept as messages enter and leave retry; never shown below zero (a spool older than
         # the count may hold retries it never saw enter).
         retry_backlog=max(0, spool.counter("counters", RETRY_BACKLOG_KEY)),

@@ -33,7 +33,7 @@ def read_status(config: Config, spool: Spool, now_ms: int) -> dict[str, Any]:
     running = record.claim is not None and is_alive(record.claim, now_ms)
     processes = [_process(row, now_ms) for row in record.processes]
     oldest = oldest_queued(spool)
-    next_due = spool.core.next_due_at()
+    next_due = spool.next_due_at()
     return {
         "version": postwire.__version__,
         "data_dir": str(config.data_dir),

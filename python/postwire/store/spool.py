@@ -279,6 +279,37 @@ class Spool:
         raw = self.get(table, key)
         return 0 if raw is None else int(raw)
 
+    async def finish_interrupted_writes(self) -> tuple[int, int]:
+        """Complete or undo the batches a stopped process of this node left between the table
+        store and the spool (`two_stores.reconcile_reservations`): for the node's first process
+        at start, alone on the node. Returns `(completed, undone)`."""
+        return await two_stores.reconcile_reservations(self)
+
+    def message_count(self) -> int:
+        """Messages in this node's spool."""
+        return self.core.message_count()
+
+    def next_due_at(self) -> int | None:
+        """When this node's next message is due (a lease's expiry counts), ms since the epoch."""
+        return self.core.next_due_at()
+
+    def usage(self) -> tuple[int, int]:
+        """`(bytes in use, map size)` of this node's spool."""
+        return self.core.usage()
+
+    def copy_to(self, path: Path) -> None:
+        """Write a consistent copy of this node's spool to the file `path` (`_core.Spool.copy_to`;
+        blocks: call it in a thread)."""
+        self.core.copy_to(path)
+
+    def copy_tables_to(self, path: Path) -> bool:
+        """Write a consistent copy of the tables' own LMDB environment to the file `path`; False
+        (nothing written) when the tables share the spool's environment or are in PostgreSQL."""
+        if not isinstance(self.tables, _core.Spool):
+            return False
+        self.tables.copy_to(path)
+        return True
+
     def message_body(self, message_id: str) -> bytes | None:
         return self.core.message_body(message_id)
 
