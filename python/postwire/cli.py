@@ -161,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     operator_commands.add_user_actions(users_commands, config_parent)
     operator_commands.add_status_and_config(commands, config_parent)
     operator_commands.add_queue(commands, config_parent)
+    operator_commands.add_store(commands, config_parent)
 
     sandbox = commands.add_parser(
         "sandbox", help="read the inbox of `postwire serve --sandbox`"
@@ -368,6 +369,7 @@ def _report(group: BaseExceptionGroup[PostwireError]) -> None:
     # Our own errors carry messages meant for the operator; anything else keeps its traceback.
     for exc in _leaves(group):
         print(f"postwire: {exc}", file=sys.stderr)
+        import traceback; traceback.print_exception(exc)  # TEMPDEBUG
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:

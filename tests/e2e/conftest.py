@@ -27,6 +27,8 @@ from tests.live_postwire import clean_env
 from tests.live_postwire import fqdn as fqdn
 from tests.live_postwire import publish_records as publish_records
 from tests.live_postwire import write_config as write_config
+from tests.peers import require_peer
+from tests.smtp_sink import running_smtp_sink, smtp_sink_binary
 
 _clean_env = clean_env
 
@@ -67,6 +69,15 @@ def serving(
 def server(tmp_path: Path, dns_server: AuthoritativeDnsServer) -> Iterator[LiveServer]:
     with serving(tmp_path, dns_server) as live:
         yield live
+
+
+@pytest.fixture
+def sink() -> Iterator[str]:
+    """Postfix's smtp-sink on a loopback port, taking every message: its "host:port", for
+    `routes` (a module that needs the messages kept defines a `sink` of its own)."""
+    require_peer(smtp_sink_binary(), "Postfix's smtp-sink", "postfix")
+    with running_smtp_sink() as (host, port):
+        yield f"{host}:{port}"
 
 
 @pytest.fixture(scope="module")

@@ -23,18 +23,9 @@ from tests.e2e.conftest import (
     verified_domain,
     wait_until,
 )
-from tests.peers import require_peer
-from tests.smtp_sink import running_smtp_sink, smtp_sink_binary
 from tests.webhook_receiver import Answer, ReceivedPost, WebhookReceiver
 
 EMAILS = 4
-
-
-@pytest.fixture
-def sink() -> Iterator[str]:
-    require_peer(smtp_sink_binary(), "Postfix's smtp-sink", "postfix")
-    with running_smtp_sink() as (host, port):
-        yield f"{host}:{port}"
 
 
 @pytest.fixture

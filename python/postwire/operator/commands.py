@@ -298,3 +298,46 @@ def _domains_delete(config: Config, args: argparse.Namespace) -> int:
     emit({"object": "domain", "id": domain.id, "deleted": True},
          f"domain {domain.name} ({domain.id}) deleted", as_json=args.json)  # fmt: skip
     return 0
+
+
+def add_store(commands: Subparsers, config_parent: argparse.ArgumentParser) -> None:
+    store = commands.add_parser("store", help="the table store").add_subparsers(
+        dest="store_command", metavar="ACTION", required=True
+    )
+    copy = store.add_parser(
+        "copy",
+        parents=[config_parent],
+        help="copy the tables from LMDB into PostgreSQL (the service stopped), and check them",
+        description='Copy every table of the stopped service (store.backend = "lmdb") into '
+        "the PostgreSQL database at URL, creating its schema; then count and hash every table "
+        "on both sides, and exit 1 unless all match. The LMDB tables are left as they were. "
+        "See docs/storage.md, Moving to PostgreSQL.",
+    )
+    copy.add_argument(
+        "--to", required=True, metavar="URL",
+        help="postgresql://user:password@host:port/database, whose tables hold no rows",
+    )  # fmt: skip
+    copy.add_argument(
+        "--replace",
+        action="store_true",
+        help="delete the rows the database's Postwire tables hold before copying",
+    )
+    _add_output(copy)
+    copy.set_defaults(handler=_store_copy, needs_store=False)  # copy_tables checks the data
+
+
+def _store_copy(config: Config, args: argparse.Namespace) -> int:
+    from functools import partial
+
+    from postwire.operator.store_copy import copy_tables, describe_copy
+
+    try:
+        report = _run(partial(copy_tables, replace=args.replace), config, args.to)
+    except PostwireError as exc:
+        return _failed(exc)
+    emit(report.to_json(), describe_copy(report, config), as_json=args.json)
+    if report.mismatched:
+        print(f"postwire: the copy does not match in {', '.join(report.mismatched)}",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    return 0

@@ -155,9 +155,12 @@ def service_addresses(config: Config) -> list[str]:
     return addresses
 
 
-async def claim_data_dir(spool: Spool, config: Config) -> Claim:
+async def claim_data_dir(
+    spool: Spool, config: Config, *, addresses: list[str] | None = None
+) -> Claim:
     """Claim the data directory for this process, clearing the record of earlier runs;
-    `AlreadyRunningError` naming the service that holds it while that one lives."""
+    `AlreadyRunningError` naming the service that holds it while that one lives. `addresses`
+    is what the claim says it listens on (default: the listeners `config` opens)."""
     for _ in range(3):
         now_ms = spool.clock_ms()
         latest = _latest_generation(spool)
@@ -168,8 +171,8 @@ async def claim_data_dir(spool: Spool, config: Config) -> Claim:
         claim = Claim(
             f"{generation:012d}",
             RunningService(
-                os.getpid(), socket.gethostname(), now_ms, now_ms, service_addresses(config),
-                config.sandbox,
+                os.getpid(), socket.gethostname(), now_ms, now_ms,
+                service_addresses(config) if addresses is None else addresses, config.sandbox,
             ),
         )  # fmt: skip
         batch = WriteBatch()
