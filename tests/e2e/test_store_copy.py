@@ -26,6 +26,7 @@ from tests.e2e.conftest import (
     write_config,
 )
 from tests.peers import require_peer
+from tests.ports import free_port
 from tests.postgres_server import PostgresServer, postgres_binaries
 from tests.store_backends import shared_postgres, store_table, store_under_test
 
@@ -95,7 +96,7 @@ def test_tables_move_to_postgresql_and_the_server_answers_the_same(
         running = postwire("store", "copy", "--to", url, "--config", str(live.config_path))
         assert running.returncode == 1
         assert f"pid {live.process.pid} on host {socket.gethostname()}" in running.stderr
-        assert "Stop it first" in running.stderr
+        assert "Stop it first" in running.stderr and "Traceback" not in running.stderr
     finally:
         live.stop()
     assert postgres.psql("SELECT count(*) FROM pg_tables WHERE schemaname = 'postwire'",
@@ -139,14 +140,22 @@ def test_tables_move_to_postgresql_and_the_server_answers_the_same(
         live.stop()
 
 
-def test_refused_from_a_config_already_on_postgresql(
+def test_refused_from_a_config_already_on_postgresql_or_into_no_database(
     tmp_path: Path, postgres: PostgresServer
 ) -> None:
     config = tmp_path / "postwire.toml"
     url = postgres.create_database()
-    write_config(
-        config, tmp_path / "data", store=f'\n[store]\nbackend = "postgresql"\nurl = "{url}"\n'
-    )
+    on_postgresql = f'\n[store]\nbackend = "postgresql"\nurl = "{url}"\n'
+    write_config(config, tmp_path / "data", store=on_postgresql)
     refused = postwire("store", "copy", "--to", url, "--config", str(config))
     assert refused.returncode == 1
     assert "the tables are in postgresql already" in refused.stderr
+
+    write_config(config, tmp_path / "data", store="")
+    assert postwire("keys", "create", "--name", "k", "--config", str(config)).returncode == 0
+    nowhere = f"postgresql://postwire:secret@127.0.0.1:{free_port()}/postwire"
+    unreachable = postwire("store", "copy", "--to", nowhere, "--config", str(config))
+    assert unreachable.returncode == 1
+    assert unreachable.stderr.startswith("postwire: cannot open the table store at "
+                                         "postgresql://postwire:***@127.0.0.1:")  # fmt: skip
+    assert "secret" not in unreachable.stderr and "Traceback" not in unreachable.stderr

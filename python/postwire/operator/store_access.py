@@ -15,7 +15,13 @@ from postwire.store.spool import Spool, serve_spool
 async def opened_spool(config: Config) -> AsyncIterator[Spool]:
     """The service's spool, opened beside the running service (LMDB takes many processes,
     and guarded changes are exact between processes: `Spool.guarded`)."""
+    failure: Exception | None = None
     async with trio.open_nursery() as nursery:
         spool = await nursery.start(serve_spool, config)
-        yield spool
+        try:
+            yield spool
+        except Exception as exc:  # raised below as itself: the nursery would wrap it in a group
+            failure = exc
         nursery.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
