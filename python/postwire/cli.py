@@ -369,7 +369,6 @@ def _report(group: BaseExceptionGroup[PostwireError]) -> None:
     # Our own errors carry messages meant for the operator; anything else keeps its traceback.
     for exc in _leaves(group):
         print(f"postwire: {exc}", file=sys.stderr)
-        import traceback; traceback.print_exception(exc)  # TEMPDEBUG
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:

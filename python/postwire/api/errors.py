@@ -15,9 +15,14 @@ import logging
 from quart import Quart, Response, jsonify, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
-from postwire.errors import ApiError, SpoolFullError
+from postwire.errors import ApiError, SpoolFullError, StoreUnavailableError
+from postwire.store.outages import Outage
 
 log = logging.getLogger("postwire.api")
+
+# Said once a minute at most while the database is unreachable.
+REFUSING = Outage("the REST API (answering 503)")
+DATABASE_UNREACHABLE = "Postwire's database is unreachable; nothing was changed. Retry shortly."
 
 
 def error_response(error: ApiError) -> Response:
@@ -58,6 +63,14 @@ def install_error_handlers(app: Quart) -> None:
         return error_response(
             ApiError(503, "service_unavailable", "Postwire's spool is full; retry later.")
         )
+
+    @app.errorhandler(StoreUnavailableError)
+    async def on_store_unavailable(error: StoreUnavailableError) -> Response:
+        # Nothing of the request was acknowledged: a write it began is undone or never landed.
+        REFUSING.failed(error)
+        response = error_response(ApiError(503, "service_unavailable", DATABASE_UNREACHABLE))
+        response.headers["Retry-After"] = "1"
+        return response
 
     @app.errorhandler(Exception)
     async def on_unexpected(exc: Exception) -> Response:

@@ -31,7 +31,7 @@ from postwire.audiences.csv_rows import (
     updated_contact,
 )
 from postwire.config import Config
-from postwire.errors import KeyExistsError, SpoolFullError
+from postwire.errors import KeyExistsError, SpoolFullError, StoreUnavailableError
 from postwire.services import ServiceDeps
 from postwire.store import contact_imports as store
 from postwire.store.accounts import contract_timestamp
@@ -44,6 +44,7 @@ from postwire.store.contacts import (
     find_contact,
     put_contact,
 )
+from postwire.store.outages import Outage
 from postwire.store.segments import get_segment
 from postwire.store.spool import Spool
 
@@ -80,8 +81,14 @@ async def serve_contact_imports(
     spool = deps.spool
     await _sweep_uploads(spool, spool.clock_ms())
     task_status.started()
+    outage = Outage("contact imports")
     while not deps.stopping.is_set():
-        queued = store.queued_imports(spool, limit=1)
+        try:
+            queued = store.queued_imports(spool, limit=1)
+        except StoreUnavailableError as error:
+            await outage.wait(error, deps.stopping)
+            continue
+        outage.succeeded()
         if not queued:
             with trio.move_on_after(POLL_SECONDS):
                 await deps.stopping.wait()
@@ -89,6 +96,8 @@ async def serve_contact_imports(
         team_id, import_id = queued[0]
         try:
             await run_import(spool, team_id, import_id, deps.stopping)
+        except StoreUnavailableError as error:  # resumed from its cursor once it is back
+            await outage.wait(error, deps.stopping)
         except SpoolFullError:
             log.error("the spool is full: contact import %s waits for room", import_id)
             with trio.move_on_after(FULL_SPOOL_PAUSE_SECONDS):

@@ -37,7 +37,7 @@ from postwire.compose.addresses import recipient_problem
 from postwire.compose.request import SendRequest
 from postwire.config import Config
 from postwire.domains.store import DomainRecord, find_verified_domain_for_sender
-from postwire.errors import ApiError, SpoolFullError
+from postwire.errors import ApiError, SpoolFullError, StoreUnavailableError
 from postwire.metrics.operator_registry import OPERATOR_METRICS
 from postwire.services import ServiceDeps, Wakeable
 from postwire.store.accounts import contract_timestamp
@@ -60,6 +60,7 @@ from postwire.store.contact_properties import team_properties
 from postwire.store.contacts import ContactRecord, get_contact
 from postwire.store.deliveries import is_suppressed
 from postwire.store.metric_counters import add_count as add_metric_count
+from postwire.store.outages import Outage
 from postwire.store.segments import segment_members
 from postwire.store.spool import Spool
 from postwire.store.topics import get_topic
@@ -147,8 +148,15 @@ class BroadcastEngine:
 
     async def run(self, stopping: trio.Event) -> None:
         """Walk due broadcasts until `stopping`; a page in hand is finished first."""
+        outage = Outage("broadcasts")
         while not stopping.is_set():
-            if not await self.take_turns(stopping):
+            try:
+                turned = await self.take_turns(stopping)
+            except StoreUnavailableError as error:  # walks resume from their cursors
+                await outage.wait(error, stopping)
+                continue
+            outage.succeeded()
+            if not turned:
                 with trio.move_on_after(IDLE_POLL_SECONDS):
                     await stopping.wait()
 
@@ -161,6 +169,8 @@ class BroadcastEngine:
                 break
             try:
                 await self.take_turn(at, entry)
+            except StoreUnavailableError:  # no broadcast's failure: every one waits
+                raise
             except Exception:  # one broadcast's failure must not stop the others
                 log.exception("broadcast %s failed; it is tried again later", entry.broadcast_id)
                 record = get_broadcast(self.spool, entry.team_id, entry.broadcast_id)

@@ -24,9 +24,11 @@ from postwire.dashboard.csrf import ANONYMOUS_COOKIE, CsrfRefused, hidden_field,
 from postwire.dashboard.guard import install_guard
 from postwire.dashboard.pages import contact_imports
 from postwire.dashboard.viewer import Viewer
+from postwire.errors import StoreUnavailableError
 from postwire.http_routing import route_without_redirects
 from postwire.http_serving import drain_request_body
 from postwire.store.domain_health import DomainHealthRecord, unhealthy_domains
+from postwire.store.outages import Outage
 from postwire.store.server_secrets import server_secret
 from postwire.store.spool import Spool
 
@@ -164,6 +166,10 @@ def _domain_alerts(spool: Spool, viewer: Viewer | None) -> list[DomainHealthReco
     return unhealthy_domains(spool, viewer.team.id)
 
 
+# Said once a minute at most while the database is unreachable.
+REFUSING = Outage("the dashboard (answering 503)")
+
+
 def _install_error_pages(app: QuartTrio) -> None:
     @app.errorhandler(CsrfRefused)
     async def csrf_refused(_: CsrfRefused) -> tuple[str, int]:
@@ -180,6 +186,16 @@ def _install_error_pages(app: QuartTrio) -> None:
         message = "Too many passwords are being checked right now. Try again in a moment."
         page = await render_template("error.html", title="Busy", message=message)
         return Response(page, status=503, headers={"Retry-After": "2"}, mimetype="text/html")
+
+    @app.errorhandler(StoreUnavailableError)
+    async def store_unavailable(error: StoreUnavailableError) -> Response:
+        REFUSING.failed(error)
+        message = (
+            "Postwire cannot reach its database right now, so this page could not be shown "
+            "and nothing was changed. Try again in a moment."
+        )
+        page = await render_template("error.html", title="Database unreachable", message=message)
+        return Response(page, status=503, headers={"Retry-After": "5"}, mimetype="text/html")
 
     @app.errorhandler(HTTPException)
     async def http_error(error: HTTPException) -> tuple[str, int]:

@@ -42,7 +42,13 @@ from postwire.delivery.resolver import Destination, DestinationError, MxResolver
 from postwire.delivery.retry_policy import next_attempt_at, stable_jitter
 from postwire.delivery.sandbox import complainants, report_complaints, sandbox_outcomes
 from postwire.delivery.site_pool import Job, SitePool
-from postwire.errors import DestinationRefused, LeaseLostError, NoSuchMessageError, SpoolFullError
+from postwire.errors import (
+    DestinationRefused,
+    LeaseLostError,
+    NoSuchMessageError,
+    SpoolFullError,
+    StoreUnavailableError,
+)
 from postwire.metrics.operator_registry import (
     OPERATOR_METRICS,
     RETRY_BACKLOG_KEY,
@@ -62,6 +68,7 @@ from postwire.store.deliveries import (
 from postwire.store.emails import EMAILS, email_key, record_last_event
 from postwire.store.guards import never_after_change
 from postwire.store.metric_counters import add_count as add_metric_count
+from postwire.store.outages import Outage
 from postwire.store.retry_waiting import mark_waiting
 from postwire.store.sandbox_inbox import hold_message
 from postwire.store.spool import Spool
@@ -110,6 +117,8 @@ class DeliveryEngine:
         self.nursery: trio.Nursery | None = None
         self.own_addresses = own_addresses(config.delivery.sending_ips)
         self.insights_copies = InsightsCopies(config, spool)
+        # The table store unreachable: reads wait for it, outcomes are kept until it is back.
+        self.outage = Outage("delivery")
 
     def now_ms(self) -> int:
         return int(self.now().timestamp() * 1000)
@@ -213,11 +222,14 @@ class DeliveryEngine:
             )  # fmt: skip
         attempt = _Attempt(leased.deliveries, started_ms, leased.enqueued_at_ms, delivery, body)
         # A team's suppression list is for the team's own mail, not the instance's system mail.
-        suppressed = [
-            r
-            for r in delivery.pending
-            if not delivery.is_system and is_suppressed(self.spool, delivery.team_id, r)
-        ]
+        # Suppressions are in the table store: an address is not sent to without knowing.
+        suppressed = await self.outage.retry_sync(
+            lambda: [
+                r
+                for r in delivery.pending
+                if not delivery.is_system and is_suppressed(self.spool, delivery.team_id, r)
+            ]
+        )
         to_send = [r for r in delivery.pending if r not in suppressed]
         by_domain: dict[str, list[str]] = defaultdict(list)
         for address in to_send:
@@ -403,10 +415,28 @@ class DeliveryEngine:
     ) -> bool:
         """Commit `batch` with the email's new `last_event`, guarded by the email record's key.
 
-        False when the spool was full: the caller tries again rather than let the outcome of a
-        delivered message go, which would deliver it again when its lease ran out. (Intake
-        leaves a reserve of the spool that these commits may use, so this is rare.)
+        False when the spool was full or the table store unreachable: the caller tries again
+        (its message stays in hand, so its lease is renewed meanwhile) rather than let the
+        outcome of a delivered message go, which would deliver it again when its lease ran
+        out. (Intake leaves a reserve of the spool that these commits may use, so a full
+        spool is rare.)
         """
+        try:
+            committed = await self._commit_outcome_once(message_id, delivery, batch, last_event)
+        except StoreUnavailableError as error:
+            self.outage.failed(error)
+            return False
+        if committed:
+            self.outage.succeeded()
+        return committed
+
+    async def _commit_outcome_once(
+        self,
+        message_id: str,
+        delivery: DeliveryRecord | None,
+        batch: _core.WriteBatch,
+        last_event: str | None,
+    ) -> bool:
         if delivery is None or delivery.is_system:  # system mail has no email record
             return await self._commit(message_id, batch)
         key = email_key(delivery.team_id, message_id)

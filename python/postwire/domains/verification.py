@@ -34,7 +34,8 @@ from postwire.domains.verification_state import (
     record_check_results,
     start_verification,
 )
-from postwire.errors import SpoolError
+from postwire.errors import SpoolError, StoreUnavailableError
+from postwire.store.outages import Outage
 
 if TYPE_CHECKING:
     from postwire.config import Config
@@ -279,6 +280,7 @@ class _CheckScheduler:
         # the first check may have asked DNS before the change that prompted the request).
         self.in_flight: set[tuple[str, str]] = set()
         self.again: set[tuple[str, str]] = set()
+        self.outage = Outage("domain verification")
 
     async def run(
         self, requests: trio.MemoryReceiveChannel[tuple[str, str]], verifier: DomainVerifier
@@ -289,7 +291,12 @@ class _CheckScheduler:
             with trio.move_on_at(next_scan):
                 key = await requests.receive()
             if key is None:
-                next_scan = trio.current_time() + await self.scan()
+                try:
+                    next_scan = trio.current_time() + await self.scan()
+                except StoreUnavailableError as error:  # the domains wait for the database
+                    next_scan = trio.current_time() + self.outage.failed(error)
+                else:
+                    self.outage.succeeded()
                 continue
             await self.start_check(key)
             if verifier.scan_requested:
@@ -335,6 +342,8 @@ class _CheckScheduler:
                 await self.check_once(*key)
                 if key not in self.again:
                     break
+        except StoreUnavailableError as error:  # still due: the next scan checks it again
+            self.outage.failed(error)
         finally:
             self.in_flight.discard(key)
             self.limiter.release_on_behalf_of(key)

@@ -33,7 +33,7 @@ from postwire._core import WriteBatch
 from postwire.config import Config
 from postwire.domains.store import load_domain
 from postwire.domains.verification import build_resolver
-from postwire.errors import SpoolError
+from postwire.errors import SpoolError, StoreUnavailableError
 from postwire.insights.email_checks import EmailChecker
 from postwire.services import ServiceDeps
 from postwire.store.accounts import list_teams
@@ -50,6 +50,7 @@ from postwire.store.email_insights import (
 )
 from postwire.store.email_search import id_floor
 from postwire.store.emails import EMAILS, EmailRecord
+from postwire.store.outages import Outage
 from postwire.store.spool import Spool
 
 log = logging.getLogger("postwire.insights")
@@ -232,29 +233,41 @@ async def _run(config: Config, spool: Spool, checker: EmailChecker) -> None:
     tail = InsightsTail(config, spool, checker)
     teams: list[str] = []
     next_teams = next_sweep = next_recheck = trio.current_time()
+    outage = Outage("insights")
     while True:
         now = trio.current_time()
-        if now >= next_teams:
-            teams = [team.id for team in list_teams(spool)]
-            next_teams = now + TEAMS_REFRESH_SECONDS
-        if now >= next_sweep:
-            tail.start_sweep()
-            try:
-                await drop_kept_bodies(spool, checker.clock_ms())
-            except SpoolError:
-                log.exception("leftover message copies were not dropped")
-            next_sweep = now + SWEEP_SECONDS
-        if now >= next_recheck:
-            try:
-                await recheck_due(config, spool, checker)
-            except SpoolError:
-                log.exception("authentication rechecks were not stored")
-            next_recheck = now + RECHECK_SCAN_SECONDS
         try:
-            behind = await tail.follow_all(teams)
-        except SpoolError:
-            log.exception("insights were not stored; trying again")
-            behind = False
+            if now >= next_teams:
+                teams = [team.id for team in list_teams(spool)]
+                next_teams = now + TEAMS_REFRESH_SECONDS
+            if now >= next_sweep:
+                tail.start_sweep()
+                try:
+                    await drop_kept_bodies(spool, checker.clock_ms())
+                except StoreUnavailableError:
+                    raise
+                except SpoolError:
+                    log.exception("leftover message copies were not dropped")
+                next_sweep = now + SWEEP_SECONDS
+            if now >= next_recheck:
+                try:
+                    await recheck_due(config, spool, checker)
+                except StoreUnavailableError:
+                    raise
+                except SpoolError:
+                    log.exception("authentication rechecks were not stored")
+                next_recheck = now + RECHECK_SCAN_SECONDS
+            try:
+                behind = await tail.follow_all(teams)
+            except StoreUnavailableError:
+                raise
+            except SpoolError:
+                log.exception("insights were not stored; trying again")
+                behind = False
+        except StoreUnavailableError as error:  # each step is taken again once it is back
+            await outage.wait(error)
+            continue
+        outage.succeeded()
         await trio.sleep(0 if behind else POLL_SECONDS)
 
 

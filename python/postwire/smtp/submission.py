@@ -52,7 +52,7 @@ from postwire.connections import (
 )
 from postwire.domains.records import parse_domain_name
 from postwire.domains.store import DomainRecord, scan_all_domains
-from postwire.errors import ApiError, ConfigError, SpoolFullError
+from postwire.errors import ApiError, ConfigError, SpoolFullError, StoreUnavailableError
 from postwire.inbound.apply import (
     InboundAddress,
     apply_report,
@@ -68,6 +68,7 @@ from postwire.smtp.tls_material import ServedCertificate, ensure_tls_material
 from postwire.store.accounts import ApiKeyRecord, authenticate
 from postwire.store.auth_failures import count_auth_failures, record_auth_failure
 from postwire.store.idempotency import IdempotencyScope, validate_key
+from postwire.store.outages import Outage
 from postwire.unsubscribe.apply import MailtoAddress, mailto_target, unsubscribe
 from postwire.unsubscribe.links import (
     UnsubscribeTarget,
@@ -85,6 +86,8 @@ ParsedT = TypeVar("ParsedT")
 ResultT = TypeVar("ResultT")
 
 IDEMPOTENCY_ENDPOINT = "SMTP DATA"
+# Said once a minute at most while the database is unreachable.
+REFUSING = Outage("SMTP submission (answering 451 4.3.0)")
 
 # aiosmtpd's own replies that deserve a better text; the others get the enhanced status code
 # (RFC 3463) they lack from `with_enhanced_code`.
@@ -384,6 +387,14 @@ class _SubmissionSMTP(SMTP):
     def _create_envelope(self) -> Envelope:
         return _Envelope()
 
+    async def handle_exception(self, error: Exception) -> str:
+        """What a command gets when it failed: an unreachable database (any command reads the
+        store: AUTH its keys, RCPT its return paths) is a temporary failure, said as such."""
+        if isinstance(error, StoreUnavailableError):
+            REFUSING.failed(error)
+            return policy.format_reply(policy.DATABASE_UNREACHABLE)
+        return await super().handle_exception(error)
+
 
 class SubmissionHandler:
     """aiosmtpd's handler: asks the policy, and hands accepted DATA to the accept path."""
@@ -444,6 +455,8 @@ class SubmissionHandler:
                 await record_auth_failure(self.deps.spool, source, credential, _now_ms())
             except SpoolFullError:  # the client still gets its 535
                 log.warning("a failed SMTP AUTH from %s was not counted: the spool is full", client)
+            except StoreUnavailableError:
+                log.warning("a failed SMTP AUTH from %s was not counted: no database", client)
 
     async def handle_MAIL(
         self,
@@ -547,6 +560,9 @@ class SubmissionHandler:
                 return policy.reply_for_refusal(refusal)
             except SpoolFullError:
                 return policy.INSUFFICIENT_STORAGE
+            except StoreUnavailableError as error:
+                REFUSING.failed(error)
+                return policy.DATABASE_UNREACHABLE
 
     async def receive_report(self, recipients: list[str], content: bytes) -> Reply:
         """Apply a bounce (DSN) or complaint (ARF) report sent to Postwire's own addresses (a
@@ -565,6 +581,9 @@ class SubmissionHandler:
                 )
             except SpoolFullError:
                 return policy.INSUFFICIENT_STORAGE
+            except StoreUnavailableError as error:
+                REFUSING.failed(error)
+                return policy.DATABASE_UNREACHABLE
             if applied is None:
                 log.info("report to %s names no email of ours, or nothing applies", rcpt_to)
             else:
@@ -580,6 +599,9 @@ class SubmissionHandler:
                     applied = await unsubscribe(self.deps.spool, target, _now_ms())
                 except SpoolFullError:
                     return policy.INSUFFICIENT_STORAGE
+                except StoreUnavailableError as error:
+                    REFUSING.failed(error)
+                    return policy.DATABASE_UNREACHABLE
                 if applied is not None and applied.changed:
                     log.info("contact %s unsubscribed by mail", target.contact_id)
             return policy.UNSUBSCRIBED

@@ -80,6 +80,8 @@ UNKNOWN_RETURN_PATH: Reply = (550, "5.1.1", "No such bounce address")
 UNKNOWN_UNSUBSCRIBE_ADDRESS: Reply = (550, "5.1.1", "No such unsubscribe address")
 UNSUBSCRIBED: Reply = (250, "2.0.0", "OK unsubscribed")
 INSUFFICIENT_STORAGE: Reply = (452, "4.3.1", "Insufficient system storage, try again later")
+# The table store (PostgreSQL) cannot be reached: nothing of the command was kept.
+DATABASE_UNREACHABLE: Reply = (451, "4.3.0", "The database is unreachable, try again later")
 # Past `smtp.max_connections_per_client`: said in place of the greeting, then closed.
 TOO_MANY_CONNECTIONS: Reply = (
     421,

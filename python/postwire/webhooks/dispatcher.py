@@ -21,11 +21,12 @@ import trio
 
 from postwire._core import WriteBatch
 from postwire.config import Config
-from postwire.errors import SpoolError
+from postwire.errors import SpoolError, StoreUnavailableError
 from postwire.metrics.operator_registry import OPERATOR_METRICS
 from postwire.outbound_http import RefusedTarget, parse_http_url
 from postwire.store.deliveries import EVENTS, OUTBOX, event_key
 from postwire.store.emails import EMAILS, email_key
+from postwire.store.outages import Outage
 from postwire.store.spool import Spool, wall_clock_ms
 from postwire.webhooks.http_post import HttpPostError, WebhookPoster
 from postwire.webhooks.messages import (
@@ -90,6 +91,7 @@ class WebhookDispatcher:
         self._posting: dict[str, set[str]] = {}
         self._recording: dict[str, set[str]] = {}
         self._poster: WebhookPoster | None = None
+        self._outage = Outage("webhook dispatch")
 
     def wake(self) -> None:
         self._woken.set()
@@ -102,10 +104,15 @@ class WebhookDispatcher:
                 while not stopping.is_set():
                     try:
                         more = await self.fan_out()
+                        self.start_due(nursery)
+                    except StoreUnavailableError as exc:  # the outbox waits for the database
+                        await self._outage.wait(exc, stopping)
+                        continue
                     except SpoolError as exc:  # full, say: the outbox waits for the next pass
                         log.warning("webhook events were not fanned out: %s", exc)
                         more = False
-                    self.start_due(nursery)
+                        self.start_due(nursery)
+                    self._outage.succeeded()
                     if more:
                         continue
                     with trio.move_on_after(IDLE_POLL_SECONDS):
@@ -198,8 +205,12 @@ class WebhookDispatcher:
             self.wake()  # the slot is free already
             try:
                 await self._record(hook_key, hook, message, outcome, attempt)
+            except StoreUnavailableError as exc:  # still pending: posted again later
+                self._outage.failed(exc)
             except SpoolError as exc:  # full, say: still pending, so it is posted again later
                 log.warning("webhook message %s: the attempt was not recorded: %s", mkey, exc)
+        except StoreUnavailableError as exc:  # not begun: still pending, tried again later
+            self._outage.failed(exc)
         finally:
             posting.discard(mkey)
             recording.discard(mkey)
