@@ -7,7 +7,7 @@ RUST_SRC  := $(shell find rust -name '*.rs' -o -name Cargo.toml) Cargo.toml Carg
 
 .PHONY: help setup serve sandbox test test-rust test-python lint bench-core bench-api bench-delivery bench-smtp \
 	bench-webhooks bench-broadcasts bench-audiences bench-dashboard bench-insights bench bench-gate clean need-knot need-postfix need-swaks need-openssl need-stunnel \
-	need-opendkim need-nginx need-wrk need-py-spy need-systemd-analyze need-postgresql bench-table-store
+	need-opendkim need-nginx need-wrk need-py-spy need-systemd-analyze need-postgresql bench-table-store bench-store-backends
 
 help:  ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -135,6 +135,9 @@ bench-insights: setup need-knot need-postfix need-stunnel  ## insights and count
 
 bench-table-store: setup need-postgresql  ## the table store on LMDB vs PostgreSQL: commits/s of small batches, get and scan p50/p99
 	$(BIN)/python -m benchmarks.table_store
+
+bench-store-backends: setup need-postgresql need-knot need-postfix need-stunnel need-wrk need-py-spy  ## Postwire on LMDB vs PostgreSQL tables: relay and REST batch messages/s, PostgreSQL's cost a message, Emails list and contact search p50/p99
+	$(BIN)/python -m benchmarks.store_backends --profile
 
 BENCH_NEEDS := need-knot need-postfix need-stunnel need-opendkim need-nginx need-wrk need-py-spy
 

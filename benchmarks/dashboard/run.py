@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import httpx
 import trio
@@ -69,7 +70,7 @@ class DashboardBenchServer(BenchServer):
     """The API benchmark's server with its dashboard on a free loopback port (opened as
     localhost, like a browser would) and a spool map large enough for `emails`."""
 
-    def __init__(self, directory: Path, *, emails: int) -> None:
+    def __init__(self, directory: Path, *, emails: int, **config: Any) -> None:
         port = free_port()
         # The dashboard on a port known before it starts, not any free one.
         super().__init__(
@@ -78,6 +79,7 @@ class DashboardBenchServer(BenchServer):
             dashboard_listen=f"127.0.0.1:{port}",
             dashboard_public_url=f"http://localhost:{port}",
             spool_map_size=max(MIN_MAP_SIZE, emails * SPOOL_BYTES_AN_EMAIL),
+            **config,
         )
         self.dashboard_url = f"http://localhost:{port}"
 

@@ -41,7 +41,7 @@ from tests.dns_server import AuthoritativeDnsServer
 from benchmarks.api import profile
 from benchmarks.api.profile import Profiled, profile_section
 from benchmarks.cpu_time import process_tree_cpu
-from benchmarks.delivery.sink import SmtpSink, sink_path
+from benchmarks.delivery.sink import SmtpSink
 from benchmarks.gate import Threshold
 from benchmarks.insights_cost.runs import (
     OFF,
@@ -53,8 +53,10 @@ from benchmarks.insights_cost.runs import (
     Figure,
     Run,
     Side,
+    check_ways_and_peers,
     one_run,
     start_side,
+    stop_sides,
 )
 from benchmarks.report import (
     LoadAverages,
@@ -67,8 +69,6 @@ from benchmarks.report import (
     server_source,
 )
 from benchmarks.smtp import __main__ as smtp
-from benchmarks.smtp.source import source_path
-from benchmarks.smtp.tunnel import stunnel_path
 
 GOAL = 0.95
 # What the profile's parts are, as py-spy names frames.
@@ -156,12 +156,7 @@ def run_benchmark(args: argparse.Namespace, work: Path, profile_base: Path | Non
             progress(f"server log ({side.name}, tail):\n" + side.server.log())
         raise
     finally:
-        for side in sides:
-            side.client.close()
-            side.tunnel.stop()
-            side.server.stop()
-        sink.stop()
-        dns.stop()
+        stop_sides(sides, sink, dns)
 
 
 def ratios(figures: list[Figure], way: str, value: str) -> list[float]:
@@ -282,22 +277,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser, args, at_least_one=("rounds", "messages", "warmup", "processes"),
         make_target="bench-insights",
     )  # fmt: skip
-    by_slug = {slug: way for way, slug in SLUGS.items()}
-    chosen = [slug.strip() for slug in args.ways.split(",") if slug.strip()]
-    if not chosen or any(slug not in by_slug for slug in chosen):
-        parser.error(f"--ways takes {' and/or '.join(by_slug)}, comma-separated")
-    args.ways = tuple(by_slug[slug] for slug in chosen)
-    missing = [
-        name
-        for name, path in (
-            ("smtp-sink", sink_path()),
-            ("smtp-source", source_path()),
-            ("stunnel", stunnel_path()),
-        )
-        if path is None
-    ]
-    if missing:
-        parser.error(f"{' and '.join(missing)} not installed (`make bench-insights` installs them)")
+    check_ways_and_peers(parser, args, make_target="bench-insights")
     return args
 
 

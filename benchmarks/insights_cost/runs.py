@@ -4,8 +4,10 @@ quiet again (see `__main__.py`)."""
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,10 +18,11 @@ from benchmarks.api.server import verify_domain
 from benchmarks.cpu_time import process_tree_cpu
 from benchmarks.delivery import rounds as rest
 from benchmarks.delivery.rounds import Size
-from benchmarks.delivery.sink import SmtpSink
+from benchmarks.delivery.sink import SmtpSink, sink_path
 from benchmarks.report import progress
 from benchmarks.smtp import __main__ as smtp
-from benchmarks.smtp.tunnel import StunnelClient
+from benchmarks.smtp.source import source_path
+from benchmarks.smtp.tunnel import StunnelClient, stunnel_path
 
 ON, OFF = "insights and counters on", "insights and counters off"
 # The ways of sending, and their names in figure names.
@@ -55,7 +58,7 @@ class Side:
     """One of the two servers, as both benchmarks' rounds need it."""
 
     name: str
-    server: CostBenchServer
+    server: smtp.SmtpBenchServer
     client: httpx.Client  # the REST API, with a full-access key
     token: str
     tunnel: StunnelClient
@@ -87,6 +90,7 @@ class Settling:
 
 @dataclass(frozen=True)
 class Run:
+    accepted_per_s: float
     delivered_per_s: float
     settled_per_s: float
     cpu_ms_per_message: float
@@ -131,7 +135,7 @@ def one_run(
             target, size, sink, subject=f"insights cost, {label}, {side.name}",
             sessions=smtp.SESSIONS, deliver_timeout=deliver_timeout,
         )  # fmt: skip
-        delivered_per_s = sample.delivered_per_s
+        accepted_per_s, delivered_per_s = sample.accepted_per_s, sample.delivered_per_s
     else:
         rest_sample, ids = rest.run_round(
             size, side.server.base_url, side.token, sink, side.server.pid,
@@ -140,8 +144,9 @@ def one_run(
         )  # fmt: skip
         target.settle()
         rest.confirm_delivered(side.client, ids, rest.CONFIRM_TIMEOUT)
-        delivered_per_s = rest_sample.delivered_per_s
+        accepted_per_s, delivered_per_s = rest_sample.accepted_per_s, rest_sample.delivered_per_s
     return Run(
+        accepted_per_s,
         delivered_per_s,
         messages / (target.settled_at - started),
         1000 * (target.settled_cpu - cpu0) / messages,
@@ -151,10 +156,16 @@ def one_run(
 def start_side(
     work: Path, dns: AuthoritativeDnsServer, sink: SmtpSink, processes: int, *, on: bool
 ) -> Side:
-    name = ON if on else OFF
-    server = CostBenchServer(
-        work / ("on" if on else "off"), dns.nameserver, sink.port, processes=processes, on=on
-    )
+    name, slug = (ON, "on") if on else (OFF, "off")
+    server = CostBenchServer(work / slug, dns.nameserver, sink.port, processes=processes, on=on)
+    return open_side(name, slug, server, work, dns)
+
+
+def open_side(
+    name: str, slug: str, server: smtp.SmtpBenchServer, work: Path, dns: AuthoritativeDnsServer
+) -> Side:
+    """Start `server`, verify the sending domain on it, open its stunnel client (named
+    `slug`): a side both benchmarks' rounds can run through."""
     progress(f"starting postwire serve ({name}) ...")
     server.start()
     tls_port = int(server.wait_for_log(smtp.TLS_LISTENING)[1])
@@ -163,6 +174,42 @@ def start_side(
         base_url=server.base_url, headers={"Authorization": f"Bearer {token}"}, timeout=60
     )
     verify_domain(client, dns, smtp.DOMAIN)
-    tunnel = StunnelClient(work, "on" if on else "off", tls_port)
+    tunnel = StunnelClient(work, slug, tls_port)
     tunnel.start()
     return Side(name, server, client, token, tunnel)
+
+
+def stop_sides(sides: list[Side], sink: SmtpSink, dns: AuthoritativeDnsServer) -> None:
+    """Stop every side's client, tunnel and server, then the sink and the DNS server."""
+    for side in sides:
+        side.client.close()
+        side.tunnel.stop()
+        side.server.stop()
+    sink.stop()
+    dns.stop()
+
+
+def check_ways_and_peers(
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    *,
+    make_target: str,
+    peers: Sequence[tuple[str, object]] = (),
+) -> None:
+    """Turn `args.ways` (slugs, comma-separated) into the ways' names, and exit with a usage
+    error if they name none or an unknown one, or if smtp-sink, smtp-source, stunnel or one of
+    `peers` (name, its path or None) is not installed."""
+    by_slug = {slug: way for way, slug in SLUGS.items()}
+    chosen = [slug.strip() for slug in args.ways.split(",") if slug.strip()]
+    if not chosen or any(slug not in by_slug for slug in chosen):
+        parser.error(f"--ways takes {' and/or '.join(by_slug)}, comma-separated")
+    args.ways = tuple(by_slug[slug] for slug in chosen)
+    needed = [
+        ("smtp-sink", sink_path()),
+        ("smtp-source", source_path()),
+        ("stunnel", stunnel_path()),
+        *peers,
+    ]
+    missing = [name for name, path in needed if path is None]
+    if missing:
+        parser.error(f"{' and '.join(missing)} not installed (`make {make_target}` installs them)")
