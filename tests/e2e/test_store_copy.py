@@ -28,7 +28,7 @@ from tests.e2e.conftest import (
 from tests.peers import require_peer
 from tests.ports import free_port
 from tests.postgres_server import PostgresServer, postgres_binaries
-from tests.store_backends import shared_postgres, store_table, store_under_test
+from tests.store_backends import shared_postgres, store_under_test
 
 
 def postwire(*args: str) -> subprocess.CompletedProcess[str]:
@@ -46,7 +46,7 @@ def postgres() -> PostgresServer:
 def lmdb_store() -> str:
     """The `[store]` table of the LMDB server the copy starts from: the tables in their own
     environment when the run tests that split (`PW_TEST_STORE=lmdb-apart`), else in the spool's."""
-    return store_table("lmdb-apart") if store_under_test() == "lmdb-apart" else ""
+    return '\n[store]\npath = "tables"\n' if store_under_test() == "lmdb-apart" else ""
 
 
 def send(subject: str, scheduled_at: str | None = None) -> str:
