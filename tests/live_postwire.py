@@ -294,6 +294,7 @@ def write_config(
     spool_map_size: int | None = None,
     sandbox: bool = False,
     tables: str = "",
+    store: str | None = None,
 ) -> None:
     """`routes` (domain pattern -> "host:port") becomes the `[delivery.routes]` table;
     `starttls_listen` and `tls_listen` ("host:port" each) the SMTP listeners, none by default;
@@ -309,7 +310,8 @@ def write_config(
     and `metrics_extra` raw TOML lines appended to `[metrics]`;
     `api_extra`, `smtp_extra` and `delivery_extra` raw TOML lines appended to `[api]`, `[smtp]`
     and `[delivery]`; `spool_map_size` is `spool.map_size` (its reserves are an eighth of it);
-    `sandbox` turns sandbox mode on; `tables` raw TOML tables appended at the end."""
+    `sandbox` turns sandbox mode on; `tables` raw TOML tables appended at the end; `store` the
+    `[store]` table in place of the one `PW_TEST_STORE` chooses (`store_backends.store_table`)."""
     servers = ", ".join(f'"{server}"' for server in nameservers)
     listeners = ", ".join(f'"{listener}"' for listener in starttls_listen)
     tls_listeners = ", ".join(f'"{listener}"' for listener in tls_listen)
@@ -358,7 +360,7 @@ signup = "{auth_signup}"
 port = {delivery_port}
 allow_private_destinations = {"true" if allow_private_destinations else "false"}
 {delivery_extra}
-{routes_table}{spool_table}{store_table()}
+{routes_table}{spool_table}{store_table() if store is None else store}
 {tables}"""
     )
 
