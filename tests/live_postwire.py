@@ -360,7 +360,7 @@ signup = "{auth_signup}"
 port = {delivery_port}
 allow_private_destinations = {"true" if allow_private_destinations else "false"}
 {delivery_extra}
-{routes_table}{spool_table}{store_table() if store is None else store}
+{routes_table}{spool_table}{store_table(data_dir) if store is None else store}
 {tables}"""
     )
 

@@ -12,7 +12,11 @@ from __future__ import annotations
 import atexit
 import os
 import threading
+from pathlib import Path
 
+import lmdb
+
+from postwire.store.two_stores import LOCAL_TABLES
 from tests.postgres_server import PostgresServer
 
 STORE_ENV = "PW_TEST_STORE"
@@ -41,12 +45,49 @@ def shared_postgres() -> PostgresServer:
         return _postgres
 
 
-def store_table(which: str | None = None) -> str:
-    """The `[store]` table of a new server's config (empty: the embedded default)."""
+def store_table(data_dir: Path, which: str | None = None) -> str:
+    """The `[store]` table of the config of a new server on `data_dir` (empty: the embedded
+    default); `table_rows` then reads that server's tables."""
     which = which or store_under_test()
     if which == "lmdb-apart":
+        remember_store(data_dir, which, "tables")
         return '\n[store]\npath = "tables"\n'
     if which == "postgresql":
         url = shared_postgres().create_database()
+        remember_store(data_dir, which, url)
         return f'\n[store]\nbackend = "postgresql"\nurl = "{url}"\n'
     return ""
+
+
+_stores: dict[Path, tuple[str, str]] = {}
+
+
+def remember_store(data_dir: Path, which: str, location: str) -> None:
+    _stores[data_dir.absolute()] = (which, location)
+
+
+def table_rows(data_dir: Path, table: str, prefix: bytes = b"") -> list[tuple[bytes, bytes]]:
+    """The rows of `table` whose key starts with `prefix`, in key order, of the server whose
+    data directory is `data_dir` (stopped), read without Postwire's code: with the `lmdb`
+    package from the environment that holds the table, or with `psql` from PostgreSQL."""
+    which, location = _stores.get(data_dir.absolute(), ("lmdb", ""))
+    if which == "postgresql" and table not in LOCAL_TABLES:
+        database = location.rsplit("/", 1)[-1]
+        lines = shared_postgres().psql(
+            f"SELECT encode(k, 'hex') || ' ' || encode(v, 'hex') FROM postwire.{table} "
+            f"WHERE substring(k from 1 for {len(prefix)}) = '\\x{prefix.hex()}'::bytea ORDER BY k",
+            database,
+        )
+        pairs = (line.split(" ") for line in lines.splitlines() if line)
+        return [(bytes.fromhex(k), bytes.fromhex(v)) for k, v in pairs]
+    apart = which == "lmdb-apart" and table not in LOCAL_TABLES
+    env = lmdb.open(
+        str(data_dir / ("tables" if apart else "spool")), readonly=True, lock=False, max_dbs=128
+    )
+    try:
+        db = env.open_db(table.encode(), create=False)
+        with env.begin() as txn:
+            rows = [(bytes(k), bytes(v)) for k, v in txn.cursor(db=db)]
+    finally:
+        env.close()
+    return [(k, v) for k, v in rows if k.startswith(prefix)]

@@ -11,7 +11,6 @@ from typing import Any
 
 import dkim
 import dns.resolver
-import lmdb
 import pytest
 import resend
 
@@ -29,6 +28,7 @@ from tests.live_postwire import publish_records as publish_records
 from tests.live_postwire import write_config as write_config
 from tests.peers import require_peer
 from tests.smtp_sink import running_smtp_sink, smtp_sink_binary
+from tests.store_backends import table_rows
 
 _clean_env = clean_env
 
@@ -105,13 +105,9 @@ def team_server(shared_server: LiveServer, request: pytest.FixtureRequest) -> It
 
 
 def spool_events(data_dir: Path) -> list[dict[str, Any]]:
-    """The events, read with the independent `lmdb` package (server stopped)."""
-    env = lmdb.open(str(data_dir / "spool"), readonly=True, lock=False, max_dbs=32)
-    events_db = env.open_db(b"events", create=False)
-    with env.begin() as txn:
-        events = [json.loads(bytes(raw)) for _, raw in txn.cursor(db=events_db)]
-    env.close()
-    return events
+    """The events, read without Postwire's code from whichever store holds them (server
+    stopped)."""
+    return [json.loads(raw) for _, raw in table_rows(data_dir, "events")]
 
 
 def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:

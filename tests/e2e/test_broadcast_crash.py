@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import lmdb
 import pytest
 import resend
 
@@ -23,6 +22,7 @@ from tests.e2e.test_broadcasts import member_email, seed_audience
 from tests.peers import require_peer
 from tests.ports import free_address
 from tests.smtp_sink import running_smtp_sink, smtp_sink_binary
+from tests.store_backends import table_rows
 
 MEMBERS = 3000
 UNSUBSCRIBED = range(0, 30)
@@ -46,20 +46,7 @@ def crash_server(tmp_path: Path, dns_server: AuthoritativeDnsServer) -> Iterator
 
 
 def spool_rows(data_dir: Path, table: str, prefix: bytes) -> list[tuple[bytes, bytes]]:
-    env = lmdb.open(str(data_dir / "spool"), readonly=True, lock=False, max_dbs=64)
-    try:
-        db = env.open_db(table.encode(), create=False)
-        with env.begin() as txn:
-            cursor = txn.cursor(db=db)
-            rows: list[tuple[bytes, bytes]] = []
-            if cursor.set_range(prefix):
-                for key, value in cursor:
-                    if not key.startswith(prefix):
-                        break
-                    rows.append((bytes(key), bytes(value)))
-            return rows
-    finally:
-        env.close()
+    return table_rows(data_dir, table, prefix)
 
 
 def queued(broadcast_id: str) -> int:

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import lmdb
 import pytest
 import resend
 
 from tests.e2e.conftest import LiveServer, wait_until
+from tests.store_backends import table_rows
 
 MiB = 1024 * 1024
 
@@ -288,10 +288,6 @@ def test_a_kill_during_a_large_import_then_a_restart_finishes_it_exactly(
 
 
 def spool_rows(data_dir: Path, table: str) -> list[bytes]:
-    """A table's values, read with the independent `lmdb` package (server stopped)."""
-    env = lmdb.open(str(data_dir / "spool"), readonly=True, lock=False, max_dbs=64)
-    db = env.open_db(table.encode(), create=False)
-    with env.begin() as txn:
-        rows = [bytes(raw) for _, raw in txn.cursor(db=db)]
-    env.close()
-    return rows
+    """A table's values, read without Postwire's code from whichever store holds it (server
+    stopped)."""
+    return [raw for _, raw in table_rows(data_dir, table)]

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import lmdb
 import pytest
 import resend
 from svix.webhooks import Webhook
@@ -26,6 +25,7 @@ from tests.e2e.test_inbound_dsn import report
 from tests.e2e.test_metrics_proof import arf, message_of
 from tests.ports import free_address
 from tests.smtp_receiver import ReceiverScript, ScriptedSmtpReceiver
+from tests.store_backends import table_rows
 from tests.webhook_receiver import WebhookReceiver
 
 VOLUME = 100  # metrics.health.MIN_VOLUME: the least mail a rate is judged on
@@ -73,12 +73,7 @@ def live(
 
 def domain_health_records(data_dir: Path) -> list[dict[str, Any]]:
     """The `domain_health` table, read with the `lmdb` package (server stopped)."""
-    env = lmdb.open(str(data_dir / "spool"), readonly=True, lock=False, max_dbs=64)
-    table = env.open_db(b"domain_health", create=False)
-    with env.begin() as txn:
-        records = [json.loads(bytes(raw)) for _, raw in txn.cursor(db=table)]
-    env.close()
-    return records
+    return [json.loads(raw) for _, raw in table_rows(data_dir, "domain_health")]
 
 
 def judged_at(domain_id: str, complaint_rate: float) -> bool:

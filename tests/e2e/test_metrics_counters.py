@@ -16,7 +16,6 @@ from email.message import EmailMessage
 from pathlib import Path
 
 import httpx
-import lmdb
 import pytest
 import resend
 
@@ -32,6 +31,7 @@ from tests.e2e.conftest import (
 )
 from tests.ports import free_address
 from tests.smtp_receiver import ReceiverScript, ScriptedSmtpReceiver
+from tests.store_backends import table_rows
 
 REFUSED = "nobody@example.org"
 LINK = "https://shop.example/orders/7"
@@ -69,12 +69,7 @@ def metrics_server(
 
 def spool_counters(data_dir: Path) -> dict[str, int]:
     """The `counters` table, read with the `lmdb` package (server stopped)."""
-    env = lmdb.open(str(data_dir / "spool"), readonly=True, lock=False, max_dbs=64)
-    table = env.open_db(b"counters", create=False)
-    with env.begin() as txn:
-        counters = {bytes(k).decode(): int(bytes(v)) for k, v in txn.cursor(db=table)}
-    env.close()
-    return counters
+    return {key.decode(): int(value) for key, value in table_rows(data_dir, "counters")}
 
 
 def sums(counters: dict[str, int], pattern: str) -> Counter[str]:

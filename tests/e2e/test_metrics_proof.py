@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import lmdb
 import pytest
 import resend
 
@@ -32,6 +31,7 @@ from tests.e2e.test_inbound_dsn import report
 from tests.e2e.test_metrics_counters import spool_counters, sums
 from tests.ports import free_address
 from tests.smtp_receiver import ReceivedMessage, ReceiverScript, ScriptedSmtpReceiver
+from tests.store_backends import table_rows
 
 REFUSED = "gone@example.org"
 LINK = "https://shop.example/orders/7"
@@ -124,11 +124,7 @@ def arf(verp: str, recipient: str) -> bytes:
 
 def spool_emails(data_dir: Path) -> dict[str, dict[str, Any]]:
     """The email records by id, read with the `lmdb` package (server stopped)."""
-    env = lmdb.open(str(data_dir / "spool"), readonly=True, lock=False, max_dbs=64)
-    table = env.open_db(b"emails", create=False)
-    with env.begin() as txn:
-        records = [json.loads(bytes(raw)) for _, raw in txn.cursor(db=table)]
-    env.close()
+    records = [json.loads(raw) for _, raw in table_rows(data_dir, "emails")]
     return {record["id"]: record for record in records}
 
 
