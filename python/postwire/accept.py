@@ -33,7 +33,7 @@ from postwire.compose.addresses import ascii_domain, parse_mailbox
 from postwire.compose.message import build_mime_message
 from postwire.compose.request import SendRequest
 from postwire.domains.store import DomainRecord, find_verified_domain_for_sender
-from postwire.errors import ApiError, KeyExistsError, validation_error
+from postwire.errors import ApiError, ConflictError, KeyExistsError, validation_error
 from postwire.inbound.verp import VERP_SECRET, verp_address
 from postwire.metrics.operator_registry import OPERATOR_METRICS
 from postwire.signing import SigningQueue
@@ -563,9 +563,10 @@ class Acceptor:
             )
         try:
             await self.spool.commit(batch)
-        except KeyExistsError:
-            # Another process committed the same idempotency key first: answer as it did.
-            if idempotent is None:
+        except (KeyExistsError, ConflictError) as refusal:
+            # Another process or node committed the same idempotency key first (or replaced
+            # its expired record first): answer as it did.
+            if idempotent is None or refusal.table != "idempotency":
                 raise
             stored = self.idempotency.replay(idempotent.scope, idempotent.fingerprint, _millis(now))
             if stored is None:

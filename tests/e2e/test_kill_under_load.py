@@ -94,10 +94,6 @@ def two_process_server(
             yield live
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: on PostgreSQL two processes each answered 250 with an email of their own",
-)
 def test_one_idempotency_key_from_two_processes_gives_one_email(
     two_process_server: LiveServer,
 ) -> None:

@@ -135,13 +135,18 @@ class IdempotencyKeys:
         response: dict[str, Any],
         now_ms: int,
     ) -> None:
-        """Add the key's record to `batch`: an insert, so a rival commit of the same key fails
-        the batch; an expired record is overwritten instead."""
+        """Add the key's record to `batch`: an insert, so a rival commit of the same key (in any
+        process or node) fails the batch, and the request is answered as the rival was. Only an
+        expired record is overwritten, and only if it is still the one read (an assertion): a
+        record committed since this request looked for one is never overwritten."""
         record = IdempotencyRecord(fingerprint, status, response, now_ms)
-        if IDEMPOTENCY.get(self.spool, scope.storage_key) is None:
-            IDEMPOTENCY.insert(batch, scope.storage_key, record)
-        else:
+        key = scope.storage_key.encode()
+        before = self.spool.get(IDEMPOTENCY.name, key)
+        if before is not None and now_ms - IDEMPOTENCY.decode(before).created_at_ms >= RETENTION_MS:
+            batch.assert_value(IDEMPOTENCY.name, key, before)
             IDEMPOTENCY.put(batch, scope.storage_key, record)
+        else:
+            IDEMPOTENCY.insert(batch, scope.storage_key, record)
 
 
 async def delete_expired(spool: Spool, now_ms: int, page: int = 1000) -> int:
