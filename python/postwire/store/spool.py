@@ -157,6 +157,8 @@ class Spool:
         self.slot_locks: dict[bytes, trio.Lock] = {}
         # Reservations of batches this process completed, to remove (`two_stores`).
         self.settled: list[tuple[bytes, str]] = []
+        # Reservations (key, undo) whose undo could not commit yet: retried with the settled.
+        self.undoing: list[tuple[bytes, bytes]] = []
         self._closed = False
         self._full_warned_at: float | None = None
 

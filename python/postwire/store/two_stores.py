@@ -42,7 +42,7 @@ import trio
 
 from postwire import _core
 from postwire._core import Leased, WriteBatch
-from postwire.errors import SpoolError
+from postwire.errors import ConflictError, SpoolError, StoreUnavailableError
 
 
 class Spool(Protocol):
@@ -50,6 +50,7 @@ class Spool(Protocol):
 
     node_id: str
     settled: list[tuple[bytes, str]]
+    undoing: list[tuple[bytes, bytes]]
     clock_ms: Callable[[], int]
 
     async def commit_local(self, batch: WriteBatch) -> list[Leased]: ...
@@ -95,17 +96,25 @@ async def commit_split(spool: Spool, batch: WriteBatch) -> list[Leased]:
     reservation = _core.new_id()
     undo = await undo_of(spool, shared)
     key = reservation_key(spool.node_id, spool.clock_ms(), reservation)
-    shared.put(RESERVATIONS_TABLE, key, encode_undo(undo))
+    encoded = encode_undo(undo)
+    shared.put(RESERVATIONS_TABLE, key, encoded)
     local.put(DONE_TABLE, reservation.encode(), key)
-    await spool.commit_shared(shared)
+    try:
+        await spool.commit_shared(shared)
+    except StoreUnavailableError:
+        # Lost during its COMMIT, it may have landed: undo it if it did (the undo asserts that
+        # its reservation is there, so it applies once, or not at all if nothing landed).
+        spool.undoing.append((key, encoded))
+        raise
     try:
         leased = await spool.commit_local(local)
     except SpoolError:  # refused: nothing of it was written, so its table writes go too
         with trio.CancelScope(shield=True):
             try:
-                await _undo(spool, key, undo)
-            except SpoolError as error:  # unreachable: the next start's reconciler undoes it
+                await _undo(spool, key, encoded)
+            except SpoolError as error:  # unreachable: retried with the settled ones
                 log.warning("could not undo a refused write yet (%s)", error)
+                spool.undoing.append((key, encoded))
         raise
     spool.settled.append((key, reservation))
     return leased
@@ -153,9 +162,12 @@ def _b64(raw: bytes) -> str:
     return base64.b64encode(raw).decode()
 
 
-async def _undo(spool: Spool, key: bytes, undo: Sequence[UndoOp]) -> None:
+async def _undo(spool: Spool, key: bytes, encoded: bytes) -> None:
+    """Commit the undo of reservation `key` with its removal, if the reservation is there (its
+    batch landed and nobody undid or settled it since); else nothing."""
     batch = WriteBatch()
-    for kind, table, row, value, delta in undo:
+    batch.assert_value(RESERVATIONS_TABLE, key, encoded)
+    for kind, table, row, value, delta in decode_undo(encoded):
         if kind == "add_counter":
             batch.add_counter(table, row, delta)
         elif value is None:
@@ -163,11 +175,20 @@ async def _undo(spool: Spool, key: bytes, undo: Sequence[UndoOp]) -> None:
         else:
             batch.put(table, row, value)
     batch.delete(RESERVATIONS_TABLE, key)
-    await spool.commit_shared(batch)
+    try:
+        await spool.commit_shared(batch)
+    except ConflictError as conflict:
+        if conflict.table != RESERVATIONS_TABLE:
+            raise
 
 
 async def settle_reservations(spool: Spool) -> int:
-    """Remove the reservations, and their markers, of batches this process completed."""
+    """Undo what waits to be undone, then remove the reservations, and their markers, of
+    batches this process completed."""
+    while spool.undoing:
+        key, encoded = spool.undoing[0]
+        await _undo(spool, key, encoded)
+        spool.undoing.pop(0)
     settled = spool.settled[:SETTLE_BATCH]
     if not settled:
         return 0
@@ -206,7 +227,7 @@ async def reconcile_reservations(spool: Spool) -> tuple[int, int]:
                 spool.settled.append((key, reservation.decode()))
                 completed += 1
             else:
-                await _undo(spool, key, decode_undo(raw))
+                await _undo(spool, key, raw)
                 undone += 1
         await settle_reservations(spool)
     done_rows = spool.scan(DONE_TABLE, limit=1_000_000)
