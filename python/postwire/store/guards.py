@@ -44,7 +44,7 @@ class Spool(Protocol):
 
     slot_locks: dict[bytes, trio.Lock]
 
-    def get(self, table: str, key: bytes) -> bytes | None: ...
+    async def aget(self, table: str, key: bytes) -> bytes | None: ...
 
 
 GUARDS_TABLE = "guards"
@@ -152,7 +152,11 @@ class guarded:
                 await trio.sleep(random.uniform(0, MAX_BACKOFF_SECONDS) * min(self.attempts, 4))
             assert self._held is not None
             if self.outermost:
-                self._held.versions = {s: self.spool.get(GUARDS_TABLE, s) for s in self._slots}
+                # Parked, not blocking: on PostgreSQL each read is a round trip, and a blocking
+                # one would stall every other task of the process meanwhile.
+                self._held.versions = {
+                    s: await self.spool.aget(GUARDS_TABLE, s) for s in self._slots
+                }
             self.attempts += 1
         except BaseException:
             self.finish()
@@ -176,7 +180,7 @@ class guarded:
             self._locked.append((slot, lock))
         if not self.outermost:
             for slot in self._slots:
-                self._held.versions[slot] = self.spool.get(GUARDS_TABLE, slot)
+                self._held.versions[slot] = await self.spool.aget(GUARDS_TABLE, slot)
 
     def finish(self) -> None:
         """Release this change's slots (it committed, failed, or left its body)."""
