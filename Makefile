@@ -48,6 +48,11 @@ TEST_NEEDS := need-knot need-postfix need-swaks need-openssl need-chromium need-
 # nearer the cores. Every test picks free ports and its own directories.
 PYTEST_WORKERS ?= 2
 
+STORE_BACKEND_TESTS := $(addprefix tests/e2e/test_,$(addsuffix .py,domains_and_emails \
+	smtp_submission email_errors idn_recipients delivery_crash inbound_dsn webhooks_api \
+	webhooks_delivery tracking suppressions suppression_batches unsubscribe contacts \
+	segments_topics contact_imports templates broadcasts broadcast_crash))
+
 test: setup $(TEST_NEEDS)  ## install the tests' peers when missing, then cargo test and pytest
 	@# The whole workspace, so that features resolve as in the extension's build and cargo reuses
 	@# its release artifacts: only the crates' own test harnesses are compiled again.
@@ -56,6 +61,9 @@ test: setup $(TEST_NEEDS)  ## install the tests' peers when missing, then cargo 
 	@# tests start would otherwise compile Postwire's modules again (about 0.3 s of CPU each).
 	$(BIN)/python -m compileall -q python tests > /dev/null
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=25
+	@# The send path, idempotency, delivery, webhooks, audiences, imports and broadcasts once more
+	@# with the tables in PostgreSQL (the pass above runs everything on the embedded LMDB).
+	PW_TEST_STORE=postgresql $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(STORE_BACKEND_TESTS)
 
 lint: setup  ## ruff, mypy, cargo fmt and clippy
 	$(BIN)/ruff check python tests benchmarks
