@@ -63,7 +63,7 @@ from postwire.store.deliveries import (
     AttemptRecord,
     DeliveryRecord,
     attempt_key,
-    is_suppressed,
+    suppressed_among,
 )
 from postwire.store.emails import EMAILS, email_key, record_last_event
 from postwire.store.guards import never_after_change
@@ -223,12 +223,12 @@ class DeliveryEngine:
         attempt = _Attempt(leased.deliveries, started_ms, leased.enqueued_at_ms, delivery, body)
         # A team's suppression list is for the team's own mail, not the instance's system mail.
         # Suppressions are in the table store: an address is not sent to without knowing.
-        suppressed = await self.outage.retry_sync(
-            lambda: [
-                r
-                for r in delivery.pending
-                if not delivery.is_system and is_suppressed(self.spool, delivery.team_id, r)
-            ]
+        suppressed = (
+            []
+            if delivery.is_system
+            else await self.outage.retry(
+                lambda: suppressed_among(self.spool, delivery.team_id, delivery.pending)
+            )
         )
         to_send = [r for r in delivery.pending if r not in suppressed]
         by_domain: dict[str, list[str]] = defaultdict(list)
@@ -444,7 +444,7 @@ class DeliveryEngine:
             with attempt:
                 # A copy: a commit consumes its batch, and a conflict runs this again.
                 guarded = batch.copy()
-                record = EMAILS.get(self.spool, key)
+                record = await EMAILS.aget(self.spool, key)
                 if last_event is not None and record is not None:
                     record_last_event(guarded, record, last_event)
                 return await self._commit(message_id, guarded)

@@ -8,6 +8,7 @@ caused them, so a webhook dispatcher reading `events` never misses one.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, TypedDict, cast
@@ -152,6 +153,15 @@ def suppression_key(team_id: str, address: str) -> str:
 
 def is_suppressed(spool: Spool, team_id: str, address: str) -> bool:
     return SUPPRESSIONS.get(spool, suppression_key(team_id, address)) is not None
+
+
+async def suppressed_among(spool: Spool, team_id: str, addresses: Iterable[str]) -> list[str]:
+    """The `addresses` on the team's suppression list (reads parked, never blocking)."""
+    return [
+        address
+        for address in addresses
+        if await SUPPRESSIONS.aget(spool, suppression_key(team_id, address)) is not None
+    ]
 
 
 def add_event(

@@ -56,6 +56,11 @@ class Table(Generic[RecordT]):
         raw = spool.get(self.name, key.encode())
         return None if raw is None else self.decode(raw)
 
+    async def aget(self, spool: Spool, key: str) -> RecordT | None:
+        """`get`, parked rather than blocking while a table store on the network answers."""
+        raw = await spool.aget(self.name, key.encode())
+        return None if raw is None else self.decode(raw)
+
     def scan(
         self,
         spool: Spool,
