@@ -41,8 +41,9 @@ from postwire.store.email_insights import (
     drop_kept_body,
     get_tail_cursor,
     has_insights,
-    kept_body,
+    has_insights_parked,
     kept_body_key,
+    kept_body_parked,
     put_insights,
     put_tail_cursor,
     scan_auth_checks,
@@ -113,7 +114,7 @@ class InsightsTail:
         tail = self._tail(team_id)
         prefix = f"{team_id}/"
         # Raw rows: a sweep reads again emails done already, and only the others are decoded.
-        rows = self.spool.scan(
+        rows = await self.spool.ascan(
             EMAILS.name,
             prefix=prefix.encode(),
             cursor=(prefix + tail.position).encode(),
@@ -123,7 +124,7 @@ class InsightsTail:
         todo = [
             EMAILS.decode(raw)
             for email_id, (_, raw) in zip(ids, rows, strict=True)
-            if not has_insights(self.spool, team_id, email_id)
+            if not await has_insights_parked(self.spool, team_id, email_id)
         ]
         batch = WriteBatch()
         await self._compute(batch, todo)
@@ -149,7 +150,7 @@ class InsightsTail:
             put_insights(batch, record.team_id, record.id, stored)
             # Read again: a delivery may have kept the message since the checks read the queue
             # (one kept after this read, before the commit, is left to the sweep).
-            kept = kept_body(self.spool, record.team_id, record.id)
+            kept = await kept_body_parked(self.spool, record.team_id, record.id)
             if kept is not None:
                 drop_kept_body(batch, record.team_id, record.id, len(kept))
 

@@ -81,6 +81,13 @@ def has_insights(spool: Spool, team_id: str, email_id: str) -> bool:
     return spool.get(EMAIL_INSIGHTS.name, insights_key(team_id, email_id).encode()) is not None
 
 
+async def has_insights_parked(spool: Spool, team_id: str, email_id: str) -> bool:
+    """`has_insights`, parked rather than blocking on a table store on the network."""
+    return (
+        await spool.aget(EMAIL_INSIGHTS.name, insights_key(team_id, email_id).encode()) is not None
+    )
+
+
 def put_insights(batch: WriteBatch, team_id: str, email_id: str, stored: StoredInsights) -> None:
     EMAIL_INSIGHTS.put(batch, insights_key(team_id, email_id), stored)
 
@@ -130,6 +137,11 @@ def keep_body(batch: WriteBatch, team_id: str, email_id: str, message: bytes) ->
 
 def kept_body(spool: Spool, team_id: str, email_id: str) -> bytes | None:
     return spool.get(TAIL_CURSORS.name, kept_body_key(team_id, email_id).encode())
+
+
+async def kept_body_parked(spool: Spool, team_id: str, email_id: str) -> bytes | None:
+    """`kept_body`, parked rather than blocking on a table store on the network."""
+    return await spool.aget(TAIL_CURSORS.name, kept_body_key(team_id, email_id).encode())
 
 
 def drop_kept_body(batch: WriteBatch, team_id: str, email_id: str, size: int) -> None:

@@ -123,7 +123,7 @@ class WebhookDispatcher:
 
     async def fan_out(self) -> bool:
         """Turn one pass of outbox entries into messages; True if more are waiting."""
-        rows = OUTBOX.scan(self.spool, limit=OUTBOX_PASS)
+        rows = await OUTBOX.ascan(self.spool, limit=OUTBOX_PASS)
         if not rows:
             return False
         batch = WriteBatch()
@@ -131,7 +131,7 @@ class WebhookDispatcher:
         by_kind: dict[tuple[str, str], list[WebhookRecord]] = {}
         for event_id, entry in rows:
             OUTBOX.delete(batch, event_id)
-            event = EVENTS.get(self.spool, event_key(entry.team_id, event_id))
+            event = await EVENTS.aget(self.spool, event_key(entry.team_id, event_id))
             if event is None:
                 continue
             wanted = (event.team_id, event.type)
@@ -141,7 +141,7 @@ class WebhookDispatcher:
                 continue
             email = None
             if is_email_event(event.type):
-                email = EMAILS.get(self.spool, email_key(event.team_id, event.email_id))
+                email = await EMAILS.aget(self.spool, email_key(event.team_id, event.email_id))
             payload = webhook_payload(event, email).decode()
             for hook in by_kind[wanted]:
                 message = WebhookMessage(
