@@ -703,7 +703,7 @@ impl Drop for Spool {
 }
 
 /// The smallest key greater than every key that starts with `prefix` (None: no such bound).
-fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
         if last < 0xff {

@@ -5,7 +5,7 @@ use tokio_postgres::types::ToSql;
 
 use super::connection::{store_error, Pool};
 use super::schema::{Statement, Tables};
-use crate::spool::SpoolError;
+use crate::spool::{prefix_successor, SpoolError};
 
 pub(super) async fn get(
     pool: &Pool,
@@ -115,18 +115,6 @@ impl KeyRange {
         };
         KeyRange { lower, upper }
     }
-}
-
-/// The smallest key greater than every key that starts with `prefix` (None: no such bound).
-fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
 }
 
 #[cfg(test)]
