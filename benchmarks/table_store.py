@@ -24,8 +24,9 @@ from pathlib import Path
 import trio
 from tests.postgres_server import PostgresServer
 
-from postwire._core import WriteBatch
-from postwire.store.table_store import PostgresTables, TableStore, open_table_store
+from postwire._core import PgTables, WriteBatch
+from postwire.store.spool import Spool
+from postwire.store.table_store import open_table_store
 
 TABLES = ("emails", "email_index", "counters")
 RECORD = 300
@@ -38,7 +39,7 @@ def percentile_ms(seconds: list[float], share: float) -> float:
     return ordered[max(0, math.ceil(share * len(ordered)) - 1)] * 1000
 
 
-async def commit_rate(tables: TableStore, tasks: int, seconds: float) -> tuple[int, float]:
+async def commit_rate(tables: Spool, tasks: int, seconds: float) -> tuple[int, float]:
     """Batches committed by `tasks` concurrent writers in about `seconds`; the rate."""
     committed = 0
     payload = random.Random(1).randbytes(RECORD)
@@ -64,7 +65,7 @@ async def commit_rate(tables: TableStore, tasks: int, seconds: float) -> tuple[i
     return committed, committed / (time.perf_counter() - started)
 
 
-async def preload(tables: TableStore) -> None:
+async def preload(tables: Spool) -> None:
     payload = random.Random(2).randbytes(RECORD)
     for start in range(0, PRELOADED, 1000):
         batch = WriteBatch()
@@ -100,15 +101,15 @@ def random_key(rng: random.Random) -> bytes:
     return f"team{i % 20:02d}/{i:08d}".encode()
 
 
-async def measure_reads(tables: TableStore, calls: int) -> dict[str, float]:
+async def measure_reads(tables: Spool, calls: int) -> dict[str, float]:
     rng = random.Random(3)
 
     async def get() -> object:
-        return await tables.get("emails", random_key(rng))
+        return await tables.aget("emails", random_key(rng))
 
     async def scan() -> object:
         prefix = f"team{rng.randrange(20):02d}/".encode()
-        return await tables.scan("emails", prefix=prefix, cursor=random_key(rng), limit=50)
+        return await tables.ascan("emails", prefix=prefix, cursor=random_key(rng), limit=50)
 
     gets = await latencies(get, calls)
     scans = await latencies(scan, calls // 2)
@@ -119,8 +120,8 @@ async def measure_reads(tables: TableStore, calls: int) -> dict[str, float]:
         "scan(50) p99 ms": percentile_ms(scans, 0.99),
         "gets/s, 50 tasks": await throughput(get, 50, calls * 5),
     }
-    if isinstance(tables, PostgresTables):
-        core = tables.core
+    if isinstance(tables.tables, PgTables):
+        core = tables.tables
 
         async def threaded_get() -> object:
             key = random_key(rng)

@@ -9,7 +9,8 @@ from typing import Literal, cast
 
 import pytest
 
-from postwire.store.table_store import TableStore, open_table_store
+from postwire.store.spool import Spool
+from postwire.store.table_store import open_table_store
 from tests.postgres_server import PostgresServer, running_postgres
 
 # The tables the conformance tests write (a few of Postwire's own names).
@@ -45,7 +46,7 @@ def store_location(backend: Backend, tmp_path: Path, postgres_server: PostgresSe
 
 
 @pytest.fixture
-async def tables(backend: Backend, store_location: str) -> AsyncIterator[TableStore]:
+async def tables(backend: Backend, store_location: str) -> AsyncIterator[Spool]:
     """The test's table store, on each backend in turn."""
     async with open_table_store(backend, store_location, TEST_TABLES) as store:
         yield store

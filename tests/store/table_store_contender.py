@@ -12,18 +12,19 @@ import trio
 
 from postwire._core import WriteBatch
 from postwire.errors import ConflictError
-from postwire.store.table_store import TableStore, open_table_store
+from postwire.store.spool import Spool
+from postwire.store.table_store import open_table_store
 from tests.store.conftest import TEST_TABLES, Backend
 
 COUNTER = b"hits"
 SWAPPED = b"swapped"
 
 
-async def swap_once(store: TableStore) -> int:
+async def swap_once(store: Spool) -> int:
     """Increment the shared value by compare-and-set; the conflicts met on the way."""
     conflicts = 0
     while True:
-        current = await store.get("meta", SWAPPED)
+        current = await store.aget("meta", SWAPPED)
         batch = WriteBatch()
         batch.assert_value("meta", SWAPPED, current)
         batch.put("meta", SWAPPED, str(int(current or b"0") + 1).encode())

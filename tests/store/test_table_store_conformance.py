@@ -12,7 +12,8 @@ import trio
 
 from postwire._core import WriteBatch
 from postwire.errors import ConflictError, KeyExistsError, SpoolError
-from postwire.store.table_store import TableStore, open_table_store
+from postwire.store.spool import Spool
+from postwire.store.table_store import open_table_store
 from tests.store import table_store_contender
 from tests.store.conftest import TEST_TABLES, Backend
 
@@ -51,7 +52,7 @@ def model_scan(
     return selected[:limit]
 
 
-async def put_all(tables: TableStore, table: str, rows: dict[bytes, bytes]) -> None:
+async def put_all(tables: Spool, table: str, rows: dict[bytes, bytes]) -> None:
     batch = WriteBatch()
     for key, value in rows.items():
         batch.put(table, key, value)
@@ -59,7 +60,7 @@ async def put_all(tables: TableStore, table: str, rows: dict[bytes, bytes]) -> N
 
 
 async def test_scans_return_keys_in_byte_order_by_prefix_cursor_and_direction(
-    tables: TableStore,
+    tables: Spool,
 ) -> None:
     await put_all(tables, "emails", {key: b"v" + key for key in KEYS})
     cases = [
@@ -70,20 +71,20 @@ async def test_scans_return_keys_in_byte_order_by_prefix_cursor_and_direction(
         for limit in (1, 3, 100)
     ]
     for prefix, cursor, reverse, limit in cases:
-        rows = await tables.scan(
+        rows = await tables.ascan(
             "emails", prefix=prefix, cursor=cursor, reverse=reverse, limit=limit
         )
         expected = model_scan(KEYS, prefix, cursor, reverse, limit)
         assert [k for k, _ in rows] == expected, (prefix, cursor, reverse, limit)
         assert all(v == b"v" + k for k, v in rows)
-    assert await tables.scan("emails", limit=0) == []
-    assert await tables.count("emails") == len(KEYS)
-    assert await tables.get("emails", b"\xff\x00") == b"v\xff\x00"
-    assert await tables.get("emails", b"\xfe") is None
+    assert await tables.ascan("emails", limit=0) == []
+    assert await tables.acount("emails") == len(KEYS)
+    assert await tables.aget("emails", b"\xff\x00") == b"v\xff\x00"
+    assert await tables.aget("emails", b"\xfe") is None
 
 
 async def test_paging_with_the_last_key_as_cursor_visits_every_row_once(
-    tables: TableStore,
+    tables: Spool,
 ) -> None:
     keys = [f"team1/{i:04d}".encode() for i in range(250)]
     await put_all(tables, "emails", dict.fromkeys(keys, b"x"))
@@ -91,7 +92,7 @@ async def test_paging_with_the_last_key_as_cursor_visits_every_row_once(
     for reverse in (False, True):
         seen: list[bytes] = []
         cursor: bytes | None = None
-        while page := await tables.scan(
+        while page := await tables.ascan(
             "emails", prefix=b"team1/", cursor=cursor, reverse=reverse, limit=40
         ):
             seen += [k for k, _ in page]
@@ -99,7 +100,7 @@ async def test_paging_with_the_last_key_as_cursor_visits_every_row_once(
         assert seen == sorted(keys, reverse=reverse)
 
 
-async def test_an_insert_of_a_taken_key_fails_and_changes_nothing(tables: TableStore) -> None:
+async def test_an_insert_of_a_taken_key_fails_and_changes_nothing(tables: Spool) -> None:
     first = WriteBatch()
     first.insert("emails", b"idem:1", b"first")
     await tables.commit(first)
@@ -109,11 +110,11 @@ async def test_an_insert_of_a_taken_key_fails_and_changes_nothing(tables: TableS
     with pytest.raises(KeyExistsError) as refused:
         await tables.commit(second)
     assert (refused.value.table, refused.value.key) == ("emails", b"idem:1")
-    assert await tables.get("emails", b"idem:1") == b"first"
-    assert await tables.get("emails", b"other") is None
+    assert await tables.aget("emails", b"idem:1") == b"first"
+    assert await tables.aget("emails", b"other") is None
 
 
-async def test_racing_inserts_of_one_key_let_exactly_one_through(tables: TableStore) -> None:
+async def test_racing_inserts_of_one_key_let_exactly_one_through(tables: Spool) -> None:
     winners: list[int] = []
 
     async def claim(n: int) -> None:
@@ -130,32 +131,32 @@ async def test_racing_inserts_of_one_key_let_exactly_one_through(tables: TableSt
         for n in range(40):
             nursery.start_soon(claim, n)
     assert len(winners) == 1
-    assert await tables.get("emails", b"idem:race") == str(winners[0]).encode()
-    assert await tables.counter("counters", b"claims") == 1
+    assert await tables.aget("emails", b"idem:race") == str(winners[0]).encode()
+    assert await tables.acounter("counters", b"claims") == 1
 
 
-async def test_assertions_hold_on_a_value_or_on_absence(tables: TableStore) -> None:
+async def test_assertions_hold_on_a_value_or_on_absence(tables: Spool) -> None:
     await put_all(tables, "meta", {b"version": b"1"})
     swap = WriteBatch()
     swap.assert_value("meta", b"version", b"1")
     swap.put("meta", b"version", b"2")
     await tables.commit(swap)
-    assert await tables.get("meta", b"version") == b"2"
+    assert await tables.aget("meta", b"version") == b"2"
 
     create = WriteBatch()
     create.assert_value("meta", b"new", None)
     create.put("meta", b"new", b"made")
     await tables.commit(create)
-    assert await tables.get("meta", b"new") == b"made"
+    assert await tables.aget("meta", b"new") == b"made"
 
     # Asserting absence alone writes nothing, not even an empty row.
     guard = WriteBatch()
     guard.assert_value("meta", b"never", None)
     guard.put("emails", b"guarded", b"x")
     await tables.commit(guard)
-    assert await tables.get("meta", b"never") is None
-    assert await tables.count("meta") == 2
-    assert await tables.get("emails", b"guarded") == b"x"
+    assert await tables.aget("meta", b"never") is None
+    assert await tables.acount("meta") == 2
+    assert await tables.aget("emails", b"guarded") == b"x"
 
 
 @pytest.mark.parametrize(
@@ -164,7 +165,7 @@ async def test_assertions_hold_on_a_value_or_on_absence(tables: TableStore) -> N
     ids=["value-changed", "not-absent", "absent-not-value"],
 )
 async def test_a_failed_assertion_fails_the_whole_batch(
-    tables: TableStore, key: bytes, expected: bytes | None
+    tables: Spool, key: bytes, expected: bytes | None
 ) -> None:
     await put_all(tables, "meta", {b"version": b"2"})
     batch = WriteBatch()
@@ -175,13 +176,13 @@ async def test_a_failed_assertion_fails_the_whole_batch(
     with pytest.raises(ConflictError) as refused:
         await tables.commit(batch)
     assert (refused.value.table, refused.value.key) == ("meta", key)
-    assert await tables.get("emails", b"e1") is None
-    assert await tables.get("counters", b"c") is None
-    assert await tables.get("meta", b"version") == b"2"
-    assert await tables.get("meta", b"missing") is None
+    assert await tables.aget("emails", b"e1") is None
+    assert await tables.aget("counters", b"c") is None
+    assert await tables.aget("meta", b"version") == b"2"
+    assert await tables.aget("meta", b"missing") is None
 
 
-async def test_an_assertion_checks_what_was_there_before_the_batch(tables: TableStore) -> None:
+async def test_an_assertion_checks_what_was_there_before_the_batch(tables: Spool) -> None:
     """As in LMDB, assertions are checked before any write of their batch, wherever they
     stand in it, and an assertion of absence lets the batch insert, count or write that key."""
     batch = WriteBatch()
@@ -192,13 +193,13 @@ async def test_an_assertion_checks_what_was_there_before_the_batch(tables: Table
     batch.assert_value("emails", b"i", None)
     batch.insert("emails", b"i", b"inserted")
     await tables.commit(batch)
-    assert await tables.get("meta", b"k") == b"written"
-    assert await tables.counter("counters", b"n") == 7
-    assert await tables.get("emails", b"i") == b"inserted"
+    assert await tables.aget("meta", b"k") == b"written"
+    assert await tables.acounter("counters", b"n") == 7
+    assert await tables.aget("emails", b"i") == b"inserted"
 
 
 async def test_counters_are_ascii_decimals_and_concurrent_adds_lose_nothing(
-    tables: TableStore,
+    tables: Spool,
 ) -> None:
     async def add(delta: int) -> None:
         for _ in range(5):
@@ -210,33 +211,33 @@ async def test_counters_are_ascii_decimals_and_concurrent_adds_lose_nothing(
     async with trio.open_nursery() as nursery:
         for n in range(30):
             nursery.start_soon(add, 1 if n % 3 else -2)
-    assert await tables.counter("counters", b"sent") == 5 * (20 * 1 - 10 * 2)
-    assert await tables.get("counters", b"batches") == b"150"
-    assert await tables.counter("counters", b"never") == 0
+    assert await tables.acounter("counters", b"sent") == 5 * (20 * 1 - 10 * 2)
+    assert await tables.aget("counters", b"batches") == b"150"
+    assert await tables.acounter("counters", b"never") == 0
 
 
-async def test_a_counter_over_a_non_integer_fails_its_batch(tables: TableStore) -> None:
+async def test_a_counter_over_a_non_integer_fails_its_batch(tables: Spool) -> None:
     await put_all(tables, "counters", {b"text": b"not a number", b"n": b"41"})
     batch = WriteBatch()
     batch.add_counter("counters", b"n", 1)
     batch.add_counter("counters", b"text", 1)
     with pytest.raises(SpoolError, match="other than an integer"):
         await tables.commit(batch)
-    assert await tables.get("counters", b"n") == b"41"
-    assert await tables.get("counters", b"text") == b"not a number"
+    assert await tables.aget("counters", b"n") == b"41"
+    assert await tables.aget("counters", b"text") == b"not a number"
 
 
-async def test_a_delete_removes_and_an_absent_key_is_fine(tables: TableStore) -> None:
+async def test_a_delete_removes_and_an_absent_key_is_fine(tables: Spool) -> None:
     await put_all(tables, "emails", {b"a": b"1", b"b": b"2"})
     batch = WriteBatch()
     batch.delete("emails", b"a")
     batch.delete("emails", b"never-there")
     await tables.commit(batch)
-    assert await tables.scan("emails") == [(b"b", b"2")]
+    assert await tables.ascan("emails") == [(b"b", b"2")]
 
 
 async def test_concurrent_batches_commit_together_and_a_refused_one_fails_alone(
-    tables: TableStore,
+    tables: Spool,
 ) -> None:
     await put_all(tables, "emails", {b"taken": b"old"})
     results: dict[int, str] = {}
@@ -264,10 +265,10 @@ async def test_concurrent_batches_commit_together_and_a_refused_one_fails_alone(
     assert committed == [n for n in range(100) if n % 10 not in (3, 7)]
     assert sorted(n for n, r in results.items() if r == "exists") == list(range(7, 100, 10))
     assert sorted(n for n, r in results.items() if r == "conflict") == list(range(3, 100, 10))
-    rows = await tables.scan("emails", prefix=b"row:", limit=1000)
+    rows = await tables.ascan("emails", prefix=b"row:", limit=1000)
     assert [k for k, _ in rows] == [f"row:{n:03d}".encode() for n in committed]
-    assert await tables.counter("counters", b"rows") == len(committed)
-    assert await tables.get("emails", b"taken") == b"old"
+    assert await tables.acounter("counters", b"rows") == len(committed)
+    assert await tables.aget("emails", b"taken") == b"old"
 
 
 async def test_several_processes_count_and_swap_without_losing_an_update(
@@ -293,5 +294,5 @@ async def test_several_processes_count_and_swap_without_losing_an_update(
             nursery.start_soon(contender)
     async with open_table_store(backend, store_location, TEST_TABLES) as tables:
         total = processes * tasks * rounds
-        assert await tables.counter("counters", table_store_contender.COUNTER) == total
-        assert await tables.counter("meta", table_store_contender.SWAPPED) == total
+        assert await tables.acounter("counters", table_store_contender.COUNTER) == total
+        assert await tables.acounter("meta", table_store_contender.SWAPPED) == total

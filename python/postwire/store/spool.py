@@ -272,6 +272,18 @@ class Spool:
             return cast(list[tuple[bytes, bytes]], await self._tabled.wait(ticket))
         return holder.scan(table, prefix=prefix, cursor=cursor, reverse=reverse, limit=limit)
 
+    async def acount(self, table: str) -> int:
+        """`count`, parked rather than blocking while a table store on the network answers."""
+        holder = self._holder(table)
+        if isinstance(holder, _core.PgTables):
+            return cast(int, await self._tabled.wait(holder.submit_count(table)))
+        return holder.count(table)
+
+    async def acounter(self, table: str, key: bytes) -> int:
+        """`counter`, parked rather than blocking while a table store on the network answers."""
+        raw = await self.aget(table, key)
+        return 0 if raw is None else int(raw)
+
     def count(self, table: str) -> int:
         """How many rows `table` holds."""
         return self._holder(table).count(table)
