@@ -41,7 +41,7 @@ from postwire.insights.model import Insight
 from postwire.insights.reading import stored_finding
 from postwire.insights.recipients import DomainCounts, domain_counts_reader, recipient_findings
 from postwire.store.broadcasts import get_broadcast
-from postwire.store.email_details import raw_source
+from postwire.store.email_details import RawSource
 from postwire.store.email_insights import (
     AuthCheck,
     StoredInsights,
@@ -235,11 +235,13 @@ class EmailChecker:
             headers=headers,
         )
 
-    async def insights_of(self, batch: WriteBatch, record: EmailRecord) -> StoredInsights:
-        """The email's insights (and any identity check made for them, in `batch`)."""
+    async def insights_of(
+        self, batch: WriteBatch, record: EmailRecord, source: RawSource | None
+    ) -> StoredInsights:
+        """The email's insights (and any identity check made for them, in `batch`), judged by
+        `source`, its message where the caller found it (`raw_source_parked`)."""
         now_ms = self.clock_ms()
         domain = self._domain(record.team_id, record.domain_id, now_ms)
-        source = raw_source(self.spool, record)
         raw = None if source is None else source.content
         findings: list[Finding | Insight] = []
         check: AuthCheck | None = None
@@ -252,7 +254,7 @@ class EmailChecker:
             [finding("content_not_checked")] if facts is None else self._cached_content(facts)
         )
         counts = None if self.domain_counts is None else self._recipient_domain_counts
-        findings += recipient_findings(
+        findings += await recipient_findings(
             self.spool, record.team_id, record.id, record.recipients, now_ms, counts
         )
         if self.scanner is not None:

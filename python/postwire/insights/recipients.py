@@ -10,8 +10,7 @@ from typing import Final
 
 from postwire.insights.catalogue import Finding, finding
 from postwire.store.deliveries import SUPPRESSIONS, suppression_key
-from postwire.store.email_index import STATUS, emails_sent_to, index_prefix
-from postwire.store.email_index import TABLE as INDEX_TABLE
+from postwire.store.email_index import emails_sent_to_parked, with_status_parked
 from postwire.store.spool import Spool
 
 # Local parts that name a function rather than a person (RFC 2142 and common practice).
@@ -58,11 +57,13 @@ def _accepted_ms(email_id: str) -> int:
         return 2**63
 
 
-def _history(spool: Spool, team_id: str, email_id: str, address: str) -> Finding | None:
+async def _history(spool: Spool, team_id: str, email_id: str, address: str) -> Finding | None:
     """The address's suppression, or else the earlier of the team's emails to it that
     bounced without suppressing it (a full mailbox, a refused content, a deferral that ran
-    out of time): read from the email index, no email record decoded."""
-    suppression = SUPPRESSIONS.get(spool, suppression_key(team_id, address))
+    out of time): read from the email index, no email record decoded. Reads are parked: on a
+    table store on the network each is a round trip the process's other tasks must not wait
+    for."""
+    suppression = await SUPPRESSIONS.aget(spool, suppression_key(team_id, address))
     # A suppression made after this email was accepted (by its own bounce, say, when it was
     # delivered before its insights were computed) did not stop it, and is not its history.
     if suppression is not None and suppression.created_at_ms <= _accepted_ms(email_id):
@@ -71,12 +72,9 @@ def _history(spool: Spool, team_id: str, email_id: str, address: str) -> Finding
             "complaint": "recipient_complained_before",
         }.get(suppression.origin, "recipient_suppressed")
         return finding(code, address=address)
-    sent = emails_sent_to(spool, team_id, address, HISTORY_EMAILS + 1)
+    sent = await emails_sent_to_parked(spool, team_id, address, HISTORY_EMAILS + 1)
     earlier = [other for other in sent if other < email_id][:HISTORY_EMAILS]
-    bounced_prefix = index_prefix(STATUS, team_id, "bounced")
-    bounced = sum(
-        spool.get(INDEX_TABLE, (bounced_prefix + other).encode()) is not None for other in earlier
-    )
+    bounced = len(await with_status_parked(spool, team_id, "bounced", earlier))
     if not bounced:
         return None
     return finding("recipient_bounced_recently", address=address, count=bounced, total=len(earlier))
@@ -103,7 +101,7 @@ def _domain_rates(counts: dict[str, int], domain: str) -> list[Finding]:
     return found
 
 
-def recipient_findings(
+async def recipient_findings(
     spool: Spool,
     team_id: str,
     email_id: str,
@@ -115,7 +113,7 @@ def recipient_findings(
     found: list[Finding] = []
     addresses = list(dict.fromkeys(address.lower() for address in recipients))[:MAX_RECIPIENTS]
     for address in addresses:
-        history = _history(spool, team_id, email_id, address)
+        history = await _history(spool, team_id, email_id, address)
         if history is not None:
             found.append(history)
         role = role_of(address)

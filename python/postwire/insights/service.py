@@ -37,6 +37,7 @@ from postwire.errors import SpoolError, StoreUnavailableError
 from postwire.insights.email_checks import EmailChecker
 from postwire.services import ServiceDeps
 from postwire.store.accounts import list_teams
+from postwire.store.email_details import RawSource, raw_source_parked
 from postwire.store.email_insights import (
     drop_kept_body,
     get_tail_cursor,
@@ -143,14 +144,13 @@ class InsightsTail:
     async def _compute(self, batch: WriteBatch, records: list[EmailRecord]) -> None:
         async def compute(record: EmailRecord) -> None:
             try:
-                stored = await self.checker.insights_of(batch, record)
+                source = await raw_source_parked(self.spool, record, sandboxed=self.config.sandbox)
+                stored = await self.checker.insights_of(batch, record, source)
             except Exception:  # one email's bug must not stop every other's insights
                 log.exception("insights of email %s could not be computed", record.id)
                 return
             put_insights(batch, record.team_id, record.id, stored)
-            # Read again: a delivery may have kept the message since the checks read the queue
-            # (one kept after this read, before the commit, is left to the sweep).
-            kept = await kept_body_parked(self.spool, record.team_id, record.id)
+            kept = await self._kept_copy(record, source)
             if kept is not None:
                 drop_kept_body(batch, record.team_id, record.id, len(kept))
 
@@ -175,6 +175,21 @@ class InsightsTail:
         async with trio.open_nursery() as nursery:
             for record in records:
                 nursery.start_soon(limited, record)
+
+    async def _kept_copy(self, record: EmailRecord, source: RawSource | None) -> bytes | None:
+        """The copy of the email's message delivery kept, to drop with its insights.
+
+        Read once: the checks' source read found the copy, or found none after the queue had
+        let go of the message (an ack keeps its copy in the same commit that drops the message,
+        and across two stores the table store's part, which holds the copy, lands first). Only
+        when the checks read the message from the queue (or the sandbox inbox, where the copy
+        was not looked for) is it read again: a delivery may have kept it since (one kept
+        after this read, before the commit, is left to the sweep)."""
+        if source is None:
+            return None
+        if source.where == "insights":
+            return source.content
+        return await kept_body_parked(self.spool, record.team_id, record.id)
 
     async def follow_all(self, team_ids: list[str]) -> bool:
         """Follow every team once; True if one has more emails waiting."""

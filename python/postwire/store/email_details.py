@@ -13,9 +13,9 @@ from typing import Final
 
 from postwire.store.deliveries import EVENTS, EventRecord, event_key
 from postwire.store.email_index import indexed_event_ids
-from postwire.store.email_insights import kept_body
+from postwire.store.email_insights import kept_body, kept_body_parked
 from postwire.store.emails import EmailRecord
-from postwire.store.sandbox_inbox import held_source
+from postwire.store.sandbox_inbox import held_source, held_source_parked
 from postwire.store.spool import Spool
 
 # An email's events shown at most (a much-opened email's opens included).
@@ -79,3 +79,21 @@ def raw_source(spool: Spool, record: EmailRecord) -> RawSource | None:
     if kept is not None:
         return RawSource(kept, "insights")
     return None
+
+
+async def raw_source_parked(
+    spool: Spool, record: EmailRecord, *, sandboxed: bool
+) -> RawSource | None:
+    """`raw_source`, its table reads parked rather than blocking on a table store on the
+    network. Only a delivery in sandbox mode holds messages in the sandbox inbox, so the inbox
+    is looked in only when `sandboxed` (an email sent by an earlier sandbox run and judged
+    after a restart without it is judged without its message)."""
+    queued = spool.message_body(record.id)
+    if queued is not None:
+        return RawSource(queued, "queue")
+    if sandboxed:
+        held = await held_source_parked(spool, record.team_id, record.id)
+        if held is not None:
+            return RawSource(held, "sandbox")
+    kept = await kept_body_parked(spool, record.team_id, record.id)
+    return None if kept is None else RawSource(kept, "insights")

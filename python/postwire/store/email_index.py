@@ -16,10 +16,11 @@ email record (`store/emails.py`), so an index never disagrees with the records i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Final
 
 from postwire._core import WriteBatch
+from postwire.concurrency import in_order
 from postwire.store.spool import Spool
 
 TABLE: Final = "email_index"
@@ -28,6 +29,8 @@ DOMAIN: Final = "d"
 API_KEY: Final = "k"
 EVENT: Final = "e"
 RECIPIENT: Final = "r"
+# Parked reads one call keeps waiting at once.
+READS_AT_ONCE: Final = 8
 
 
 def index_prefix(kind: str, team_id: str, value: str) -> str:
@@ -65,6 +68,26 @@ def emails_sent_to(spool: Spool, team_id: str, address: str, limit: int) -> list
     prefix = index_prefix(RECIPIENT, team_id, address.lower()).encode()
     rows = spool.scan(TABLE, prefix=prefix, reverse=True, limit=limit)
     return [key[len(prefix) :].decode() for key, _ in rows]
+
+
+async def emails_sent_to_parked(spool: Spool, team_id: str, address: str, limit: int) -> list[str]:
+    """`emails_sent_to`, parked rather than blocking on a table store on the network."""
+    prefix = index_prefix(RECIPIENT, team_id, address.lower()).encode()
+    rows = await spool.ascan(TABLE, prefix=prefix, reverse=True, limit=limit)
+    return [key[len(prefix) :].decode() for key, _ in rows]
+
+
+async def with_status_parked(
+    spool: Spool, team_id: str, status: str, email_ids: Sequence[str]
+) -> list[str]:
+    """Those of the team's `email_ids` whose status is `status`, in their order (reads parked,
+    their round trips overlapping)."""
+
+    async def has_status(email_id: str) -> bool:
+        return await spool.aget(TABLE, _key(STATUS, team_id, status, email_id)) is not None
+
+    found = await in_order(has_status, email_ids, at_once=READS_AT_ONCE)
+    return [email_id for email_id, has in zip(email_ids, found, strict=True) if has]
 
 
 def move_status(batch: WriteBatch, team_id: str, email_id: str, old: str, new: str) -> None:

@@ -92,6 +92,11 @@ def held_source(spool: Spool, team_id: str, email_id: str) -> bytes | None:
     return spool.get(INBOX.name, _source_key(team_id, email_id))
 
 
+async def held_source_parked(spool: Spool, team_id: str, email_id: str) -> bytes | None:
+    """`held_source`, parked rather than blocking on a table store on the network."""
+    return await spool.aget(INBOX.name, _source_key(team_id, email_id))
+
+
 def list_held(
     spool: Spool, team_id: str, *, limit: int, after: str | None = None, before: str | None = None
 ) -> tuple[list[HeldMessage], bool]:

@@ -40,7 +40,7 @@ async def test_earlier_bounces_and_complaints(spool: Spool) -> None:
     for address, origin in (("gone@example.com", "bounce"), ("angry@example.com", "complaint")):
         SUPPRESSIONS.put(batch, suppression_key(TEAM, address), new_suppression(address, origin, 1))
     await spool.commit(batch)
-    found = recipient_findings(
+    found = await recipient_findings(
         spool, TEAM, EMAIL, ["gone@example.com", "Angry@example.com", "info@example.com"], 0, None
     )
     assert [(f.code, f.values["address"]) for f in found] == [
@@ -49,7 +49,7 @@ async def test_earlier_bounces_and_complaints(spool: Spool) -> None:
         ("role_address", "info@example.com"),
     ]
     # Another team's history is not this one's.
-    assert recipient_findings(spool, "other", EMAIL, ["gone@example.com"], 0, None) == []
+    assert await recipient_findings(spool, "other", EMAIL, ["gone@example.com"], 0, None) == []
 
 
 async def test_recipient_domain_rates(spool: Spool) -> None:
@@ -64,7 +64,7 @@ async def test_recipient_domain_rates(spool: Spool) -> None:
         return counts.get(domain, {})
 
     now_ms = 1_000 * 3_600_000 + 5
-    found = recipient_findings(
+    found = await recipient_findings(
         spool, TEAM, EMAIL, ["a@example.com", "b@quiet.test"], now_ms, reader
     )
     assert asked == [("example.com", 977, 1001), ("quiet.test", 977, 1001)]
@@ -82,11 +82,11 @@ async def test_earlier_bounces_that_did_not_suppress(spool: Spool) -> None:
     record_last_event(batch, records[0], "bounced")  # a mailbox full, say: not suppressed
     record_last_event(batch, records[3], "bounced")  # the email itself, later: not "before"
     await spool.commit(batch)
-    found = recipient_findings(spool, TEAM, records[3].id, ["Ann@example.com"], 0, None)
+    found = await recipient_findings(spool, TEAM, records[3].id, ["Ann@example.com"], 0, None)
     assert [(f.code, f.values["count"], f.values["total"]) for f in found] == [
         ("recipient_bounced_recently", "1", "3")
     ]
-    assert recipient_findings(spool, TEAM, records[0].id, ["ann@example.com"], 0, None) == []
+    assert await recipient_findings(spool, TEAM, records[0].id, ["ann@example.com"], 0, None) == []
 
 
 async def test_a_suppression_made_after_the_email_is_not_its_history(spool: Spool) -> None:
@@ -97,4 +97,4 @@ async def test_a_suppression_made_after_the_email_is_not_its_history(spool: Spoo
     later = new_suppression("gone@example.com", "bounce", accepted_ms + 900, source_id=EMAIL)
     SUPPRESSIONS.put(batch, suppression_key(TEAM, "gone@example.com"), later)
     await spool.commit(batch)
-    assert recipient_findings(spool, TEAM, EMAIL, ["gone@example.com"], 0, None) == []
+    assert await recipient_findings(spool, TEAM, EMAIL, ["gone@example.com"], 0, None) == []
