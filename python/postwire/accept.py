@@ -32,7 +32,11 @@ from postwire import _core
 from postwire.compose.addresses import ascii_domain, parse_mailbox
 from postwire.compose.message import build_mime_message
 from postwire.compose.request import SendRequest
-from postwire.domains.store import DomainRecord, find_verified_domain_for_sender
+from postwire.domains.store import (
+    DomainRecord,
+    find_verified_domain_for_sender,
+    find_verified_domain_for_sender_parked,
+)
 from postwire.errors import ApiError, ConflictError, KeyExistsError, validation_error
 from postwire.inbound.verp import VERP_SECRET, verp_address
 from postwire.metrics.operator_registry import OPERATOR_METRICS
@@ -165,6 +169,26 @@ class SubmittedMessage:
         return None
 
 
+def _permitted_domain(
+    domain: DomainRecord | None, key: ApiKeyRecord | None, sender_domain: str
+) -> DomainRecord:
+    """`domain`, found for an address at `sender_domain`, if `key` may send from it; else
+    the 403."""
+    if domain is None:
+        raise ApiError(
+            403,
+            "validation_error",
+            f"The `{sender_domain}` domain is not verified. Please, add and verify your domain.",
+        )
+    if key is not None and key.domain_id is not None and key.domain_id != domain.id:
+        raise ApiError(
+            403,
+            "validation_error",
+            f"This API key is restricted to sending from another domain, not `{sender_domain}`.",
+        )
+    return domain
+
+
 def _sending_domains(request: SendRequest) -> list[str]:
     """The domains a request sends as, each checked like the first: its From's, then those of
     its `Sender` headers (parsed as one mailbox each by `parse_send_request`)."""
@@ -285,22 +309,16 @@ class Acceptor:
         self, team_id: str, key: ApiKeyRecord | None, sender_domain: str
     ) -> DomainRecord:
         """The verified domain an address at `sender_domain` may send from, or the 403."""
-        domain = find_verified_domain_for_sender(self.spool, team_id, sender_domain)
-        if domain is None:
-            raise ApiError(
-                403,
-                "validation_error",
-                f"The `{sender_domain}` domain is not verified. Please, add and verify your "
-                "domain.",
-            )
-        if key is not None and key.domain_id is not None and key.domain_id != domain.id:
-            raise ApiError(
-                403,
-                "validation_error",
-                f"This API key is restricted to sending from another domain, not "
-                f"`{sender_domain}`.",
-            )
-        return domain
+        found = find_verified_domain_for_sender(self.spool, team_id, sender_domain)
+        return _permitted_domain(found, key, sender_domain)
+
+    async def sending_domain_parked(
+        self, team_id: str, key: ApiKeyRecord | None, sender_domain: str
+    ) -> DomainRecord:
+        """`sending_domain`, its reads parked rather than blocking on a table store on the
+        network (intake asks it for every message)."""
+        found = await find_verified_domain_for_sender_parked(self.spool, team_id, sender_domain)
+        return _permitted_domain(found, key, sender_domain)
 
     async def prepare(
         self, team_id: str, key: ApiKeyRecord | None, request: SendRequest, now: datetime
@@ -335,10 +353,12 @@ class Acceptor:
         domains: dict[str, DomainRecord | ApiError] = {}  # a batch mostly shares one sender
         created_at = contract_timestamp(now)  # once: a broadcast prepares thousands a second
 
-        def checked(sender_domain: str) -> DomainRecord | ApiError:
+        async def checked(sender_domain: str) -> DomainRecord | ApiError:
             if sender_domain not in domains:
                 try:
-                    domains[sender_domain] = self.sending_domain(team_id, key, sender_domain)
+                    domains[sender_domain] = await self.sending_domain_parked(
+                        team_id, key, sender_domain
+                    )
                 except ApiError as refusal:
                     domains[sender_domain] = refusal
             return domains[sender_domain]
@@ -346,7 +366,7 @@ class Acceptor:
         for index, request in enumerate(requests):
             if index % BUILDS_BETWEEN_CHECKPOINTS == BUILDS_BETWEEN_CHECKPOINTS - 1:
                 await trio.lowlevel.checkpoint()  # a broadcast's page: let requests run
-            domain, *agents = [checked(name) for name in _sending_domains(request)]
+            domain, *agents = [await checked(name) for name in _sending_domains(request)]
             refusal = next((d for d in (domain, *agents) if isinstance(d, ApiError)), None)
             if refusal is not None:
                 drafts.append(refusal)
@@ -376,12 +396,12 @@ class Acceptor:
         sender_domain = _domain_of_one_address(
             message.values(b"from"), "The message must have a From header with one address."
         )
-        domain = self.sending_domain(team_id, key, sender_domain)
+        domain = await self.sending_domain_parked(team_id, key, sender_domain)
         for value in message.values(b"sender"):  # who sent it on the author's behalf: as From
             agent_domain = _domain_of_one_address(
                 [value], "The Sender header must have one address."
             )
-            self.sending_domain(team_id, key, agent_domain)
+            await self.sending_domain_parked(team_id, key, agent_domain)
         email_id = _core.new_id()
         message = message.without(_STRIPPED_HEADERS)
         custom_headers = message.custom_headers()  # before Postwire adds any

@@ -170,6 +170,13 @@ def load_domain(spool: Spool, team_id: str, domain_id: str) -> DomainRecord | No
     return DOMAINS.get(spool, domain_key(team_id, domain_id))
 
 
+async def load_domain_parked(spool: Spool, team_id: str, domain_id: str) -> DomainRecord | None:
+    """`load_domain`, parked rather than blocking on a table store on the network."""
+    if not domain_id or "/" in domain_id:
+        return None
+    return await DOMAINS.aget(spool, domain_key(team_id, domain_id))
+
+
 def get_domain(spool: Spool, team_id: str, domain_id: str) -> DomainRecord:
     """The team's domain with this id; 404 `not_found` if the team has none."""
     domain = load_domain(spool, team_id, domain_id)
@@ -255,19 +262,40 @@ def find_verified_domain_for_sender(
     a verified `example.com`. The closest verified domain wins. None if there is none, or the
     domain is not a valid name.
     """
-    try:
-        name = parse_domain_name(from_address_domain)
-    except ApiError:
-        return None
-    labels = name.split(".")
-    for start in range(len(labels) - 1):  # registered domains have at least two labels
-        entry = DOMAIN_NAMES.get(spool, name_key(team_id, ".".join(labels[start:])))
-        if entry is None:
-            continue
-        domain = load_domain(spool, team_id, entry.domain_id)
+    for name in _covering_names(from_address_domain):
+        entry = DOMAIN_NAMES.get(spool, name_key(team_id, name))
+        domain = None if entry is None else load_domain(spool, team_id, entry.domain_id)
         if domain is not None and domain.status == "verified":
             return domain
     return None
+
+
+async def find_verified_domain_for_sender_parked(
+    spool: Spool, team_id: str, from_address_domain: str
+) -> DomainRecord | None:
+    """`find_verified_domain_for_sender`, parked rather than blocking on a table store on the
+    network: intake asks it for every message. Read from the store each time, never cached,
+    so a domain deleted or no longer verified stops sending at once, on every node."""
+    for name in _covering_names(from_address_domain):
+        entry = await DOMAIN_NAMES.aget(spool, name_key(team_id, name))
+        domain = (
+            None if entry is None else await load_domain_parked(spool, team_id, entry.domain_id)
+        )
+        if domain is not None and domain.status == "verified":
+            return domain
+    return None
+
+
+def _covering_names(from_address_domain: str) -> list[str]:
+    """The names of the domains that may cover an address at `from_address_domain`, closest
+    first: the name and its parents (registered domains have at least two labels); none if
+    it is not a valid name."""
+    try:
+        name = parse_domain_name(from_address_domain)
+    except ApiError:
+        return []
+    labels = name.split(".")
+    return [".".join(labels[start:]) for start in range(len(labels) - 1)]
 
 
 def domain_dns_records(domain: DomainRecord, config: Config) -> list[DnsRecord]:

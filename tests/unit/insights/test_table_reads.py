@@ -1,14 +1,11 @@
 """The table reads of one email's insights: each key read once, parked, never blocking (on a
 table store on the network a blocking read stalls every task of the process for a round
-trip), and the sandbox inbox looked in only in sandbox mode. The spool is a real one; a
-wrapper around its facade records what is read."""
+trip), and the sandbox inbox looked in only in sandbox mode. The spool is a real one;
+`record_reads` wraps its facade."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from postwire import _core
 from postwire._core import WriteBatch
@@ -21,6 +18,7 @@ from postwire.store.email_insights import keep_body, kept_body, kept_body_key
 from postwire.store.emails import add_email, put_new_email, record_last_event
 from postwire.store.sandbox_inbox import held_source, hold_message
 from postwire.store.spool import Spool
+from tests.table_reads import record_reads
 from tests.unit.insights.test_recipients import TEAM, email_to
 
 MESSAGE = (
@@ -29,41 +27,6 @@ MESSAGE = (
 )
 # The tables an email's insights read besides its own record and insights.
 WATCHED = ("insights_due", "sandbox_inbox", "email_index", "suppressions")
-
-
-@dataclass(frozen=True, slots=True)
-class Read:
-    how: str  # the facade's method: get, scan (blocking) or aget, ascan (parked)
-    table: str
-    key: str  # the key, or the prefix of a scan
-
-
-def record_reads(spool: Spool) -> list[Read]:
-    """Every read of a watched table made through `spool` from now on."""
-    reads: list[Read] = []
-
-    def wrap(how: str, read: Callable[..., Any]) -> Callable[..., Any]:
-        def key_of(table: str, key: bytes = b"", **kwargs: Any) -> None:
-            if table in WATCHED:
-                reads.append(Read(how, table, (key or kwargs.get("prefix", b"")).decode()))
-
-        if how.startswith("a"):
-
-            async def parked(*args: Any, **kwargs: Any) -> Any:
-                key_of(*args, **kwargs)
-                return await read(*args, **kwargs)
-
-            return parked
-
-        def blocking(*args: Any, **kwargs: Any) -> Any:
-            key_of(*args, **kwargs)
-            return read(*args, **kwargs)
-
-        return blocking
-
-    for how in ("get", "scan", "aget", "ascan"):
-        setattr(spool, how, wrap(how, getattr(spool, how)))
-    return reads
 
 
 def tail_of(spool: Spool, tmp_path: Path, *, sandbox: bool = False) -> InsightsTail:
@@ -91,7 +54,7 @@ async def test_a_delivered_email_without_a_copy_is_looked_for_once(
     put_new_email(batch, record)  # delivered: its message left the queue, no copy was kept
     await spool.commit(batch)
     tail = tail_of(spool, tmp_path)
-    reads = record_reads(spool)
+    reads = record_reads(spool, WATCHED)
 
     codes = await insights_codes(spool, tail, record.id)
 
@@ -113,7 +76,7 @@ async def test_a_kept_copy_is_read_once_and_dropped_with_the_insights(
     keep_body(batch, TEAM, record.id, MESSAGE)
     await spool.commit(batch)
     tail = tail_of(spool, tmp_path)
-    reads = record_reads(spool)
+    reads = record_reads(spool, WATCHED)
 
     codes = await insights_codes(spool, tail, record.id)
 
@@ -130,7 +93,7 @@ async def test_a_queued_email_looks_for_a_copy_kept_meanwhile(spool: Spool, tmp_
     add_email(batch, record, MESSAGE, now_ms + 3_600_000, now_ms)
     await spool.commit(batch)
     tail = tail_of(spool, tmp_path)
-    reads = record_reads(spool)
+    reads = record_reads(spool, WATCHED)
 
     assert "content_not_checked" not in await insights_codes(spool, tail, record.id)
     # Read from the queue; a delivery may have kept a copy since, so that is read once after.
@@ -150,7 +113,7 @@ async def test_the_sandbox_reads_its_held_message_parked(spool: Spool, tmp_path:
     await spool.commit(batch)
     assert held_source(spool, TEAM, record.id) == MESSAGE
     tail = tail_of(spool, tmp_path, sandbox=True)
-    reads = record_reads(spool)
+    reads = record_reads(spool, WATCHED)
 
     assert "content_not_checked" not in await insights_codes(spool, tail, record.id)
     inbox = [read for read in reads if read.table == "sandbox_inbox"]
