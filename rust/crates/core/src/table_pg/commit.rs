@@ -17,6 +17,7 @@ use futures_util::future::join_all;
 use tokio_postgres::types::ToSql;
 
 use super::connection::{is_retryable, is_unreachable, same_error, store_error, Connection};
+use super::merged;
 use super::schema::{Statement, Tables};
 use crate::spool::{Batch, Op, SpoolError};
 
@@ -24,23 +25,23 @@ use crate::spool::{Batch, Op, SpoolError};
 const RETRIES: usize = 3;
 
 /// What a batch turns into: statements in order, each with what its answer must be.
-struct Step<'a> {
-    statement: Statement,
-    table: &'a str,
-    sql_table: &'a str,
-    key: &'a [u8],
-    value: Value<'a>,
-    expect: Expect<'a>,
+pub(super) struct Step<'a> {
+    pub(super) statement: Statement,
+    pub(super) table: &'a str,
+    pub(super) sql_table: &'a str,
+    pub(super) key: &'a [u8],
+    pub(super) value: Value<'a>,
+    pub(super) expect: Expect<'a>,
 }
 
-enum Value<'a> {
+pub(super) enum Value<'a> {
     None,
     Bytes(&'a [u8]),
     Owned(Vec<u8>),
     Delta(i64),
 }
 
-enum Expect<'a> {
+pub(super) enum Expect<'a> {
     Anything,
     /// A row back, else the batch is refused with `KeyExists`.
     Inserted,
@@ -156,7 +157,7 @@ fn conflict(table: &str, key: &[u8]) -> SpoolError {
 }
 
 /// How a step (or a whole batch) ended.
-enum Outcome {
+pub(super) enum Outcome {
     Held,
     Refused(SpoolError),
     Failed(tokio_postgres::Error),
@@ -200,17 +201,22 @@ async fn run_steps(connection: &Connection, steps: &[&Step<'_>]) -> Vec<Outcome>
                         .first()
                         .is_some_and(|row| row.get::<_, &[u8]>(0) == expected),
                 };
-                match (held, &step.expect) {
-                    (true, _) => Outcome::Held,
-                    (false, Expect::Inserted) => Outcome::Refused(SpoolError::KeyExists {
-                        table: step.table.to_string(),
-                        key: step.key.to_vec(),
-                    }),
-                    (false, _) => Outcome::Refused(conflict(step.table, step.key)),
-                }
+                judged(step, held)
             }
         })
         .collect()
+}
+
+/// A step's outcome from whether its answer was the one it expected.
+pub(super) fn judged(step: &Step<'_>, held: bool) -> Outcome {
+    match (held, &step.expect) {
+        (true, _) => Outcome::Held,
+        (false, Expect::Inserted) => Outcome::Refused(SpoolError::KeyExists {
+            table: step.table.to_string(),
+            key: step.key.to_vec(),
+        }),
+        (false, _) => Outcome::Refused(conflict(step.table, step.key)),
+    }
 }
 
 /// The first thing that went wrong among pipelined answers (later statements of an aborted
@@ -278,15 +284,34 @@ pub(super) async fn commit_group(
     finish(connection, results, &committed).await
 }
 
-/// BEGIN and every step, pipelined; the first failure, if any.
+/// BEGIN and every step, pipelined, rows of a kind and table merged (see `merged.rs`); the
+/// first failure, if any: an error first (the first one sent, as later statements of the
+/// aborted transaction only echo it), else the refusal of the earliest step.
 async fn all_together(connection: &Connection, steps: &[&Step<'_>]) -> Outcome {
-    let (begun, outcomes) = futures_util::join!(
+    let (alone, merged) = merged::plan(steps);
+    let alone_steps: Vec<&Step<'_>> = alone.iter().map(|&i| steps[i]).collect();
+    let (begun, alone_outcomes, merged_outcomes) = futures_util::join!(
         connection.client.batch_execute("BEGIN"),
-        run_steps(connection, steps)
+        run_steps(connection, &alone_steps),
+        merged::run(connection, steps, &merged)
     );
-    match begun {
-        Err(err) => Outcome::Failed(err),
-        Ok(()) => first_failure(outcomes),
+    if let Err(err) = begun {
+        return Outcome::Failed(err);
+    }
+    let mut outcomes: Vec<(usize, Outcome)> = alone.into_iter().zip(alone_outcomes).collect();
+    outcomes.extend(merged_outcomes);
+    let failed = outcomes
+        .iter()
+        .position(|(_, outcome)| matches!(outcome, Outcome::Failed(_)));
+    let refused = outcomes
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, outcome))| matches!(outcome, Outcome::Refused(_)))
+        .min_by_key(|(_, (step, _))| *step)
+        .map(|(position, _)| position);
+    match failed.or(refused) {
+        Some(position) => outcomes.swap_remove(position).1,
+        None => Outcome::Held,
     }
 }
 

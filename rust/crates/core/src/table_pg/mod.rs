@@ -14,6 +14,7 @@
 
 mod commit;
 mod connection;
+mod merged;
 mod read;
 mod schema;
 

@@ -125,6 +125,51 @@ pub(super) enum Statement {
     Count,
 }
 
+/// The statements that write many rows at once, `$1` the keys (distinct) and `$2` the values
+/// or deltas, row for row: a group commit's rows of one kind and table share one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum ManyRows {
+    Upsert,
+    /// Returns the keys it added.
+    InsertIfAbsent,
+    /// `$1` only.
+    Delete,
+    AddCounter,
+}
+
+impl ManyRows {
+    /// The kind that writes `statement`'s rows, if it has one.
+    pub(super) fn of(statement: Statement) -> Option<ManyRows> {
+        match statement {
+            Statement::Upsert => Some(ManyRows::Upsert),
+            Statement::InsertIfAbsent => Some(ManyRows::InsertIfAbsent),
+            Statement::Delete => Some(ManyRows::Delete),
+            Statement::AddCounter => Some(ManyRows::AddCounter),
+            _ => None,
+        }
+    }
+
+    pub(super) fn sql(self, table: &str) -> String {
+        const ROWS: &str = "SELECT * FROM unnest($1::bytea[], $2::bytea[])";
+        match self {
+            ManyRows::Upsert => format!(
+                "INSERT INTO {table} (k, v) {ROWS} ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v"
+            ),
+            ManyRows::InsertIfAbsent => {
+                format!("INSERT INTO {table} (k, v) {ROWS} ON CONFLICT (k) DO NOTHING RETURNING k")
+            }
+            ManyRows::Delete => format!("DELETE FROM {table} WHERE k = ANY($1::bytea[])"),
+            ManyRows::AddCounter => format!(
+                "INSERT INTO {table} AS t (k, v) SELECT d.k, convert_to(d.n::text, 'UTF8') \
+                 FROM unnest($1::bytea[], $2::bigint[]) AS d(k, n) \
+                 ON CONFLICT (k) DO UPDATE SET v = convert_to(GREATEST(LEAST( \
+                 encode(t.v, 'escape')::bigint::numeric + encode(EXCLUDED.v, 'escape')::numeric, \
+                 9223372036854775807), -9223372036854775808)::bigint::text, 'UTF8')"
+            ),
+        }
+    }
+}
+
 impl Statement {
     pub(super) fn sql(self, table: &str) -> String {
         match self {
