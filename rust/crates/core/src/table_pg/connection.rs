@@ -161,6 +161,7 @@ pub(super) fn same_error(err: &SpoolError) -> SpoolError {
         SpoolError::Unavailable(text) => SpoolError::Unavailable(text.clone()),
         SpoolError::Invalid(text) => SpoolError::Invalid(text.clone()),
         SpoolError::Closed => SpoolError::Closed,
+        SpoolError::UnknownTable(table) => SpoolError::UnknownTable(table.clone()),
         other => SpoolError::Storage(other.to_string()),
     }
 }

@@ -18,6 +18,7 @@ mod merged;
 mod read;
 mod schema;
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -230,8 +231,9 @@ fn unexpected(answer: Answer) -> SpoolError {
     SpoolError::Storage(format!("unexpected answer {answer:?}"))
 }
 
-/// The runtime's main task: hands batches to the committer and starts a task per read, until
-/// the store is closed and everything in flight has been answered.
+/// The runtime's main task: hands batches to the committer and starts a task per read (gets
+/// of one table that arrived together share one), until the store is closed and everything in
+/// flight has been answered.
 async fn serve(
     shared: Arc<Shared>,
     committer: Pool,
@@ -246,34 +248,56 @@ async fn serve(
         max_batch,
     ));
     let mut reads = tokio::task::JoinSet::new();
-    while let Some((request, reply)) = inbox.recv().await {
+    while let Some(first) = inbox.recv().await {
         while reads.try_join_next().is_some() {}
-        let shared = Arc::clone(&shared);
-        match request {
-            Request::Commit(batch) => drop(batches.send((batch, reply))),
-            Request::Get { table, key } => {
-                reads.spawn(async move {
-                    let value = read::get(&shared.readers, &shared.tables, &table, &key).await;
-                    shared.answer(reply, value.map(Answer::Value));
-                });
+        let mut gets: HashMap<String, Vec<(Vec<u8>, Reply)>> = HashMap::new();
+        let mut next = Some(first);
+        while let Some((request, reply)) = next.take() {
+            let shared = Arc::clone(&shared);
+            match request {
+                Request::Commit(batch) => drop(batches.send((batch, reply))),
+                Request::Get { table, key } => gets.entry(table).or_default().push((key, reply)),
+                Request::Scan(request) => {
+                    reads.spawn(async move {
+                        let rows = read::scan(&shared.readers, &shared.tables, &request).await;
+                        shared.answer(reply, rows.map(Answer::Rows));
+                    });
+                }
+                Request::Count { table } => {
+                    reads.spawn(async move {
+                        let count = read::count(&shared.readers, &shared.tables, &table).await;
+                        shared.answer(reply, count.map(Answer::Count));
+                    });
+                }
             }
-            Request::Scan(request) => {
-                reads.spawn(async move {
-                    let rows = read::scan(&shared.readers, &shared.tables, &request).await;
-                    shared.answer(reply, rows.map(Answer::Rows));
-                });
-            }
-            Request::Count { table } => {
-                reads.spawn(async move {
-                    let count = read::count(&shared.readers, &shared.tables, &table).await;
-                    shared.answer(reply, count.map(Answer::Count));
-                });
-            }
+            next = inbox.try_recv().ok();
+        }
+        for (table, waiting) in gets {
+            reads.spawn(answer_gets(Arc::clone(&shared), table, waiting));
         }
     }
     drop(batches);
     let _ = committing.await;
     while reads.join_next().await.is_some() {}
+}
+
+/// Answer the gets of `table` that arrived together: one statement for all of them.
+async fn answer_gets(shared: Arc<Shared>, table: String, mut waiting: Vec<(Vec<u8>, Reply)>) {
+    if waiting.len() == 1 {
+        let (key, reply) = waiting.remove(0);
+        let value = read::get(&shared.readers, &shared.tables, &table, &key).await;
+        shared.answer(reply, value.map(Answer::Value));
+        return;
+    }
+    let keys: Vec<&[u8]> = waiting.iter().map(|(key, _)| key.as_slice()).collect();
+    let found = read::get_many(&shared.readers, &shared.tables, &table, &keys).await;
+    for (key, reply) in waiting {
+        let answer = match &found {
+            Ok(values) => Ok(Answer::Value(values.get(&key).cloned())),
+            Err(err) => Err(connection::same_error(err)),
+        };
+        shared.answer(reply, answer);
+    }
 }
 
 /// Commits what queued while the last group was committing, up to `max_batch` batches at once.

@@ -1,5 +1,8 @@
 //! Reads: one key, a prefix range in key order (or reversed) after a cursor, a table's size.
-//! Each is one statement on a pooled connection, outside any transaction.
+//! Each is one statement on a pooled connection, outside any transaction; gets of one table
+//! that wait together share one.
+
+use std::collections::HashMap;
 
 use tokio_postgres::types::ToSql;
 
@@ -22,6 +25,27 @@ pub(super) async fn get(
         .await
         .map_err(store_error)?;
     Ok(row.map(|row| row.get(0)))
+}
+
+/// The values of `keys` (of one table) in one statement, by key; absent keys are left out.
+pub(super) async fn get_many(
+    pool: &Pool,
+    tables: &Tables,
+    table: &str,
+    keys: &[&[u8]],
+) -> Result<HashMap<Vec<u8>, Vec<u8>>, SpoolError> {
+    let sql = Statement::GetMany.sql(tables.sql_name(table)?);
+    let connection = pool.get().await?;
+    let statement = connection.statement(&sql).await.map_err(store_error)?;
+    let rows = connection
+        .client
+        .query(&statement, &[&keys])
+        .await
+        .map_err(store_error)?;
+    Ok(rows
+        .into_iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect())
 }
 
 pub(super) async fn count(pool: &Pool, tables: &Tables, table: &str) -> Result<u64, SpoolError> {

@@ -121,6 +121,8 @@ pub(super) enum Statement {
     AddCounter,
     /// `$1` key.
     Get,
+    /// `$1` keys (an array): the rows of those present, as `k, v`.
+    GetMany,
     /// No parameters.
     Count,
 }
@@ -189,6 +191,7 @@ impl Statement {
                  -9223372036854775808)::bigint::text, 'UTF8')"
             ),
             Statement::Get => format!("SELECT v FROM {table} WHERE k = $1"),
+            Statement::GetMany => format!("SELECT k, v FROM {table} WHERE k = ANY($1::bytea[])"),
             Statement::Count => format!("SELECT count(*) FROM {table}"),
         }
     }
