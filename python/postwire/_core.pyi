@@ -437,6 +437,8 @@ class PgTables:
         """Queue `batch` for group commit; its answer is None."""
     def submit_get(self, table: str, key: bytes) -> int:
         """Queue a read of one key; its answer is `bytes | None`."""
+    def submit_gets(self, requests: list[tuple[str, bytes]]) -> list[int]:
+        """Queue reads of several `(table, key)` at once; their tickets, in order."""
     def submit_scan(
         self,
         table: str,

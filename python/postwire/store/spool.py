@@ -22,7 +22,7 @@ from postwire._core import Leased, MessageState, WriteBatch
 from postwire.errors import KeyExistsError, SpoolError, SpoolFullError
 from postwire.metrics.counters import set_event_counting
 from postwire.store import guards, two_stores
-from postwire.store.ticket_waiters import TicketWaiters
+from postwire.store.ticket_waiters import RequestsTogether, TicketWaiters
 
 if TYPE_CHECKING:
     from postwire.config import Config
@@ -152,6 +152,11 @@ class Spool:
         # commit) halves the scheduler work on the hottest path of the service.
         self._spooled = TicketWaiters()
         self._tabled = TicketWaiters()
+        self._gets = (
+            RequestsTogether(self._tabled, tables.submit_gets)
+            if isinstance(tables, _core.PgTables)
+            else None
+        )
         # This process's tasks waiting for the same guard slot take turns here, so that guarded
         # changes retry only against other processes (`store/guards.py`).
         self.slot_locks: dict[bytes, trio.Lock] = {}
@@ -250,8 +255,8 @@ class Spool:
     async def aget(self, table: str, key: bytes) -> bytes | None:
         """`get`, parked rather than blocking while a table store on the network answers."""
         holder = self._holder(table)
-        if isinstance(holder, _core.PgTables):
-            return cast(bytes | None, await self._tabled.wait(holder.submit_get(table, key)))
+        if self._gets is not None and holder is self.tables:
+            return cast(bytes | None, await self._gets.ask((table, key)))
         return holder.get(table, key)
 
     async def ascan(

@@ -8,8 +8,14 @@ and hands each answer to the task parked on its ticket. Parking directly, rather
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar
+
 import outcome
 import trio
+
+Request = TypeVar("Request")
 
 
 class TicketWaiters:
@@ -27,9 +33,74 @@ class TicketWaiters:
 
         return await trio.lowlevel.wait_task_rescheduled(abort)
 
+    def adopt(self, ticket: int, task: trio.lowlevel.Task) -> None:
+        """Have `task`, already parked by its caller, woken with `ticket`'s answer."""
+        self._waiting[ticket] = task
+
+    def forget(self, ticket: int) -> None:
+        self._waiting.pop(ticket, None)
+
     def wake(self, ticket: int, answer: object, error: BaseException | None) -> None:
         """Hand the task parked on `ticket` its answer (or error); nobody waiting is fine."""
         task = self._waiting.pop(ticket, None)
         if task is not None:
             result = outcome.Value(answer) if error is None else outcome.Error(error)
             trio.lowlevel.reschedule(task, result)
+
+
+class _Queued(Generic[Request]):
+    __slots__ = ("cancelled", "request", "task", "ticket")
+
+    def __init__(self, request: Request, task: trio.lowlevel.Task) -> None:
+        self.request = request
+        self.task = task
+        self.ticket: int | None = None
+        self.cancelled = False
+
+
+class RequestsTogether(Generic[Request]):
+    """Requests that tasks make in one turn of the event loop, sent to the core in one call:
+    one wake-up of its thread instead of one a request, and there one statement for the gets of
+    a table (`table_pg`). Their answers come as the others' do, through `waiters`."""
+
+    def __init__(
+        self, waiters: TicketWaiters, send: Callable[[list[Request]], Sequence[int]]
+    ) -> None:
+        self._waiters = waiters
+        self._send = send
+        self._queued: list[_Queued[Request]] = []
+        self._token: trio.lowlevel.TrioToken | None = None
+
+    async def ask(self, request: Request) -> object:
+        """Park until `request`'s answer (or error) comes."""
+        queued = _Queued(request, trio.lowlevel.current_task())
+        if not self._queued:
+            if self._token is None:
+                self._token = trio.lowlevel.current_trio_token()
+            # Runs once the tasks runnable now have run: their requests leave with this one.
+            self._token.run_sync_soon(self._flush)
+        self._queued.append(queued)
+
+        def abort(_: object) -> trio.lowlevel.Abort:
+            if queued.ticket is None:
+                queued.cancelled = True
+            else:
+                self._waiters.forget(queued.ticket)
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        return await trio.lowlevel.wait_task_rescheduled(abort)
+
+    def _flush(self) -> None:
+        queued = [q for q in self._queued if not q.cancelled]
+        self._queued = []
+        if not queued:
+            return
+        try:
+            tickets = self._send([q.request for q in queued])
+        except Exception as error:  # e.g. the store closed: each asker gets the error
+            for q in queued:
+                trio.lowlevel.reschedule(q.task, outcome.Error(copy.copy(error)))
+            return
+        for q, ticket in zip(queued, tickets, strict=True):
+            q.ticket = ticket
+            self._waiters.adopt(ticket, q.task)

@@ -84,6 +84,11 @@ impl PgTables {
         self.store.submit_get(table, key).map_err(spool_error)
     }
 
+    /// Queue reads of several `(table, key)` at once; their tickets, in order.
+    fn submit_gets(&self, requests: Vec<(String, Vec<u8>)>) -> PyResult<Vec<u64>> {
+        self.store.submit_gets(requests).map_err(spool_error)
+    }
+
     #[pyo3(signature = (table, *, prefix = b"".to_vec(), cursor = None, reverse = false, limit = 100))]
     fn submit_scan(
         &self,

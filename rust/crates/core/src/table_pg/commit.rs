@@ -21,7 +21,7 @@ use super::merged;
 use super::schema::{Statement, Tables};
 use crate::spool::{Batch, Op, SpoolError};
 
-/// How often a batch chosen as a deadlock's victim is run again before its error is returned.
+/// How often a group chosen as a deadlock's victim is run again before its error is returned.
 const RETRIES: usize = 3;
 
 /// What a batch turns into: statements in order, each with what its answer must be.
@@ -244,62 +244,121 @@ pub(super) async fn commit_group(
     if runnable.is_empty() {
         return results;
     }
-    let steps_of = |i: usize| -> Vec<&Step<'_>> {
-        plans[i]
-            .as_ref()
-            .map(|steps| steps.iter().collect())
-            .unwrap_or_default()
+    let group = Group {
+        runnable: &runnable,
+        batch_steps: runnable
+            .iter()
+            .map(|&i| {
+                plans[i]
+                    .as_ref()
+                    .map(|s| s.iter().collect())
+                    .unwrap_or_default()
+            })
+            .collect(),
     };
-    let every_step: Vec<&Step<'_>> = runnable.iter().flat_map(|&i| steps_of(i)).collect();
-    let outcome = all_together(connection, &every_step).await;
-    let per_batch = match outcome {
-        Outcome::Held => return finish(connection, results, &runnable).await,
-        Outcome::Failed(err) if is_unreachable(&err) => {
-            return fail_all(results, &runnable, store_error(err));
+    // A deadlock's victim lets go of every lock the group took, so the other transaction
+    // finishes; the group then runs again whole.
+    for attempt in 0..=RETRIES {
+        for &i in &runnable {
+            results[i] = Ok(());
         }
-        // Alone, its refusal (or error) is its result: nothing else to save.
-        Outcome::Refused(refusal) if runnable.len() == 1 => Err(refusal),
-        Outcome::Failed(err) if runnable.len() == 1 && !is_retryable(&err) => Err(store_error(err)),
-        _ => Ok(()),
-    };
-    if let Err(err) = rollback(connection).await {
-        return fail_all(results, &runnable, err);
-    }
-    if let Err(refusal) = per_batch {
-        results[runnable[0]] = Err(refusal);
-        return results;
-    }
-    // Again, a savepoint around each batch.
-    if let Err(err) = simple(connection, "BEGIN").await {
-        return fail_all(results, &runnable, err);
-    }
-    let mut committed = Vec::new();
-    for &i in &runnable {
-        match one_batch(connection, &steps_of(i)).await {
-            Ok(Ok(())) => committed.push(i),
-            Ok(Err(refusal)) => results[i] = Err(refusal),
-            Err(err) => return fail_all(results, &runnable, err),
+        match group
+            .attempt(connection, &mut results, attempt == RETRIES)
+            .await
+        {
+            Attempt::Commit(committed) => return finish(connection, results, &committed).await,
+            Attempt::Done => return results,
+            Attempt::Failed(err) => return fail_all(results, &runnable, err),
+            Attempt::Deadlocked => {
+                if let Err(err) = rollback(connection).await {
+                    return fail_all(results, &runnable, err);
+                }
+            }
         }
     }
-    finish(connection, results, &committed).await
+    unreachable!("the last attempt does not end in a deadlock")
+}
+
+/// The batches of a group that can run, and each one's steps.
+struct Group<'g, 'a> {
+    runnable: &'g [usize],
+    batch_steps: Vec<Vec<&'g Step<'a>>>,
+}
+
+enum Attempt {
+    /// The transaction is open: COMMIT it for these batches (the others are refused).
+    Commit(Vec<usize>),
+    /// The results are final and no transaction is open.
+    Done,
+    /// The group cannot go on (the connection is gone): every batch fails with this.
+    Failed(SpoolError),
+    /// Chosen as a deadlock's victim, not on the last attempt: roll back and run again.
+    Deadlocked,
+}
+
+impl Group<'_, '_> {
+    async fn attempt(
+        &self,
+        connection: &Connection,
+        results: &mut [Result<(), SpoolError>],
+        last: bool,
+    ) -> Attempt {
+        let every_step: Vec<&Step<'_>> = self.batch_steps.iter().flatten().copied().collect();
+        let alone = self.runnable.len() == 1;
+        let per_batch = match all_together(connection, &every_step).await {
+            Outcome::Held => return Attempt::Commit(self.runnable.to_vec()),
+            Outcome::Failed(err) if is_unreachable(&err) => {
+                return Attempt::Failed(store_error(err))
+            }
+            Outcome::Failed(err) if is_retryable(&err) && !last => return Attempt::Deadlocked,
+            // Alone, its refusal (or error) is its result: nothing else to save.
+            Outcome::Refused(refusal) if alone => Err(refusal),
+            Outcome::Failed(err) if alone => Err(store_error(err)),
+            _ => Ok(()),
+        };
+        if let Err(err) = rollback(connection).await {
+            return Attempt::Failed(err);
+        }
+        if let Err(refusal) = per_batch {
+            results[self.runnable[0]] = Err(refusal);
+            return Attempt::Done;
+        }
+        // Again, a savepoint around each batch.
+        if let Err(err) = simple(connection, "BEGIN").await {
+            return Attempt::Failed(err);
+        }
+        let mut committed = Vec::new();
+        for (&i, steps) in self.runnable.iter().zip(&self.batch_steps) {
+            match one_batch(connection, steps, last).await {
+                Ok(Ok(())) => committed.push(i),
+                Ok(Err(refusal)) => results[i] = Err(refusal),
+                Err(stop) => return stop,
+            }
+        }
+        Attempt::Commit(committed)
+    }
 }
 
 /// BEGIN and every step, pipelined, rows of a kind and table merged (see `merged.rs`); the
 /// first failure, if any: an error first (the first one sent, as later statements of the
 /// aborted transaction only echo it), else the refusal of the earliest step.
 async fn all_together(connection: &Connection, steps: &[&Step<'_>]) -> Outcome {
-    let (alone, merged) = merged::plan(steps);
+    let (mut alone, merged) = merged::plan(steps);
+    // Rows are locked in one order on every node, so groups that share rows wait for each
+    // other instead of deadlocking: the merged statements by table (each in key order), then
+    // the other steps by table and key (a key's own steps keep their order: the sort is stable).
+    alone.sort_by_key(|&i| (steps[i].table, steps[i].key));
     let alone_steps: Vec<&Step<'_>> = alone.iter().map(|&i| steps[i]).collect();
-    let (begun, alone_outcomes, merged_outcomes) = futures_util::join!(
+    let (begun, merged_outcomes, alone_outcomes) = futures_util::join!(
         connection.client.batch_execute("BEGIN"),
-        run_steps(connection, &alone_steps),
-        merged::run(connection, steps, &merged)
+        merged::run(connection, steps, &merged),
+        run_steps(connection, &alone_steps)
     );
     if let Err(err) = begun {
         return Outcome::Failed(err);
     }
-    let mut outcomes: Vec<(usize, Outcome)> = alone.into_iter().zip(alone_outcomes).collect();
-    outcomes.extend(merged_outcomes);
+    let mut outcomes = merged_outcomes;
+    outcomes.extend(alone.into_iter().zip(alone_outcomes));
     let failed = outcomes
         .iter()
         .position(|(_, outcome)| matches!(outcome, Outcome::Failed(_)));
@@ -315,34 +374,40 @@ async fn all_together(connection: &Connection, steps: &[&Step<'_>]) -> Outcome {
     }
 }
 
-/// One batch inside the open transaction, under a savepoint: `Err` only when the group
-/// cannot go on (the connection is gone); a refusal is rolled back to the savepoint.
+/// One batch inside the open transaction, under a savepoint: a refusal (or its own error) is
+/// rolled back to the savepoint; `Err` when the group cannot go on (the connection is gone, or
+/// a deadlock to retry the group for).
 async fn one_batch(
     connection: &Connection,
     steps: &[&Step<'_>],
-) -> Result<Result<(), SpoolError>, SpoolError> {
-    for attempt in 0..=RETRIES {
-        let (saved, outcomes) = futures_util::join!(
-            connection.client.batch_execute("SAVEPOINT batch"),
-            run_steps(connection, steps)
-        );
-        let outcome = match saved {
-            Err(err) => Outcome::Failed(err),
-            Ok(()) => first_failure(outcomes),
-        };
-        let result = match outcome {
-            Outcome::Held => return simple(connection, "RELEASE SAVEPOINT batch").await.map(Ok),
-            Outcome::Failed(err) if is_unreachable(&err) => return Err(store_error(err)),
-            Outcome::Failed(err) if is_retryable(&err) && attempt < RETRIES => None,
-            Outcome::Failed(err) => Some(store_error(err)),
-            Outcome::Refused(refusal) => Some(refusal),
-        };
-        simple(connection, "ROLLBACK TO SAVEPOINT batch").await?;
-        if let Some(refusal) = result {
-            return Ok(Err(refusal));
+    last: bool,
+) -> Result<Result<(), SpoolError>, Attempt> {
+    let (saved, outcomes) = futures_util::join!(
+        connection.client.batch_execute("SAVEPOINT batch"),
+        run_steps(connection, steps)
+    );
+    let outcome = match saved {
+        Err(err) => Outcome::Failed(err),
+        Ok(()) => first_failure(outcomes),
+    };
+    let refusal = match outcome {
+        Outcome::Held => {
+            return simple(connection, "RELEASE SAVEPOINT batch")
+                .await
+                .map(Ok)
+                .map_err(Attempt::Failed)
         }
-    }
-    unreachable!("the last attempt returns")
+        Outcome::Failed(err) if is_unreachable(&err) => {
+            return Err(Attempt::Failed(store_error(err)))
+        }
+        Outcome::Failed(err) if is_retryable(&err) && !last => return Err(Attempt::Deadlocked),
+        Outcome::Failed(err) => store_error(err),
+        Outcome::Refused(refusal) => refusal,
+    };
+    simple(connection, "ROLLBACK TO SAVEPOINT batch")
+        .await
+        .map_err(Attempt::Failed)?;
+    Ok(Err(refusal))
 }
 
 /// COMMIT; the batches in `committed` keep their results, or all share its failure.

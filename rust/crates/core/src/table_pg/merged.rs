@@ -100,6 +100,7 @@ pub(super) fn plan<'a>(steps: &[&'a Step<'a>]) -> (Vec<usize>, Vec<Merged<'a>>) 
         }
     }
     alone.sort_unstable();
+    merged.sort_by_key(|group| group.sql_table);
     (alone, merged)
 }
 
