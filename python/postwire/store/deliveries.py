@@ -110,6 +110,9 @@ class OutboxEntry:
     time-ordered, so the dispatcher takes events across teams in the order they happened."""
 
     team_id: str
+    # The event's type, so that one no endpoint takes is dropped without reading it ("" in
+    # entries written before it was kept: those are read).
+    event_type: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +186,7 @@ def add_event(
     email (its `broadcast_id` given) to the broadcast's counts, in the same commit."""
     event = EventRecord(_core.new_id(), kind, now_ms, team_id, email_id, data)
     EVENTS.put(batch, event_key(team_id, event.id), event)
-    OUTBOX.put(batch, event.id, OutboxEntry(team_id))
+    OUTBOX.put(batch, event.id, OutboxEntry(team_id, kind))
     index_email_event(batch, team_id, email_id, event.id)  # the email's page reads its events
     count_event(
         batch, team_id, domain_id, kind, now_ms, data, broadcast_id=broadcast_id, tags=counted_tags

@@ -141,21 +141,27 @@ class WebhookDispatcher:
         now = self.now_ms()
         by_kind: dict[tuple[str, str], list[WebhookRecord]] = {}
 
+        def hooks_for(team_id: str, event_type: str) -> list[WebhookRecord]:
+            """The team's endpoints taking `event_type`, read once a pass."""
+            if (team_id, event_type) not in by_kind:
+                by_kind[team_id, event_type] = subscribers(self.spool, team_id, event_type)
+            return by_kind[team_id, event_type]
+
         async def read(row: tuple[str, OutboxEntry]) -> Subscribed | None:
             """The entry's event and, for an email event, its email; None if nobody wants it."""
             event_id, entry = row
+            if entry.event_type and not hooks_for(entry.team_id, entry.event_type):
+                return None  # nobody takes it: not even read
             event = await EVENTS.aget(self.spool, event_key(entry.team_id, event_id))
             if event is None:
                 return None
-            wanted = (event.team_id, event.type)
-            if wanted not in by_kind:
-                by_kind[wanted] = subscribers(self.spool, event.team_id, event.type)
-            if not by_kind[wanted]:
+            hooks = hooks_for(event.team_id, event.type)
+            if not hooks:
                 return None
             email = None
             if is_email_event(event.type):
                 email = await EMAILS.aget(self.spool, email_key(event.team_id, event.email_id))
-            return Subscribed(event, email, by_kind[wanted])
+            return Subscribed(event, email, hooks)
 
         # The entries' reads overlap (on a table store on the network, each is a round trip).
         found = await in_order(read, rows, at_once=READS_AT_ONCE)
