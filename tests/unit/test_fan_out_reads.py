@@ -45,18 +45,23 @@ class Overlap:
         spool.aget = aget  # type: ignore[method-assign]
 
 
-async def test_a_pass_reads_its_events_overlapping_and_keeps_their_order(
-    spool: Spool, tmp_path: Path
-) -> None:
-    hook = WebhookRecord(
+def enabled_webhook(events: list[str]) -> WebhookRecord:
+    """An enabled endpoint of the test team taking `events`."""
+    return WebhookRecord(
         id=_core.new_id(),
         team_id=TEAM,
         endpoint="https://hooks.example.com/in",
-        events=["email.delivered", "contact.created"],
+        events=events,
         status="enabled",
         created_at="2026-11-23 10:00:00.000000+00",
         signing_secret=new_signing_secret(),
     )
+
+
+async def test_a_pass_reads_its_events_overlapping_and_keeps_their_order(
+    spool: Spool, tmp_path: Path
+) -> None:
+    hook = enabled_webhook(["email.delivered", "contact.created"])
     batch = _core.WriteBatch()
     WEBHOOKS.put(batch, webhook_key(TEAM, hook.id), hook)
     email_ids = [_core.new_id() for _ in range(EVENTS_IN_PASS)]

@@ -12,24 +12,16 @@ from postwire.store.deliveries import EVENTS, OUTBOX, OutboxEntry, add_event
 from postwire.store.spool import Spool
 from postwire.webhooks.dispatcher import WebhookDispatcher
 from postwire.webhooks.messages import WEBHOOK_MESSAGES, message_key
-from postwire.webhooks.signing import new_signing_secret
-from postwire.webhooks.store import WEBHOOKS, WebhookRecord, webhook_key
+from postwire.webhooks.store import WEBHOOKS, webhook_key
 from tests.integration.test_webhook_dispatch import TEAM
 from tests.table_reads import record_reads
+from tests.unit.test_fan_out_reads import enabled_webhook
 
 
 async def test_events_nobody_takes_are_dropped_unread_and_the_wanted_are_sent(
     spool: Spool, tmp_path: Path
 ) -> None:
-    hook = WebhookRecord(
-        id=_core.new_id(),
-        team_id=TEAM,
-        endpoint="https://hooks.example.com/in",
-        events=["contact.created"],
-        status="enabled",
-        created_at="2026-11-23 10:00:00.000000+00",
-        signing_secret=new_signing_secret(),
-    )
+    hook = enabled_webhook(["contact.created"])
     batch = _core.WriteBatch()
     WEBHOOKS.put(batch, webhook_key(TEAM, hook.id), hook)
     unwanted = [
