@@ -30,6 +30,7 @@ from typing import Final
 import trio
 
 from postwire._core import WriteBatch
+from postwire.concurrency import in_order
 from postwire.config import Config
 from postwire.domains.store import load_domain
 from postwire.domains.verification import build_resolver
@@ -75,6 +76,8 @@ BACKLOG_MS: Final = 24 * 3600 * 1000
 SLICE_SECONDS: Final = 0.001
 # rspamd scans of one batch running at once.
 CONCURRENT_EMAILS: Final = 8
+# Reads of a pass waiting at once (they leave for a table store on the network together).
+READS_AT_ONCE: Final = 64
 
 
 @dataclass(slots=True)
@@ -122,10 +125,16 @@ class InsightsTail:
             limit=BATCH,
         )
         ids = [key[len(prefix) :].decode() for key, _ in rows]
+        # Read together: on a table store on the network, one statement for the pass.
+        done = await in_order(
+            lambda email_id: has_insights_parked(self.spool, team_id, email_id),
+            ids,
+            at_once=READS_AT_ONCE,
+        )
         todo = [
             EMAILS.decode(raw)
-            for email_id, (_, raw) in zip(ids, rows, strict=True)
-            if not await has_insights_parked(self.spool, team_id, email_id)
+            for (_, raw), has_insights in zip(rows, done, strict=True)
+            if not has_insights
         ]
         batch = WriteBatch()
         await self._compute(batch, todo)
@@ -142,9 +151,27 @@ class InsightsTail:
         return len(rows)
 
     async def _compute(self, batch: WriteBatch, records: list[EmailRecord]) -> None:
+        async def read_source(record: EmailRecord) -> RawSource | Exception | None:
+            try:
+                return await raw_source_parked(self.spool, record, sandboxed=self.config.sandbox)
+            except Exception as error:  # that email's computation reports it
+                return error
+
+        # The messages are read together (one statement a pass on a table store on the
+        # network), then checked one by one.
+        sources = dict(
+            zip(
+                (record.id for record in records),
+                await in_order(read_source, records, at_once=READS_AT_ONCE),
+                strict=True,
+            )
+        )
+
         async def compute(record: EmailRecord) -> None:
             try:
-                source = await raw_source_parked(self.spool, record, sandboxed=self.config.sandbox)
+                source = sources[record.id]
+                if isinstance(source, Exception):
+                    raise source
                 stored = await self.checker.insights_of(batch, record, source)
             except Exception:  # one email's bug must not stop every other's insights
                 log.exception("insights of email %s could not be computed", record.id)
