@@ -64,7 +64,15 @@ async def create_team_api_key(
 
 def find_api_key(spool: Spool, team_id: str, key_id: str) -> ApiKeyRecord:
     """The team's key; 404 `not_found` for an unknown id or another team's."""
-    key = accounts.get_api_key(spool, team_id, key_id)
+    return _found(accounts.get_api_key(spool, team_id, key_id))
+
+
+async def find_api_key_parked(spool: Spool, team_id: str, key_id: str) -> ApiKeyRecord:
+    """`find_api_key` with a parked read."""
+    return _found(await accounts.get_api_key_parked(spool, team_id, key_id))
+
+
+def _found(key: ApiKeyRecord | None) -> ApiKeyRecord:
     if key is None:
         raise ApiError(404, "not_found", "API key not found")
     return key

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from quart import Blueprint, request
 
-from postwire.accounts.api_keys import create_team_api_key, find_api_key, key_name
+from postwire.accounts.api_keys import create_team_api_key, find_api_key_parked, key_name
 from postwire.api.auth import current_caller
 from postwire.api.context import ApiContext
 from postwire.api.models import ApiKeySummary, CreatedApiKey, DeletedReference, ListBody, Reference
@@ -28,8 +28,8 @@ def key_summary(key: ApiKeyRecord) -> ApiKeySummary:
 def routes(ctx: ApiContext) -> Blueprint:
     blueprint = Blueprint("api_keys", __name__)
 
-    def team_key(key_id: str) -> ApiKeyRecord:
-        return find_api_key(ctx.spool, current_caller().team_id, key_id)
+    async def team_key(key_id: str) -> ApiKeyRecord:
+        return await find_api_key_parked(ctx.spool, current_caller().team_id, key_id)
 
     @blueprint.post("/api-keys")
     async def create_key() -> tuple[CreatedApiKey, int]:
@@ -47,20 +47,20 @@ def routes(ctx: ApiContext) -> Blueprint:
     @blueprint.get("/api-keys")
     async def list_keys() -> ListBody:
         page = parse_page_request(request.args, default_limit=None)
-        keys = accounts.list_api_keys(ctx.spool, current_caller().team_id)
+        keys = await accounts.list_api_keys_parked(ctx.spool, current_caller().team_id)
         window, has_more = page_of(keys, page, lambda key: key.id)
         return list_response([dict(key_summary(key)) for key in window], has_more)
 
     @blueprint.patch("/api-keys/<id:key_id>")
     async def rename_key(key_id: str) -> Reference:
         body = await json_object()
-        key = team_key(key_id)
+        key = await team_key(key_id)
         await accounts.rename_api_key(ctx.spool, key, key_name(body.get("name")))
         return {"object": "api_key", "id": key.id}
 
     @blueprint.delete("/api-keys/<id:key_id>")
     async def delete_key(key_id: str) -> DeletedReference:
-        key = team_key(key_id)
+        key = await team_key(key_id)
         await accounts.delete_api_key(ctx.spool, key)
         return {"object": "api_key", "id": key.id, "deleted": True}
 

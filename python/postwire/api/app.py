@@ -85,7 +85,7 @@ def create_app(ctx: ApiContext) -> QuartTrio:
         g.rate = None
         if request.path in PUBLIC_PATHS or request.path.startswith(PUBLIC_PREFIXES):
             return
-        caller = authenticate_caller(
+        caller = await authenticate_caller(
             ctx.spool, request.headers.get("Authorization"), request.method, request.path
         )
         g.caller = caller

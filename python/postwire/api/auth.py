@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from quart import g
 
 from postwire.errors import ApiError
-from postwire.store.accounts import ApiKeyRecord, authenticate
+from postwire.store.accounts import ApiKeyRecord, authenticate_parked
 from postwire.store.spool import Spool
 
 # The only calls a sending_access key may make.
@@ -36,11 +36,13 @@ def bearer_token(authorization: str | None) -> str | None:
     return token or None
 
 
-def authenticate_caller(spool: Spool, authorization: str | None, method: str, path: str) -> Caller:
+async def authenticate_caller(
+    spool: Spool, authorization: str | None, method: str, path: str
+) -> Caller:
     token = bearer_token(authorization)
     if token is None:
         raise ApiError(401, "missing_api_key", "Missing API key in the authorization header.")
-    key = authenticate(spool, token)
+    key = await authenticate_parked(spool, token)
     if key is None:
         raise ApiError(400, "validation_error", "API key is invalid")
     if key.permission == "sending_access" and (method, path.rstrip("/")) not in SEND_ENDPOINTS:

@@ -24,10 +24,10 @@ from postwire.api.send_request import (
 )
 from postwire.compose.request import SendRequest
 from postwire.errors import ApiError, validation_error
-from postwire.insights.reading import insights_json, read_email_insights
+from postwire.insights.reading import insights_json, read_email_insights_parked
 from postwire.store import emails as email_store
 from postwire.store.accounts import contract_timestamp
-from postwire.store.deliveries import email_attempts
+from postwire.store.deliveries import email_attempts_parked
 from postwire.store.emails import EmailRecord
 from postwire.store.idempotency import IdempotencyScope, body_fingerprint, validate_key
 from postwire.templates.published import published_templates
@@ -155,7 +155,7 @@ def routes(ctx: ApiContext) -> Blueprint:
     @blueprint.get("/emails")
     async def list_emails() -> ListBody:
         page = parse_page_request(request.args, default_limit=20)
-        records, has_more = email_store.list_emails(
+        records, has_more = await email_store.list_emails_parked(
             ctx.spool,
             current_caller().team_id,
             limit=page.limit or 20,
@@ -167,10 +167,12 @@ def routes(ctx: ApiContext) -> Blueprint:
 
     @blueprint.get("/emails/<id:email_id>")
     async def get_email(email_id: str) -> EmailObject:
-        record = email_store.get_email(ctx.spool, current_caller().team_id, email_id)
+        record = await email_store.get_email_parked(ctx.spool, current_caller().team_id, email_id)
         body = email_json(record, full=True)
-        body["attempts"] = email_attempts(ctx.spool, record.team_id, record.id, ctx.now_ms())
-        found = read_email_insights(ctx.spool, record.team_id, record.id)
+        body["attempts"] = await email_attempts_parked(
+            ctx.spool, record.team_id, record.id, ctx.now_ms()
+        )
+        found = await read_email_insights_parked(ctx.spool, record.team_id, record.id)
         if found is not None:
             body["insights"] = insights_json(found.insights)
         return body
@@ -178,7 +180,7 @@ def routes(ctx: ApiContext) -> Blueprint:
     @blueprint.patch("/emails/<id:email_id>")
     async def reschedule_email(email_id: str) -> Reference:
         body = await json_object()
-        record = email_store.get_email(ctx.spool, current_caller().team_id, email_id)
+        record = await email_store.get_email_parked(ctx.spool, current_caller().team_id, email_id)
         value = body.get("scheduled_at")
         if not isinstance(value, str):
             raise ApiError(422, "missing_required_field", "Missing `scheduled_at` field.")
@@ -197,7 +199,7 @@ def routes(ctx: ApiContext) -> Blueprint:
     @blueprint.post("/emails/<id:email_id>/cancel")
     async def cancel_email(email_id: str) -> Reference:
         await json_body()  # tolerated and ignored
-        record = email_store.get_email(ctx.spool, current_caller().team_id, email_id)
+        record = await email_store.get_email_parked(ctx.spool, current_caller().team_id, email_id)
         await email_store.cancel_email(ctx.spool, record, ctx.now_ms())
         return {"object": "email", "id": record.id}
 

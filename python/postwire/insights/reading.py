@@ -10,7 +10,15 @@ from typing import Any, TypedDict
 
 from postwire.insights.catalogue import AREAS, CATALOGUE, SEVERITY_ORDER, Finding, area_of
 from postwire.insights.model import Insight, Severity
-from postwire.store.email_insights import get_auth_check, get_stored_insights
+from postwire.store.email_insights import (
+    AUTH_CHECKS,
+    EMAIL_INSIGHTS,
+    AuthCheck,
+    StoredInsights,
+    get_auth_check,
+    get_stored_insights,
+    insights_key,
+)
 from postwire.store.spool import Spool
 
 
@@ -64,9 +72,24 @@ def read_email_insights(spool: Spool, team_id: str, email_id: str) -> EmailInsig
     stored = get_stored_insights(spool, team_id, email_id)
     if stored is None:
         return None
+    check = None if stored.auth_key is None else get_auth_check(spool, stored.auth_key)
+    return _email_insights(stored, check)
+
+
+async def read_email_insights_parked(
+    spool: Spool, team_id: str, email_id: str
+) -> EmailInsights | None:
+    """`read_email_insights` with parked reads."""
+    stored = await EMAIL_INSIGHTS.aget(spool, insights_key(team_id, email_id))
+    if stored is None:
+        return None
+    check = None if stored.auth_key is None else await AUTH_CHECKS.aget(spool, stored.auth_key)
+    return _email_insights(stored, check)
+
+
+def _email_insights(stored: StoredInsights, check: AuthCheck | None) -> EmailInsights:
     authentication = stored.authentication
     checked_at = stored.auth_checked_at_ms
-    check = None if stored.auth_key is None else get_auth_check(spool, stored.auth_key)
     if check is not None:  # the identity's latest check: never older than the email's
         authentication, checked_at = check.findings, check.checked_at_ms
     insights = ordered(_insights([*authentication, *stored.findings]))

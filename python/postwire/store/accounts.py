@@ -156,6 +156,22 @@ def authenticate(spool: Spool, token: str) -> ApiKeyRecord | None:
         return None
     index = TOKEN_INDEX.get(spool, _token_key(lookup))
     key = None if index is None else API_KEYS.get(spool, _key_key(index.team_id, index.key_id))
+    return _key_if_token_matches(token, key)
+
+
+async def authenticate_parked(spool: Spool, token: str) -> ApiKeyRecord | None:
+    """`authenticate` with parked reads: every API request makes it."""
+    lookup = token_lookup(token)
+    if lookup is None:
+        return None
+    index = await TOKEN_INDEX.aget(spool, _token_key(lookup))
+    key = (
+        None if index is None else await API_KEYS.aget(spool, _key_key(index.team_id, index.key_id))
+    )
+    return _key_if_token_matches(token, key)
+
+
+def _key_if_token_matches(token: str, key: ApiKeyRecord | None) -> ApiKeyRecord | None:
     # Hash even when nothing was found, so timing does not tell whether the lookup part exists.
     presented = _token_sha256(token)
     expected = key.token_sha256 if key is not None else "0" * 64
@@ -171,6 +187,16 @@ def get_api_key(spool: Spool, team_id: str, key_id: str) -> ApiKeyRecord | None:
 def list_api_keys(spool: Spool, team_id: str) -> list[ApiKeyRecord]:
     """The team's keys, newest first (ids are time-ordered)."""
     rows = API_KEYS.scan(spool, prefix=f"key/{team_id}/", reverse=True, limit=1_000_000)
+    return [key for _, key in rows]
+
+
+async def get_api_key_parked(spool: Spool, team_id: str, key_id: str) -> ApiKeyRecord | None:
+    return await API_KEYS.aget(spool, _key_key(team_id, key_id))
+
+
+async def list_api_keys_parked(spool: Spool, team_id: str) -> list[ApiKeyRecord]:
+    """`list_api_keys` with a parked read."""
+    rows = await API_KEYS.ascan(spool, prefix=f"key/{team_id}/", reverse=True, limit=1_000_000)
     return [key for _, key in rows]
 
 
@@ -191,7 +217,7 @@ async def delete_api_key(spool: Spool, key: ApiKeyRecord) -> None:
 
 async def record_key_use(spool: Spool, key: ApiKeyRecord, now: datetime) -> None:
     """Set `last_used_at`; callers throttle this, it costs a commit."""
-    current = get_api_key(spool, key.team_id, key.id)
+    current = await get_api_key_parked(spool, key.team_id, key.id)
     if current is None:  # deleted meanwhile
         return
     batch = WriteBatch()

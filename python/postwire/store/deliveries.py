@@ -203,10 +203,27 @@ def attempt_key(team_id: str, email_id: str, number: int) -> str:
 def email_attempts(spool: Spool, team_id: str, email_id: str, now_ms: int) -> list[DeliveryAttempt]:
     """The email's delivery attempts, oldest first: the recorded ones, the one in progress
     (its message leased now, from the spool's state) and, between them, those interrupted."""
-    records = {
-        record.number: record
-        for _, record in ATTEMPTS.scan(spool, prefix=f"{team_id}/{email_id}/", limit=100_000)
-    }
+    rows = ATTEMPTS.scan(spool, prefix=_attempts_prefix(team_id, email_id), limit=100_000)
+    return _attempts_of(spool, email_id, [record for _, record in rows], now_ms)
+
+
+async def email_attempts_parked(
+    spool: Spool, team_id: str, email_id: str, now_ms: int
+) -> list[DeliveryAttempt]:
+    """`email_attempts` with a parked read of the recorded attempts (the message's state is
+    the node's own spool, a memory read)."""
+    rows = await ATTEMPTS.ascan(spool, prefix=_attempts_prefix(team_id, email_id), limit=100_000)
+    return _attempts_of(spool, email_id, [record for _, record in rows], now_ms)
+
+
+def _attempts_prefix(team_id: str, email_id: str) -> str:
+    return f"{team_id}/{email_id}/"
+
+
+def _attempts_of(
+    spool: Spool, email_id: str, recorded: list[AttemptRecord], now_ms: int
+) -> list[DeliveryAttempt]:
+    records = {record.number: record for record in recorded}
     covered = {n for r in records.values() for n in range(r.number, r.number + r.covered)}
     state = spool.message_state(email_id)
     handouts = max([*covered, 0 if state is None else state.deliveries])

@@ -7,7 +7,7 @@ prefix lists its emails newest first, and a cursor is just another key.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Final
+from typing import Final, TypedDict
 
 from postwire._core import WriteBatch
 from postwire.errors import ApiError, LeaseLostError, NoSuchMessageError
@@ -103,7 +103,15 @@ def record_last_event(batch: WriteBatch, record: EmailRecord, event: str) -> Ema
 
 
 def get_email(spool: Spool, team_id: str, email_id: str) -> EmailRecord:
-    record = EMAILS.get(spool, email_key(team_id, email_id))
+    return _found_email(EMAILS.get(spool, email_key(team_id, email_id)))
+
+
+async def get_email_parked(spool: Spool, team_id: str, email_id: str) -> EmailRecord:
+    """`get_email` with a parked read."""
+    return _found_email(await EMAILS.aget(spool, email_key(team_id, email_id)))
+
+
+def _found_email(record: EmailRecord | None) -> EmailRecord:
     if record is None:
         raise ApiError(404, "not_found", "Email not found")
     return record
@@ -114,16 +122,44 @@ def list_emails(
 ) -> tuple[list[EmailRecord], bool]:
     """A page of the team's emails, newest first; `after` walks to older ones, `before` to
     newer ones, the cursor itself excluded."""
+    scan = _email_page_scan(team_id, limit=limit, after=after, before=before)
+    return _email_page(EMAILS.scan(spool, **scan), limit=limit, newer=before is not None)
+
+
+async def list_emails_parked(
+    spool: Spool, team_id: str, *, limit: int, after: str | None, before: str | None
+) -> tuple[list[EmailRecord], bool]:
+    """`list_emails` with a parked read."""
+    scan = _email_page_scan(team_id, limit=limit, after=after, before=before)
+    rows = await EMAILS.ascan(spool, **scan)
+    return _email_page(rows, limit=limit, newer=before is not None)
+
+
+class _EmailScan(TypedDict):
+    prefix: str
+    cursor: str | None
+    reverse: bool
+    limit: int
+
+
+def _email_page_scan(
+    team_id: str, *, limit: int, after: str | None, before: str | None
+) -> _EmailScan:
+    """The one scan of a page: one row more than the page tells whether more lie beyond."""
     prefix = f"{team_id}/"
     if before is not None:
-        newer = EMAILS.scan(
-            spool, prefix=prefix, cursor=email_key(team_id, before), limit=limit + 1
+        return _EmailScan(
+            prefix=prefix, cursor=email_key(team_id, before), reverse=False, limit=limit + 1
         )
-        page = [record for _, record in newer[:limit]]
-        return list(reversed(page)), len(newer) > limit
     cursor = None if after is None else email_key(team_id, after)
-    older = EMAILS.scan(spool, prefix=prefix, cursor=cursor, reverse=True, limit=limit + 1)
-    return [record for _, record in older[:limit]], len(older) > limit
+    return _EmailScan(prefix=prefix, cursor=cursor, reverse=True, limit=limit + 1)
+
+
+def _email_page(
+    rows: list[tuple[str, EmailRecord]], *, limit: int, newer: bool
+) -> tuple[list[EmailRecord], bool]:
+    page = [record for _, record in rows[:limit]]
+    return (list(reversed(page)) if newer else page), len(rows) > limit
 
 
 async def _change_scheduled(

@@ -81,11 +81,22 @@ class Table(Generic[RecordT]):
         return [(key.decode(), self.decode(raw)) for key, raw in rows]
 
     async def ascan(
-        self, spool: Spool, *, prefix: str = "", limit: int = 100
+        self,
+        spool: Spool,
+        *,
+        prefix: str = "",
+        cursor: str | None = None,
+        reverse: bool = False,
+        limit: int = 100,
     ) -> list[tuple[str, RecordT]]:
-        """`scan` from the first key of `prefix`, parked rather than blocking while a table
-        store on the network answers."""
-        rows = await spool.ascan(self.name, prefix=prefix.encode(), limit=limit)
+        """`scan`, parked rather than blocking while a table store on the network answers."""
+        rows = await spool.ascan(
+            self.name,
+            prefix=prefix.encode(),
+            cursor=None if cursor is None else cursor.encode(),
+            reverse=reverse,
+            limit=limit,
+        )
         return [(key.decode(), self.decode(raw)) for key, raw in rows]
 
     def put(self, batch: WriteBatch, key: str, record: RecordT) -> None:
