@@ -340,7 +340,11 @@ async def test_a_pending_second_factor_reaches_only_the_challenge(
     from postwire.dashboard import guard, login_flow
 
     monkeypatch.setattr(login_flow, "user_has_mfa", lambda spool, user_id: True)
-    monkeypatch.setattr(guard, "user_has_mfa", lambda spool, user_id: True)
+
+    async def has_mfa(spool: object, user_id: str) -> bool:
+        return True
+
+    monkeypatch.setattr(guard, "user_has_mfa_parked", has_mfa)
     assert await dashboard.log_in(next_url="/probe") == "/login/mfa?next=/probe"
     assert (await dashboard.client.get("/probe")).headers["Location"] == "/login/mfa"
     assert (await dashboard.client.get("/login/mfa")).status_code == 200

@@ -92,7 +92,7 @@ async def test_one_warning_per_crossing(spool: Spool, tmp_path: Path) -> None:
         "window": "24h", "metric": "complaint_rate", "rate": 0.4, "threshold": 0.3,
         "volume": 500, "state": "critical",
     }  # fmt: skip
-    assert [r.domain_id for r in unhealthy_domains(spool, TEAM)] == [domain.id]
+    assert [r.domain_id for r in await unhealthy_domains(spool, TEAM)] == [domain.id]
 
     # More mail, still past the threshold: no second warning.
     await add(spool, domain.id, "delivered", 100, NOW_MS)
@@ -103,7 +103,7 @@ async def test_one_warning_per_crossing(spool: Spool, tmp_path: Path) -> None:
     now[0] = NOW_MS + 8 * 24 * HOUR_MS
     await add(spool, domain.id, "delivered", 1000, now[0])
     assert await evaluator.evaluate_all() == 0
-    assert unhealthy_domains(spool, TEAM) == []
+    assert await unhealthy_domains(spool, TEAM) == []
     await add(spool, domain.id, "complained", 1, now[0])
     assert await evaluator.evaluate_all() == 1
     assert [w["state"] for w in warnings(spool)] == ["critical", "warning"]

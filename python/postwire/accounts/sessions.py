@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import Final, TypeGuard
 
 from postwire import _core
 from postwire._core import WriteBatch
@@ -94,12 +94,30 @@ def load_session(
     spool: Spool, token: str | None, now: float, limits: SessionLimits
 ) -> SessionRecord | None:
     """The live session of the cookie's token, or None (expired ones are ended lazily)."""
-    if not token or len(token) > 200:
+    if not _plausible(token):
         return None
-    session = store.get_session(spool, token_sha256(token))
-    if session is None or not is_live(session, now, limits):
+    return _live_or_none(store.get_session(spool, token_sha256(token)), now, limits)
+
+
+async def load_session_parked(
+    spool: Spool, token: str | None, now: float, limits: SessionLimits
+) -> SessionRecord | None:
+    """`load_session`, parked rather than blocking on a table store on the network (the
+    dashboard's guard, on every request)."""
+    if not _plausible(token):
         return None
-    return session
+    session = await store.get_session_parked(spool, token_sha256(token))
+    return _live_or_none(session, now, limits)
+
+
+def _plausible(token: str | None) -> TypeGuard[str]:
+    return bool(token) and len(token or "") <= 200
+
+
+def _live_or_none(
+    session: SessionRecord | None, now: float, limits: SessionLimits
+) -> SessionRecord | None:
+    return session if session is not None and is_live(session, now, limits) else None
 
 
 def needs_touch(session: SessionRecord, now: float) -> bool:

@@ -16,7 +16,12 @@ from postwire._core import WriteBatch
 from postwire.domains.store import find_verified_domain_for_sender
 from postwire.errors import KeyExistsError
 from postwire.store.spool import Spool
-from postwire.store.sso import SsoConfigRecord, get_sso_config, put_sso_config
+from postwire.store.sso import (
+    SsoConfigRecord,
+    get_sso_config,
+    get_sso_config_parked,
+    put_sso_config,
+)
 
 PROTOCOLS = ("oidc", "saml")
 # A DNS name (letters, digits, hyphens, dots), as in email addresses' domains.
@@ -29,7 +34,10 @@ class SsoSettingsError(ValueError):
 
 def team_enforces_sso(spool: Spool, team_id: str) -> bool:
     """Whether the team refuses password login for its members (SSO configured and enforced)."""
-    config = get_sso_config(spool, team_id)
+    return _enforces(get_sso_config(spool, team_id))
+
+
+def _enforces(config: SsoConfigRecord | None) -> bool:
     return config is not None and config.enforce and config.protocol in PROTOCOLS
 
 
@@ -37,6 +45,14 @@ def password_login_refused(spool: Spool, team_id: str, role: str) -> bool:
     """Whether a member of `role` may not use a password (or Google, GitHub) for this team:
     SSO is enforced and they are not an owner (owners keep a break-glass password login)."""
     return role != "owner" and team_enforces_sso(spool, team_id)
+
+
+async def password_login_refused_parked(spool: Spool, team_id: str, role: str) -> bool:
+    """`password_login_refused`, parked rather than blocking on a table store on the network
+    (the dashboard's guard, on every request)."""
+    if role == "owner":
+        return False
+    return _enforces(await get_sso_config_parked(spool, team_id))
 
 
 def sso_settings(spool: Spool, team_id: str) -> SsoConfigRecord:

@@ -7,14 +7,19 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Final
 
 from postwire import _core
 from postwire._core import WriteBatch
+from postwire.concurrency import in_order
 from postwire.errors import KeyExistsError, PostwireError
 from postwire.store import users as store
 from postwire.store.accounts import TEAMS, TeamRecord
 from postwire.store.spool import Spool
 from postwire.store.users import MembershipRecord, Role, UserRecord
+
+# A user's teams read at a time: their round trips to a table store on the network overlap.
+TEAMS_READ_AT_ONCE: Final = 16
 
 
 class EmailTakenError(PostwireError):
@@ -27,6 +32,11 @@ def iso_timestamp(moment: datetime) -> str:
 
 def get_user(spool: Spool, user_id: str) -> UserRecord | None:
     return store.get_user(spool, user_id)
+
+
+async def get_user_parked(spool: Spool, user_id: str) -> UserRecord | None:
+    """`get_user`, parked rather than blocking on a table store on the network."""
+    return await store.get_user_parked(spool, user_id)
 
 
 def find_user_by_email(spool: Spool, email: str) -> UserRecord | None:
@@ -94,11 +104,29 @@ def confirm_email_change(batch: WriteBatch, user: UserRecord) -> UserRecord:
 
 def memberships_of(spool: Spool, user: UserRecord) -> list[tuple[MembershipRecord, TeamRecord]]:
     """The user's memberships with their teams, by team name (teams deleted since are left out)."""
-    found = []
-    for membership in store.memberships_of_user(spool, user.id):
-        team = TEAMS.get(spool, membership.team_id)
-        if team is not None:
-            found.append((membership, team))
+    memberships = store.memberships_of_user(spool, user.id)
+    teams = [TEAMS.get(spool, membership.team_id) for membership in memberships]
+    return _by_team_name(memberships, teams)
+
+
+async def memberships_of_parked(
+    spool: Spool, user: UserRecord
+) -> list[tuple[MembershipRecord, TeamRecord]]:
+    """`memberships_of`, parked rather than blocking on a table store on the network (the
+    dashboard's guard, on every request): the teams are read together."""
+    memberships = await store.memberships_of_user_parked(spool, user.id)
+
+    async def team_of(membership: MembershipRecord) -> TeamRecord | None:
+        return await TEAMS.aget(spool, membership.team_id)
+
+    teams = await in_order(team_of, memberships, at_once=TEAMS_READ_AT_ONCE)
+    return _by_team_name(memberships, teams)
+
+
+def _by_team_name(
+    memberships: list[MembershipRecord], teams: list[TeamRecord | None]
+) -> list[tuple[MembershipRecord, TeamRecord]]:
+    found = [(m, team) for m, team in zip(memberships, teams, strict=True) if team is not None]
     found.sort(key=lambda pair: (pair[1].name.lower(), pair[1].id))
     return found
 
@@ -151,6 +179,11 @@ async def remove_membership(spool: Spool, membership: MembershipRecord) -> None:
 
 def team_policy(spool: Spool, team_id: str) -> store.TeamPolicyRecord:
     return store.get_team_policy(spool, team_id)
+
+
+async def team_policy_parked(spool: Spool, team_id: str) -> store.TeamPolicyRecord:
+    """`team_policy`, parked rather than blocking on a table store on the network."""
+    return await store.get_team_policy_parked(spool, team_id)
 
 
 async def set_team_policy(spool: Spool, policy: store.TeamPolicyRecord) -> None:

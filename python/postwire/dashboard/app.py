@@ -16,7 +16,6 @@ from quart import Response, g, render_template, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException, NotFound
 
-from postwire.accounts.mfa import user_has_mfa
 from postwire.accounts.passwords import PasswordWorkBusy
 from postwire.dashboard.assets import Assets
 from postwire.dashboard.context import DashboardContext
@@ -28,6 +27,7 @@ from postwire.errors import StoreUnavailableError
 from postwire.http_routing import route_without_redirects
 from postwire.http_serving import drain_request_body
 from postwire.store.domain_health import DomainHealthRecord, unhealthy_domains
+from postwire.store.mfa_devices import user_has_mfa_parked
 from postwire.store.outages import Outage
 from postwire.store.server_secrets import server_secret
 from postwire.store.spool import Spool
@@ -109,7 +109,7 @@ def create_dashboard(ctx: DashboardContext) -> QuartTrio:
     async def find_domain_alerts() -> None:
         # After the guard, which answers first for a request it stops: the banner of the
         # team's sending domains past a complaint or bounce threshold (`base.html`).
-        g.domain_alerts = _domain_alerts(ctx.spool, g.get("viewer"))
+        g.domain_alerts = await _domain_alerts(ctx.spool, g.get("viewer"))
 
     _install_error_pages(app)
 
@@ -157,13 +157,13 @@ def csrf_field() -> Markup:
     return hidden_field(csrf_token())
 
 
-def _domain_alerts(spool: Spool, viewer: Viewer | None) -> list[DomainHealthRecord]:
+async def _domain_alerts(spool: Spool, viewer: Viewer | None) -> list[DomainHealthRecord]:
     """The team's unhealthy domains, for a viewer past every step of signing in only."""
     if viewer is None or viewer.session.mfa_pending:
         return []
-    if viewer.policy.require_mfa and not user_has_mfa(spool, viewer.user.id):
+    if viewer.policy.require_mfa and not await user_has_mfa_parked(spool, viewer.user.id):
         return []
-    return unhealthy_domains(spool, viewer.team.id)
+    return await unhealthy_domains(spool, viewer.team.id)
 
 
 # Said once a minute at most while the database is unreachable.

@@ -18,13 +18,13 @@ from werkzeug.exceptions import Forbidden
 
 from postwire.accounts import sessions
 from postwire.accounts import users as accounts_users
-from postwire.accounts.mfa import user_has_mfa
-from postwire.accounts.sso import password_login_refused
+from postwire.accounts.sso import password_login_refused_parked
 from postwire.dashboard.access import access_of
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.csrf import ANONYMOUS_COOKIE, FIELD, HEADER, UNSAFE_METHODS, check_token
 from postwire.dashboard.redirects import see_other
 from postwire.dashboard.viewer import Viewer
+from postwire.store.mfa_devices import user_has_mfa_parked
 from postwire.store.sessions import SessionRecord
 from postwire.store.users import role_at_least
 
@@ -90,7 +90,9 @@ def install_guard(app: QuartTrio, ctx: DashboardContext) -> None:
         if access.pending_mfa:
             return None  # sign out and the challenge stay reachable whatever the policy
         sso_of_this_team = viewer.session.sso_team_id == viewer.team.id
-        if not sso_of_this_team and password_login_refused(ctx.spool, viewer.team.id, viewer.role):
+        if not sso_of_this_team and await password_login_refused_parked(
+            ctx.spool, viewer.team.id, viewer.role
+        ):
             raise SsoRequired
         if access.changes_sign_in and viewer.session.sso_team_id:
             raise SignInChangeRefused
@@ -99,7 +101,7 @@ def install_guard(app: QuartTrio, ctx: DashboardContext) -> None:
             and not access.mfa_setup
             # The team's own identity provider is where its second factors are asked.
             and not sso_of_this_team
-            and not user_has_mfa(ctx.spool, viewer.user.id)
+            and not await user_has_mfa_parked(ctx.spool, viewer.user.id)
         ):
             return see_other(MFA_ENROLMENT_PATH)
         needed = access.role or ("member" if request.method in READ_METHODS else "admin")
@@ -110,15 +112,15 @@ def install_guard(app: QuartTrio, ctx: DashboardContext) -> None:
 
 async def _load_viewer(ctx: DashboardContext, app: QuartTrio) -> _Found:
     now = ctx.now_seconds()
-    session = sessions.load_session(
+    session = await sessions.load_session_parked(
         ctx.spool, request.cookies.get(SESSION_COOKIE), now, ctx.session_limits
     )
     if session is None:
         return _Found()
-    user = accounts_users.get_user(ctx.spool, session.user_id)
+    user = await accounts_users.get_user_parked(ctx.spool, session.user_id)
     if user is None:
         return _Found()
-    teams = tuple(accounts_users.memberships_of(ctx.spool, user))
+    teams = tuple(await accounts_users.memberships_of_parked(ctx.spool, user))
     if session.sso_team_id:
         # Started through a team's identity provider: that team alone, whatever else the
         # account is a member of.
@@ -144,7 +146,7 @@ async def _load_viewer(ctx: DashboardContext, app: QuartTrio) -> _Found:
         role=membership.role,
         session=session,
         teams=teams,
-        policy=accounts_users.team_policy(ctx.spool, team.id),
+        policy=await accounts_users.team_policy_parked(ctx.spool, team.id),
     )
     return _Found(session=session, viewer=viewer)
 

@@ -59,6 +59,11 @@ def get_session(spool: Spool, token_sha256: str) -> SessionRecord | None:
     return SESSIONS.get(spool, _token_key(token_sha256))
 
 
+async def get_session_parked(spool: Spool, token_sha256: str) -> SessionRecord | None:
+    """`get_session`, parked rather than blocking on a table store on the network."""
+    return await SESSIONS.aget(spool, _token_key(token_sha256))
+
+
 def put_session(batch: WriteBatch, session: SessionRecord) -> None:
     SESSIONS.put(batch, _token_key(session.token_sha256), session)
     SESSION_REFS.put(batch, _ref_key(session.user_id, session.id), SessionRef(session.token_sha256))

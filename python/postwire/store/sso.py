@@ -92,6 +92,11 @@ def get_sso_config(spool: Spool, team_id: str) -> SsoConfigRecord | None:
     return SSO_CONFIGS.get(spool, _config_key(team_id))
 
 
+async def get_sso_config_parked(spool: Spool, team_id: str) -> SsoConfigRecord | None:
+    """`get_sso_config`, parked rather than blocking on a table store on the network."""
+    return await SSO_CONFIGS.aget(spool, _config_key(team_id))
+
+
 def put_sso_config(
     batch: WriteBatch, record: SsoConfigRecord, previous: SsoConfigRecord | None
 ) -> None:

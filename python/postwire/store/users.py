@@ -79,6 +79,11 @@ def get_user(spool: Spool, user_id: str) -> UserRecord | None:
     return USERS.get(spool, user_id)
 
 
+async def get_user_parked(spool: Spool, user_id: str) -> UserRecord | None:
+    """`get_user`, parked rather than blocking on a table store on the network."""
+    return await USERS.aget(spool, user_id)
+
+
 def find_user_id_by_email(spool: Spool, email: str) -> str | None:
     entry = USER_EMAILS.get(spool, normalize_email(email))
     return None if entry is None else entry.user_id
@@ -131,6 +136,12 @@ def memberships_of_user(spool: Spool, user_id: str) -> list[MembershipRecord]:
     return [m for _, m in MEMBERSHIPS.scan(spool, prefix=f"user/{user_id}/", limit=_ALL)]
 
 
+async def memberships_of_user_parked(spool: Spool, user_id: str) -> list[MembershipRecord]:
+    """`memberships_of_user`, parked rather than blocking on a table store on the network."""
+    rows = await MEMBERSHIPS.ascan(spool, prefix=f"user/{user_id}/", limit=_ALL)
+    return [m for _, m in rows]
+
+
 def memberships_of_team(spool: Spool, team_id: str) -> list[MembershipRecord]:
     return [m for _, m in MEMBERSHIPS.scan(spool, prefix=f"team/{team_id}/", limit=_ALL)]
 
@@ -138,6 +149,11 @@ def memberships_of_team(spool: Spool, team_id: str) -> list[MembershipRecord]:
 def get_team_policy(spool: Spool, team_id: str) -> TeamPolicyRecord:
     """The team's sign-in policy; a team that never set one requires nothing."""
     return TEAM_POLICIES.get(spool, f"policy/{team_id}") or TeamPolicyRecord(team_id)
+
+
+async def get_team_policy_parked(spool: Spool, team_id: str) -> TeamPolicyRecord:
+    """`get_team_policy`, parked rather than blocking on a table store on the network."""
+    return await TEAM_POLICIES.aget(spool, f"policy/{team_id}") or TeamPolicyRecord(team_id)
 
 
 def put_team_policy(batch: WriteBatch, policy: TeamPolicyRecord) -> None:

@@ -1,0 +1,74 @@
+"""The dashboard's pages read the table store parked, never blocking: on a table store on the
+network a blocking read stalls every task of the process (other pages, SMTP sessions,
+deliveries) for its round trip. The app is served in-process over a real spool, through its
+request guard with a real session; `record_reads` wraps the spool's facade."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from quart.typing import TestClientProtocol as Client
+
+from postwire.accounts.sessions import start_session
+from postwire.accounts.users import add_membership, create_user
+from postwire.config import load_config
+from postwire.dashboard.app import create_dashboard
+from postwire.dashboard.context import DashboardContext
+from postwire.store.accounts import create_team
+from postwire.store.email_samples import SampleSender, sample_emails, seed_emails
+from postwire.store.spool import TABLES, Spool
+from tests.table_reads import Read, record_reads
+
+START_MS = 1_790_000_000_000  # 2026-09-21 14:13 UTC
+HOUR_MS = 3_600_000
+SENDERS = [SampleSender("dom-1", "one.test", ["key-1"])]
+# What the guard and the banner read for every page: the session, its user, their teams and
+# the team's policies (sign-in, SSO, the viewer's second factors), the domains' health.
+GUARD_TABLES = (
+    "sessions", "users", "memberships", "teams", "sso_configs", "mfa_devices", "domain_health",
+)  # fmt: skip
+
+
+@dataclass
+class Site:
+    spool: Spool
+    client: Client
+    cookie: dict[str, str]
+    email_ids: list[str]
+
+    async def blocking_reads(self, path: str, tables: tuple[str, ...] = TABLES) -> list[Read]:
+        """The blocking reads of `tables` that a GET of `path` makes (it must answer 200)."""
+        reads = record_reads(self.spool, tables)
+        response = await self.client.get(path, headers=self.cookie)
+        assert response.status_code == 200, path
+        return [read for read in reads if read.how in ("get", "scan")]
+
+
+@pytest.fixture
+async def site(spool: Spool, tmp_path: Path) -> AsyncIterator[Site]:
+    config = load_config(None, {"POSTWIRE_DATA_DIR": str(tmp_path)})
+    now = datetime.now(UTC)
+    team = await create_team(spool, "Ours", now)
+    other = await create_team(spool, "Theirs", now)
+    user = await create_user(spool, email="ann@example.org", name="Ann", now=now)
+    await add_membership(spool, user.id, team.id, "member", now)
+    await add_membership(spool, user.id, other.id, "member", now)
+    token, _ = await start_session(
+        spool, user, team.id, mfa_pending=False, method="password", now=now.timestamp()
+    )
+    records = list(
+        sample_emails(team.id, SENDERS, 20, start_ms=START_MS, end_ms=START_MS + 20 * HOUR_MS)
+    )
+    await seed_emails(spool, records)
+    app = create_dashboard(DashboardContext(config=config, spool=spool))
+    async with app.test_app() as test_app:
+        cookie = {"Cookie": f"pw_session={token}"}
+        yield Site(spool, test_app.test_client(), cookie, [r.id for r in records])
+
+
+async def test_the_guard_and_the_banner_read_parked(site: Site, spool: Spool) -> None:
+    assert await site.blocking_reads("/emails", GUARD_TABLES) == []
