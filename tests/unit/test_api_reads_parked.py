@@ -91,3 +91,35 @@ async def test_api_keys_are_read_parked(api: Api) -> None:
     )
     assert response.status_code == 200
     assert blocking(reads) == []
+
+
+async def test_contacts_and_segments_are_read_parked(api: Api) -> None:
+    segment = await api.send("/segments", {"name": "Regulars"})
+    contact = await api.send(
+        "/contacts", {"email": "ann@example.org", "segments": [{"id": segment["id"]}]}
+    )
+    reads = record_reads(api.spool, WATCHED)
+    assert [c["id"] for c in (await api.get("/contacts"))["data"]] == [contact["id"]]
+    assert (await api.get(f"/contacts?after={contact['id']}"))["data"] == []
+    assert (await api.get(f"/contacts/{contact['id']}"))["email"] == "ann@example.org"
+    assert (await api.get("/contacts/ann@example.org"))["id"] == contact["id"]
+    assert (await api.get(f"/segments/{segment['id']}"))["name"] == "Regulars"
+    assert [s["id"] for s in (await api.get("/segments"))["data"]] == [segment["id"]]
+    members = await api.get(f"/segments/{segment['id']}/contacts")
+    assert [c["id"] for c in members["data"]] == [contact["id"]]
+    of_contact = await api.get(f"/contacts/{contact['id']}/segments")
+    assert [s["id"] for s in of_contact["data"]] == [segment["id"]]
+    assert {"contacts", "contact_emails", "segments", "segment_members"} <= {
+        read.table for read in reads
+    }
+    assert blocking(reads) == []
+
+
+async def test_domains_are_read_parked(api: Api) -> None:
+    reads = record_reads(api.spool, WATCHED)
+    listed = await api.get("/domains")
+    domain_id = listed["data"][0]["id"]
+    assert (await api.get(f"/domains/{domain_id}"))["name"] == "shop.test"
+    assert (await api.get(f"/domains?limit=1&after={domain_id}"))["data"] == []
+    assert {"domains", "domain_health"} <= {read.table for read in reads}
+    assert blocking(reads) == []

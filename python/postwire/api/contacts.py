@@ -20,7 +20,7 @@ from postwire.api.context import ApiContext
 from postwire.api.models import ListBody, Reference
 from postwire.api.pagination import PageRequest, list_response, parse_page_request
 from postwire.api.request_body import json_object
-from postwire.api.store_pages import store_page
+from postwire.api.store_pages import store_page_parked
 from postwire.audiences.contact_rules import contact_changes
 from postwire.audiences.contacts import (
     change_contact,
@@ -29,19 +29,28 @@ from postwire.audiences.contacts import (
     duplicate_contact,
     remove_contact,
 )
-from postwire.audiences.records import require_segment
+from postwire.audiences.records import require_segment_parked
+from postwire.concurrency import in_order
 from postwire.errors import ApiError, validation_error
-from postwire.store.contact_properties import ContactPropertyRecord, team_properties, value_fits
+from postwire.store.contact_properties import (
+    ContactPropertyRecord,
+    team_properties_parked,
+    value_fits,
+)
 from postwire.store.contacts import (
     CONTACTS,
     ContactRecord,
     PropertyValue,
     find_contact,
-    get_contact,
+    find_contact_parked,
+    get_contact_parked,
 )
 from postwire.store.segments import SEGMENT_MEMBERS, members_prefix
 from postwire.store.spool import Spool
 from postwire.store.team_records import team_prefix
+
+# Records of a page read at a time (its contacts, a contact's segments), round trips overlapping.
+READS_AT_ONCE = 16
 
 
 def contact_summary(contact: ContactRecord) -> ContactSummary:
@@ -75,10 +84,18 @@ def property_text(value: PropertyValue) -> str:
     return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
-def segment_contacts(spool: Spool, team_id: str, segment_id: str, page: PageRequest) -> ListBody:
-    """A page of the segment's members, newest contact first, read from its member rows."""
-    rows, has_more = store_page(SEGMENT_MEMBERS, spool, members_prefix(team_id, segment_id), page)
-    contacts = [get_contact(spool, team_id, contact_id) for contact_id, _ in rows]
+async def segment_contacts(
+    spool: Spool, team_id: str, segment_id: str, page: PageRequest
+) -> ListBody:
+    """A page of the segment's members, newest contact first, read from its member rows (the
+    contacts' reads overlapping)."""
+    prefix = members_prefix(team_id, segment_id)
+    rows, has_more = await store_page_parked(SEGMENT_MEMBERS, spool, prefix, page)
+    contacts = await in_order(
+        lambda contact_id: get_contact_parked(spool, team_id, contact_id),
+        [contact_id for contact_id, _ in rows],
+        at_once=READS_AT_ONCE,
+    )
     data: list[dict[str, Any]] = [dict(contact_summary(c)) for c in contacts if c is not None]
     return list_response(data, has_more)
 
@@ -90,8 +107,8 @@ def routes(ctx: ApiContext) -> Blueprint:
     def team() -> str:
         return current_caller().team_id
 
-    def audience(audience_id: str) -> str:
-        return require_segment(spool, team(), audience_id, "Audience").id
+    async def audience(audience_id: str) -> str:
+        return (await require_segment_parked(spool, team(), audience_id, "Audience")).id
 
     async def create(body: dict[str, Any], audience_id: str | None) -> Reference:
         team_id, now = team(), ctx.now()
@@ -119,7 +136,7 @@ def routes(ctx: ApiContext) -> Blueprint:
     async def update(id_or_email: str, audience_id: str | None) -> Reference:
         body = await json_object()
         team_id = team()
-        properties = team_properties(spool, team_id)
+        properties = await team_properties_parked(spool, team_id)
         changed = await change_contact(
             spool,
             team_id,
@@ -136,12 +153,12 @@ def routes(ctx: ApiContext) -> Blueprint:
         )
         return {"object": "contact", "id": removed.id, "contact": removed.id, "deleted": True}
 
-    def get_one(id_or_email: str, audience_id: str | None) -> ContactObject:
+    async def get_one(id_or_email: str, audience_id: str | None) -> ContactObject:
         team_id = team()
-        contact = find_contact(spool, team_id, unquote(id_or_email))
+        contact = await find_contact_parked(spool, team_id, unquote(id_or_email))
         if contact is None or (audience_id is not None and audience_id not in contact.segment_ids):
             raise ApiError(404, "not_found", "Contact not found")
-        return contact_json(contact, team_properties(spool, team_id))
+        return contact_json(contact, await team_properties_parked(spool, team_id))
 
     @blueprint.post("/contacts")
     async def create_global() -> tuple[Reference, int]:
@@ -153,14 +170,14 @@ def routes(ctx: ApiContext) -> Blueprint:
         team_id = team()
         segment_id = request.args.get("segment_id") or request.args.get("audience_id")
         if segment_id:
-            require_segment(spool, team_id, segment_id)
-            return segment_contacts(spool, team_id, segment_id, page)
-        rows, has_more = store_page(CONTACTS, spool, team_prefix(team_id), page)
+            await require_segment_parked(spool, team_id, segment_id)
+            return await segment_contacts(spool, team_id, segment_id, page)
+        rows, has_more = await store_page_parked(CONTACTS, spool, team_prefix(team_id), page)
         return list_response([dict(contact_summary(c)) for _, c in rows], has_more)
 
     @blueprint.get("/contacts/<id_or_address:contact_id_or_email>")
     async def get_global(contact_id_or_email: str) -> ContactObject:
-        return get_one(contact_id_or_email, None)
+        return await get_one(contact_id_or_email, None)
 
     @blueprint.patch("/contacts/<id_or_address:contact_id_or_email>")
     async def update_global(contact_id_or_email: str) -> Reference:
@@ -174,23 +191,23 @@ def routes(ctx: ApiContext) -> Blueprint:
 
     @blueprint.post(legacy)
     async def create_legacy(audience_id: str) -> tuple[Reference, int]:
-        return await create(await json_object(), audience(audience_id)), 201
+        return await create(await json_object(), await audience(audience_id)), 201
 
     @blueprint.get(legacy)
     async def list_legacy(audience_id: str) -> ListBody:
         page = parse_page_request(request.args, default_limit=None)
-        return segment_contacts(spool, team(), audience(audience_id), page)
+        return await segment_contacts(spool, team(), await audience(audience_id), page)
 
     @blueprint.get(legacy + "/<id_or_address:contact_id_or_email>")
     async def get_legacy(audience_id: str, contact_id_or_email: str) -> ContactObject:
-        return get_one(contact_id_or_email, audience(audience_id))
+        return await get_one(contact_id_or_email, await audience(audience_id))
 
     @blueprint.patch(legacy + "/<id_or_address:contact_id_or_email>")
     async def update_legacy(audience_id: str, contact_id_or_email: str) -> Reference:
-        return await update(contact_id_or_email, audience(audience_id))
+        return await update(contact_id_or_email, await audience(audience_id))
 
     @blueprint.delete(legacy + "/<id_or_address:contact_id_or_email>")
     async def delete_legacy(audience_id: str, contact_id_or_email: str) -> DeletedContact:
-        return await delete(contact_id_or_email, audience(audience_id))
+        return await delete(contact_id_or_email, await audience(audience_id))
 
     return blueprint

@@ -26,7 +26,7 @@ from postwire.errors import ApiError
 from postwire.metrics.health import RANK, threshold_of
 from postwire.sandbox import SANDBOX_DOMAIN as SANDBOX
 from postwire.store.accounts import contract_timestamp
-from postwire.store.domain_health import DomainHealthRecord, get_domain_health
+from postwire.store.domain_health import DomainHealthRecord, get_domain_health_parked
 
 
 def routes(ctx: ApiContext) -> Blueprint:
@@ -81,7 +81,7 @@ def routes(ctx: ApiContext) -> Blueprint:
     @blueprint.get("/domains")
     async def list_domains() -> ListBody:
         page = parse_page_request(request.args, default_limit=None)
-        domains, has_more = store.list_domains(
+        domains, has_more = await store.list_domains_parked(
             ctx.spool, current_caller().team_id, limit=page.limit, after=page.after,
             before=page.before,
         )  # fmt: skip
@@ -90,9 +90,9 @@ def routes(ctx: ApiContext) -> Blueprint:
 
     @blueprint.get("/domains/<id:domain_id>")
     async def get_domain(domain_id: str) -> DomainObject:
-        domain = store.get_domain(ctx.spool, current_caller().team_id, domain_id)
+        domain = await store.get_domain_parked(ctx.spool, current_caller().team_id, domain_id)
         body = domain_json(domain)
-        health = get_domain_health(ctx.spool, domain.team_id, domain.id)
+        health = await get_domain_health_parked(ctx.spool, domain.team_id, domain.id)
         if health is not None:
             body["health"] = health_json(health)
         return body
@@ -117,7 +117,10 @@ def routes(ctx: ApiContext) -> Blueprint:
     async def verify_domain(domain_id: str) -> Reference:
         await json_body()  # tolerated and ignored
         team_id = current_caller().team_id
-        if ctx.config.sandbox and store.get_domain(ctx.spool, team_id, domain_id).name == SANDBOX:
+        if (
+            ctx.config.sandbox
+            and (await store.get_domain_parked(ctx.spool, team_id, domain_id)).name == SANDBOX
+        ):
             return {"object": "domain", "id": domain_id}  # verified as it is: no DNS to ask
         if ctx.domain_verifier is not None:
             domain = await ctx.domain_verifier.request_verification(team_id, domain_id)

@@ -23,12 +23,12 @@ from postwire.api.audience_models import (
     SegmentSummary,
 )
 from postwire.api.auth import current_caller
-from postwire.api.contacts import segment_contacts
+from postwire.api.contacts import READS_AT_ONCE, segment_contacts
 from postwire.api.context import ApiContext
 from postwire.api.models import DeletedReference, ListBody, Reference
 from postwire.api.pagination import list_response, page_of, parse_page_request
 from postwire.api.request_body import json_object
-from postwire.api.store_pages import store_page
+from postwire.api.store_pages import store_page_parked
 from postwire.audiences import segments as segment_writes
 from postwire.audiences.contacts import (
     change_contact,
@@ -36,9 +36,10 @@ from postwire.audiences.contacts import (
     empty_deleted_segment,
     empty_deleted_segments,
 )
-from postwire.audiences.records import require_segment
-from postwire.store.contacts import find_contact
-from postwire.store.segments import SEGMENTS, SegmentRecord, get_segment
+from postwire.audiences.records import require_segment_parked
+from postwire.concurrency import in_order
+from postwire.store.contacts import find_contact_parked
+from postwire.store.segments import SEGMENTS, SegmentRecord, get_segment_parked
 from postwire.store.team_records import team_prefix
 
 SegmentKind = Literal["segment", "audience"]
@@ -62,13 +63,13 @@ def routes(ctx: ApiContext) -> Blueprint:
         segment = await segment_writes.create_segment(spool, team(), await json_object(), ctx.now())
         return {"object": kind, "id": segment.id, "name": segment.name}, 201
 
-    def list_all() -> ListBody:
+    async def list_all() -> ListBody:
         page = parse_page_request(request.args, default_limit=None)
-        rows, has_more = store_page(SEGMENTS, spool, team_prefix(team()), page)
+        rows, has_more = await store_page_parked(SEGMENTS, spool, team_prefix(team()), page)
         return list_response([dict(segment_summary(s)) for _, s in rows], has_more)
 
-    def get_one(kind: SegmentKind, segment_id: str) -> SegmentObject:
-        segment = require_segment(spool, team(), segment_id, noun(kind))
+    async def get_one(kind: SegmentKind, segment_id: str) -> SegmentObject:
+        segment = await require_segment_parked(spool, team(), segment_id, noun(kind))
         return {
             "object": kind,
             "id": segment.id,
@@ -97,19 +98,19 @@ def routes(ctx: ApiContext) -> Blueprint:
 
     @blueprint.get("/segments")
     async def list_segments() -> ListBody:
-        return list_all()
+        return await list_all()
 
     @blueprint.get("/audiences")
     async def list_audiences() -> ListBody:
-        return list_all()
+        return await list_all()
 
     @blueprint.get("/segments/<id:segment_id>")
     async def get_segment_route(segment_id: str) -> SegmentObject:
-        return get_one("segment", segment_id)
+        return await get_one("segment", segment_id)
 
     @blueprint.get("/audiences/<id:audience_id>")
     async def get_audience(audience_id: str) -> SegmentObject:
-        return get_one("audience", audience_id)
+        return await get_one("audience", audience_id)
 
     @blueprint.patch("/segments/<id:segment_id>")
     async def rename(segment_id: str) -> Reference:
@@ -130,8 +131,8 @@ def routes(ctx: ApiContext) -> Blueprint:
     async def members(segment_id: str) -> ListBody:
         page = parse_page_request(request.args, default_limit=None)
         team_id = team()
-        require_segment(spool, team_id, segment_id)
-        return segment_contacts(spool, team_id, segment_id, page)
+        await require_segment_parked(spool, team_id, segment_id)
+        return await segment_contacts(spool, team_id, segment_id, page)
 
     contact_segments = "/contacts/<id_or_address:contact_id_or_email>/segments"
 
@@ -139,10 +140,14 @@ def routes(ctx: ApiContext) -> Blueprint:
     async def segments_of_contact(contact_id_or_email: str) -> ListBody:
         page = parse_page_request(request.args, default_limit=None)
         team_id = team()
-        contact = find_contact(spool, team_id, unquote(contact_id_or_email))
+        contact = await find_contact_parked(spool, team_id, unquote(contact_id_or_email))
         if contact is None:
             raise contact_not_found()
-        found = [get_segment(spool, team_id, s) for s in sorted(contact.segment_ids, reverse=True)]
+        found = await in_order(
+            lambda segment_id: get_segment_parked(spool, team_id, segment_id),
+            sorted(contact.segment_ids, reverse=True),
+            at_once=READS_AT_ONCE,
+        )
         window, has_more = page_of([s for s in found if s is not None], page, lambda s: s.id)
         data: list[dict[str, Any]] = [dict(segment_summary(s)) for s in window]
         return list_response(data, has_more)
@@ -150,7 +155,7 @@ def routes(ctx: ApiContext) -> Blueprint:
     @blueprint.post(contact_segments + "/<id:segment_id>")
     async def join(contact_id_or_email: str, segment_id: str) -> tuple[ContactSegmentAdded, int]:
         team_id = team()
-        require_segment(spool, team_id, segment_id)
+        await require_segment_parked(spool, team_id, segment_id)
         contact = await change_contact(
             spool,
             team_id,
@@ -172,7 +177,7 @@ def routes(ctx: ApiContext) -> Blueprint:
     @blueprint.delete(contact_segments + "/<id:segment_id>")
     async def leave(contact_id_or_email: str, segment_id: str) -> ContactSegmentRemoved:
         team_id = team()
-        require_segment(spool, team_id, segment_id)
+        await require_segment_parked(spool, team_id, segment_id)
         contact = await change_contact(
             spool,
             team_id,

@@ -8,7 +8,7 @@ from typing import Final
 
 from postwire.errors import ApiError
 from postwire.store.contact_properties import ContactPropertyRecord, get_property
-from postwire.store.segments import SegmentRecord, get_segment
+from postwire.store.segments import SegmentRecord, get_segment, get_segment_parked
 from postwire.store.spool import Spool
 from postwire.store.topics import TopicRecord, get_topic
 
@@ -31,6 +31,18 @@ def require_segment(
     if segment is None:
         raise not_found(noun)
     return segment
+
+
+async def require_segment_parked(
+    spool: Spool, team_id: str, segment_id: str, noun: str = "Segment"
+) -> SegmentRecord:
+    """`require_segment` with a parked read."""
+    found = (
+        await get_segment_parked(spool, team_id, segment_id) if is_record_id(segment_id) else None
+    )
+    if found is None:
+        raise not_found(noun)
+    return found
 
 
 def require_topic(spool: Spool, team_id: str, topic_id: str) -> TopicRecord:

@@ -52,6 +52,7 @@ from postwire.domains.request_values import (
 from postwire.domains.setup_warnings import domain_warnings
 from postwire.errors import ApiError, KeyExistsError, validation_error
 from postwire.store.guards import never_after_change
+from postwire.store.pages import newest_first_page_parked
 from postwire.store.tables import Table
 
 if TYPE_CHECKING:
@@ -185,6 +186,14 @@ def get_domain(spool: Spool, team_id: str, domain_id: str) -> DomainRecord:
     return domain
 
 
+async def get_domain_parked(spool: Spool, team_id: str, domain_id: str) -> DomainRecord:
+    """`get_domain` with a parked read."""
+    domain = await load_domain_parked(spool, team_id, domain_id)
+    if domain is None:
+        raise not_found()
+    return domain
+
+
 def list_domains(
     spool: Spool,
     team_id: str,
@@ -198,12 +207,7 @@ def list_domains(
     Without `limit` every domain (the contract's legacy list). `after=<id>` pages toward older
     domains, `before=<id>` toward newer ones; the cursor's own domain is left out.
     """
-    if limit is not None and not 1 <= limit <= MAX_PAGE:
-        raise validation_error(
-            f"The pagination limit must be a number between 1 and {MAX_PAGE}, got {limit}."
-        )
-    if after is not None and before is not None:
-        raise validation_error("The pagination cursors `after` and `before` cannot be combined.")
+    _check_page(limit, after, before)
     prefix = f"domain/{team_id}/"
     if before is not None:
         newer = _scan(spool, prefix, cursor=prefix + before, reverse=False, limit=limit)
@@ -211,6 +215,31 @@ def list_domains(
         return page[::-1], has_more
     cursor = None if after is None else prefix + after
     return _cut(_scan(spool, prefix, cursor=cursor, reverse=True, limit=limit), limit)
+
+
+async def list_domains_parked(
+    spool: Spool,
+    team_id: str,
+    *,
+    limit: int | None = None,
+    after: str | None = None,
+    before: str | None = None,
+) -> tuple[list[DomainRecord], bool]:
+    """`list_domains` with parked reads."""
+    _check_page(limit, after, before)
+    rows, has_more = await newest_first_page_parked(
+        DOMAINS, spool, f"domain/{team_id}/", after=after, before=before, limit=limit
+    )
+    return [record for _, record in rows], has_more
+
+
+def _check_page(limit: int | None, after: str | None, before: str | None) -> None:
+    if limit is not None and not 1 <= limit <= MAX_PAGE:
+        raise validation_error(
+            f"The pagination limit must be a number between 1 and {MAX_PAGE}, got {limit}."
+        )
+    if after is not None and before is not None:
+        raise validation_error("The pagination cursors `after` and `before` cannot be combined.")
 
 
 def _scan(

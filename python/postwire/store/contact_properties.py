@@ -57,6 +57,14 @@ def team_properties(spool: Spool, team_id: str) -> dict[str, ContactPropertyReco
     return {prop.key: prop for _, prop in rows}
 
 
+async def team_properties_parked(spool: Spool, team_id: str) -> dict[str, ContactPropertyRecord]:
+    """`team_properties` with a parked read."""
+    rows = await CONTACT_PROPERTIES.ascan(
+        spool, prefix=team_prefix(team_id), limit=MAX_PROPERTIES_PER_TEAM
+    )
+    return {prop.key: prop for _, prop in rows}
+
+
 def fits_type(kind: str, value: object) -> bool:
     """Whether `value` is of property type `kind` ("string" | "number"; a bool is no number)."""
     if kind == "string":

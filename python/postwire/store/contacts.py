@@ -75,6 +75,18 @@ def find_contact(spool: Spool, team_id: str, id_or_email: str) -> ContactRecord 
     return None if entry is None else get_contact(spool, team_id, entry.contact_id)
 
 
+async def get_contact_parked(spool: Spool, team_id: str, contact_id: str) -> ContactRecord | None:
+    return await CONTACTS.aget(spool, contact_key(team_id, contact_id))
+
+
+async def find_contact_parked(spool: Spool, team_id: str, id_or_email: str) -> ContactRecord | None:
+    """`find_contact` with parked reads."""
+    if "@" not in id_or_email:
+        return await get_contact_parked(spool, team_id, id_or_email)
+    entry = await CONTACT_EMAILS.aget(spool, contact_email_key(team_id, id_or_email))
+    return None if entry is None else await get_contact_parked(spool, team_id, entry.contact_id)
+
+
 def put_contact(
     batch: WriteBatch,
     spool: Spool,

@@ -40,6 +40,12 @@ def get_domain_health(spool: Spool, team_id: str, domain_id: str) -> DomainHealt
     return DOMAIN_HEALTH.get(spool, health_key(team_id, domain_id))
 
 
+async def get_domain_health_parked(
+    spool: Spool, team_id: str, domain_id: str
+) -> DomainHealthRecord | None:
+    return await DOMAIN_HEALTH.aget(spool, health_key(team_id, domain_id))
+
+
 def put_domain_health(batch: WriteBatch, record: DomainHealthRecord) -> None:
     DOMAIN_HEALTH.put(batch, health_key(record.team_id, record.domain_id), record)
 

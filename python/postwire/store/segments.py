@@ -61,6 +61,10 @@ def get_segment(spool: Spool, team_id: str, segment_id: str) -> SegmentRecord | 
     return _SEGMENTS.get(spool, team_id, segment_id)
 
 
+async def get_segment_parked(spool: Spool, team_id: str, segment_id: str) -> SegmentRecord | None:
+    return await _SEGMENTS.aget(spool, team_id, segment_id)
+
+
 def put_segment(batch: WriteBatch, segment: SegmentRecord) -> None:
     _SEGMENTS.put(batch, segment)
 

@@ -37,6 +37,11 @@ class TeamRecords(Generic[RecordT]):
         record: RecordT | None = self.table.get(spool, team_key(team_id, record_id))
         return record
 
+    async def aget(self, spool: Spool, team_id: str, record_id: str) -> RecordT | None:
+        """`get`, parked rather than blocking on a table store on the network."""
+        record: RecordT | None = await self.table.aget(spool, team_key(team_id, record_id))
+        return record
+
     def put(self, batch: WriteBatch, record: RecordT) -> None:
         self.table.put(batch, team_key(record.team_id, record.id), record)
 
