@@ -47,12 +47,21 @@ class Askers:
             self.waiters.wake(ticket, request.upper(), None)
 
 
-async def test_requests_of_one_turn_leave_in_one_call_and_each_gets_its_answer() -> None:
+@pytest.mark.parametrize("sender", ["its own task", "a callback of the loop"])
+async def test_requests_of_one_turn_leave_in_one_call_and_each_gets_its_answer(
+    sender: str,
+) -> None:
     askers = Askers()
     async with trio.open_nursery() as nursery:
+        if sender == "its own task":
+            nursery.start_soon(askers.together.run)
+            await trio.testing.wait_all_tasks_blocked()
         for n in range(20):
             nursery.start_soon(askers.ask, f"key{n}")
-        nursery.start_soon(askers.answer_all)
+        await askers.answer_all()
+        while len(askers.answers) < 20:
+            await trio.lowlevel.checkpoint()
+        nursery.cancel_scope.cancel()  # the sender runs until cancelled
     assert len(askers.core.calls) == 1  # Trio runs the askers in an order of its own
     assert sorted(askers.core.calls[0]) == sorted(f"key{n}" for n in range(20))
     assert askers.answers == {f"key{n}": f"KEY{n}" for n in range(20)}

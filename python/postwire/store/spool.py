@@ -207,6 +207,8 @@ class Spool:
             nursery.start_soon(self._dispatch, self.core, self._spooled)
             if self.tables is not None:
                 nursery.start_soon(self._dispatch, self.tables, self._tabled)
+            if self._gets is not None:
+                nursery.start_soon(self._gets.run)
 
     async def _dispatch(self, core: _core.Spool | TablesCore, waiters: TicketWaiters) -> None:
         fd = core.wakeup_fd()

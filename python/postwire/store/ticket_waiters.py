@@ -69,16 +69,26 @@ class RequestsTogether(Generic[Request]):
         self._waiters = waiters
         self._send = send
         self._queued: list[_Queued[Request]] = []
+        self._sender: trio.lowlevel.Task | None = None  # `run`, while it waits for requests
         self._token: trio.lowlevel.TrioToken | None = None
+
+    async def run(self) -> None:
+        """Send what was asked, each time something was; runs until cancelled. Woken by the
+        first request of a turn, it runs in the next one, when the turn's other requests have
+        joined the first."""
+        try:
+            while True:
+                self._sender = trio.lowlevel.current_task()
+                await trio.lowlevel.wait_task_rescheduled(lambda _: trio.lowlevel.Abort.SUCCEEDED)
+                self._flush()
+        finally:
+            self._sender = None
 
     async def ask(self, request: Request) -> object:
         """Park until `request`'s answer (or error) comes."""
         queued = _Queued(request, trio.lowlevel.current_task())
         if not self._queued:
-            if self._token is None:
-                self._token = trio.lowlevel.current_trio_token()
-            # Runs once the tasks runnable now have run: their requests leave with this one.
-            self._token.run_sync_soon(self._flush)
+            self._send_soon()
         self._queued.append(queued)
 
         def abort(_: object) -> trio.lowlevel.Abort:
@@ -89,6 +99,16 @@ class RequestsTogether(Generic[Request]):
             return trio.lowlevel.Abort.SUCCEEDED
 
         return await trio.lowlevel.wait_task_rescheduled(abort)
+
+    def _send_soon(self) -> None:
+        if self._sender is not None:
+            sender, self._sender = self._sender, None
+            trio.lowlevel.reschedule(sender)
+            return
+        # No `run` (a caller without the dispatcher): a callback of the loop sends instead.
+        if self._token is None:
+            self._token = trio.lowlevel.current_trio_token()
+        self._token.run_sync_soon(self._flush)
 
     def _flush(self) -> None:
         queued = [q for q in self._queued if not q.cancelled]
