@@ -123,3 +123,15 @@ async def test_domains_are_read_parked(api: Api) -> None:
     assert (await api.get(f"/domains?limit=1&after={domain_id}"))["data"] == []
     assert {"domains", "domain_health"} <= {read.table for read in reads}
     assert blocking(reads) == []
+
+
+async def test_topics_are_read_parked(api: Api) -> None:
+    topic = await api.send("/topics", {"name": "News", "default_subscription": "opt_in"})
+    contact = await api.send("/contacts", {"email": "bo@example.org"})
+    reads = record_reads(api.spool, WATCHED)
+    assert [t["id"] for t in (await api.get("/topics"))["data"]] == [topic["id"]]
+    assert (await api.get(f"/topics/{topic['id']}"))["name"] == "News"
+    of_contact = await api.get(f"/contacts/{contact['id']}/topics")
+    assert [t["id"] for t in of_contact["data"]] == [topic["id"]]
+    assert {"topics", "contacts"} <= {read.table for read in reads}
+    assert blocking(reads) == []

@@ -26,16 +26,16 @@ from postwire.api.context import ApiContext
 from postwire.api.models import DeletedReference, ListBody, Reference
 from postwire.api.pagination import list_response, parse_page_request
 from postwire.api.request_body import json_body, json_object, require_a_change
-from postwire.api.store_pages import store_page
+from postwire.api.store_pages import store_page_parked
 from postwire.audiences.contact_rules import (
     missing_field,
     topic_choices,
 )
 from postwire.audiences.contacts import change_contact, contact_not_found
-from postwire.audiences.records import require_topic
+from postwire.audiences.records import require_topic_parked
 from postwire.audiences.topics import create_topic, remove_topic, update_topic
 from postwire.errors import validation_error
-from postwire.store.contacts import ContactRecord, find_contact
+from postwire.store.contacts import ContactRecord, find_contact_parked
 from postwire.store.team_records import team_prefix
 from postwire.store.topics import (
     TOPICS,
@@ -79,12 +79,12 @@ def routes(ctx: ApiContext) -> Blueprint:
     @blueprint.get("/topics")
     async def list_all() -> ListBody:
         page = parse_page_request(request.args, default_limit=DEFAULT_PAGE)
-        rows, has_more = store_page(TOPICS, spool, team_prefix(team()), page)
+        rows, has_more = await store_page_parked(TOPICS, spool, team_prefix(team()), page)
         return list_response([dict(topic_summary(t)) for _, t in rows], has_more)
 
     @blueprint.get("/topics/<id:topic_id>")
     async def get_one(topic_id: str) -> TopicObject:
-        topic = require_topic(spool, team(), topic_id)
+        topic = await require_topic_parked(spool, team(), topic_id)
         return cast(TopicObject, {"object": "topic", **topic_summary(topic)})
 
     @blueprint.patch("/topics/<id:topic_id>")
@@ -107,10 +107,10 @@ def routes(ctx: ApiContext) -> Blueprint:
     async def topics_of_contact(contact_id_or_email: str) -> ListBody:
         page = parse_page_request(request.args, default_limit=DEFAULT_PAGE)
         team_id = team()
-        contact = find_contact(spool, team_id, unquote(contact_id_or_email))
+        contact = await find_contact_parked(spool, team_id, unquote(contact_id_or_email))
         if contact is None:
             raise contact_not_found()
-        rows, has_more = store_page(TOPICS, spool, team_prefix(team_id), page)
+        rows, has_more = await store_page_parked(TOPICS, spool, team_prefix(team_id), page)
         data: list[dict[str, Any]] = [dict(contact_topic(contact, t)) for _, t in rows]
         return list_response(data, has_more)
 
@@ -124,7 +124,7 @@ def routes(ctx: ApiContext) -> Blueprint:
         choices = topic_choices(raw)
         team_id = team()
         for topic_id in choices:
-            require_topic(spool, team_id, topic_id)
+            await require_topic_parked(spool, team_id, topic_id)
         contact = await change_contact(
             spool,
             team_id,

@@ -10,7 +10,7 @@ from postwire.errors import ApiError
 from postwire.store.contact_properties import ContactPropertyRecord, get_property
 from postwire.store.segments import SegmentRecord, get_segment, get_segment_parked
 from postwire.store.spool import Spool
-from postwire.store.topics import TopicRecord, get_topic
+from postwire.store.topics import TopicRecord, get_topic, get_topic_parked
 
 # Every id Postwire hands out is a UUID; anything else names nothing.
 _ID: Final = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
@@ -47,6 +47,14 @@ async def require_segment_parked(
 
 def require_topic(spool: Spool, team_id: str, topic_id: str) -> TopicRecord:
     topic = get_topic(spool, team_id, topic_id) if is_record_id(topic_id) else None
+    if topic is None:
+        raise not_found("Topic")
+    return topic
+
+
+async def require_topic_parked(spool: Spool, team_id: str, topic_id: str) -> TopicRecord:
+    """`require_topic` with a parked read."""
+    topic = await get_topic_parked(spool, team_id, topic_id) if is_record_id(topic_id) else None
     if topic is None:
         raise not_found("Topic")
     return topic

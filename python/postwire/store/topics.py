@@ -35,6 +35,10 @@ def get_topic(spool: Spool, team_id: str, topic_id: str) -> TopicRecord | None:
     return _TOPICS.get(spool, team_id, topic_id)
 
 
+async def get_topic_parked(spool: Spool, team_id: str, topic_id: str) -> TopicRecord | None:
+    return await _TOPICS.aget(spool, team_id, topic_id)
+
+
 def put_topic(batch: WriteBatch, topic: TopicRecord) -> None:
     _TOPICS.put(batch, topic)
 
