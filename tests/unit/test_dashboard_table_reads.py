@@ -13,12 +13,14 @@ from pathlib import Path
 import pytest
 from quart.typing import TestClientProtocol as Client
 
+from postwire._core import WriteBatch
 from postwire.accounts.sessions import start_session
 from postwire.accounts.users import add_membership, create_user
 from postwire.config import load_config
 from postwire.dashboard.app import create_dashboard
 from postwire.dashboard.context import DashboardContext
 from postwire.store.accounts import create_team
+from postwire.store.deliveries import add_event
 from postwire.store.email_samples import SampleSender, sample_emails, seed_emails
 from postwire.store.spool import TABLES, Spool
 from tests.table_reads import Read, record_reads
@@ -64,6 +66,10 @@ async def site(spool: Spool, tmp_path: Path) -> AsyncIterator[Site]:
         sample_emails(team.id, SENDERS, 20, start_ms=START_MS, end_ms=START_MS + 20 * HOUR_MS)
     )
     await seed_emails(spool, records)
+    batch = WriteBatch()
+    for event_type in ("email.sent", "email.delivered"):
+        add_event(batch, team.id, records[0].id, event_type, START_MS)
+    await spool.commit(batch)
     app = create_dashboard(DashboardContext(config=config, spool=spool))
     async with app.test_app() as test_app:
         cookie = {"Cookie": f"pw_session={token}"}
@@ -72,3 +78,20 @@ async def site(spool: Spool, tmp_path: Path) -> AsyncIterator[Site]:
 
 async def test_the_guard_and_the_banner_read_parked(site: Site, spool: Spool) -> None:
     assert await site.blocking_reads("/emails", GUARD_TABLES) == []
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["", "?status=delivered", "?q=grace&status=delivered", "?domain=dom-1", "?since=2026-09-21"],
+)
+async def test_the_emails_list_reads_parked(site: Site, query: str) -> None:
+    assert await site.blocking_reads(f"/emails{query}") == []
+
+
+async def test_an_emails_pages_read_parked(site: Site) -> None:
+    email_id = site.email_ids[0]
+    ids = "&".join(f"id={i}" for i in site.email_ids[:5])
+    for path in (f"/emails/{email_id}", f"/emails/status?{ids}"):
+        assert await site.blocking_reads(path) == []
+    page = await site.client.get(f"/emails/{email_id}", headers=site.cookie)
+    assert 'class="event event-delivered"' in await page.get_data(as_text=True)

@@ -49,28 +49,28 @@ async def seeded(spool: Spool, count: int = 300) -> list[EmailRecord]:
     return records[::-1]
 
 
-def walk_all(spool: Spool, wanted: EmailFilter, limit: int, budget: int = 2000) -> list[str]:
+async def walk_all(spool: Spool, wanted: EmailFilter, limit: int, budget: int = 2000) -> list[str]:
     """Every match, page by page towards older emails, partial pages included."""
     ids: list[str] = []
-    page = find_emails(spool, TEAM, wanted, limit=limit, budget=budget)
+    page = await find_emails(spool, TEAM, wanted, limit=limit, budget=budget)
     while True:
         ids += [record.id for record in page.emails]
         if page.older is None:
             return ids
-        page = find_emails(spool, TEAM, wanted, limit=limit, after=page.older, budget=budget)
+        page = await find_emails(spool, TEAM, wanted, limit=limit, after=page.older, budget=budget)
 
 
 async def test_unfiltered_pages_walk_both_ways(spool: Spool) -> None:
     records = await seeded(spool)
-    first = find_emails(spool, TEAM, EmailFilter(), limit=50)
+    first = await find_emails(spool, TEAM, EmailFilter(), limit=50)
     assert [r.id for r in first.emails] == [r.id for r in records[:50]]
     assert first.newer is None and first.older == records[49].id and not first.partial
-    second = find_emails(spool, TEAM, EmailFilter(), limit=50, after=first.older)
+    second = await find_emails(spool, TEAM, EmailFilter(), limit=50, after=first.older)
     assert [r.id for r in second.emails] == [r.id for r in records[50:100]]
-    back = find_emails(spool, TEAM, EmailFilter(), limit=50, before=second.newer)
+    back = await find_emails(spool, TEAM, EmailFilter(), limit=50, before=second.newer)
     assert [r.id for r in back.emails] == [r.id for r in records[:50]]
     assert back.newer is None  # the newest page again
-    assert walk_all(spool, EmailFilter(), 64) == [r.id for r in records]
+    assert await walk_all(spool, EmailFilter(), 64) == [r.id for r in records]
     assert all(r.team_id == TEAM for r in first.emails)
 
 
@@ -92,8 +92,8 @@ async def test_unfiltered_pages_walk_both_ways(spool: Spool) -> None:
 async def test_filters_match_the_records(spool: Spool, wanted: EmailFilter) -> None:
     records = await seeded(spool)
     expected = [r.id for r in records if wanted.matches(r)]
-    assert walk_all(spool, wanted, 20) == expected
-    assert walk_all(spool, wanted, 7, budget=25) == expected  # through partial pages
+    assert await walk_all(spool, wanted, 20) == expected
+    assert await walk_all(spool, wanted, 7, budget=25) == expected  # through partial pages
 
 
 async def test_date_range_is_a_key_range(spool: Spool) -> None:
@@ -102,24 +102,24 @@ async def test_date_range_is_a_key_range(spool: Spool) -> None:
     wanted = EmailFilter(since_ms=since, until_ms=until)
     expected = [r.id for r in records if id_floor(since) <= r.id < id_floor(until)]
     assert len(expected) == 50
-    page = find_emails(spool, TEAM, wanted, limit=30)
+    page = await find_emails(spool, TEAM, wanted, limit=30)
     assert [r.id for r in page.emails] == expected[:30]
-    rest = find_emails(spool, TEAM, wanted, limit=30, after=page.older)
+    rest = await find_emails(spool, TEAM, wanted, limit=30, after=page.older)
     assert [r.id for r in rest.emails] == expected[30:] and rest.older is None
-    newer = find_emails(spool, TEAM, wanted, limit=30, before=rest.emails[0].id)
+    newer = await find_emails(spool, TEAM, wanted, limit=30, before=rest.emails[0].id)
     assert [r.id for r in newer.emails] == expected[:30] and newer.newer is None
     status = replace(wanted, status="delivered")
-    assert walk_all(spool, status, 10) == [
+    assert await walk_all(spool, status, 10) == [
         r.id for r in records if r.id in expected and r.last_event == "delivered"
     ]
 
 
 async def test_budget_returns_a_partial_page_and_a_cursor(spool: Spool) -> None:
     records = await seeded(spool)
-    page = find_emails(spool, TEAM, EmailFilter(search="no such text"), limit=20, budget=100)
+    page = await find_emails(spool, TEAM, EmailFilter(search="no such text"), limit=20, budget=100)
     assert page.emails == [] and page.partial and page.examined == 100
     assert page.older == records[99].id  # continue from the last record read
-    last = find_emails(
+    last = await find_emails(
         spool, TEAM, EmailFilter(search="no such text"), limit=20, after=records[199].id, budget=100
     )
     assert last.older is None and not last.partial  # the walk ended within the budget
@@ -131,10 +131,10 @@ async def test_status_index_follows_last_event(spool: Spool) -> None:
     batch = WriteBatch()
     record_last_event(batch, sent_one, "delivered")
     await spool.commit(batch)
-    delivered = find_emails(spool, TEAM, EmailFilter(status="delivered"), limit=100)
+    delivered = await find_emails(spool, TEAM, EmailFilter(status="delivered"), limit=100)
     assert sent_one.id in [r.id for r in delivered.emails]
     assert sent_one.id not in [
-        r.id for r in find_emails(spool, TEAM, EmailFilter(status="sent"), limit=100).emails
+        r.id for r in (await find_emails(spool, TEAM, EmailFilter(status="sent"), limit=100)).emails
     ]
     current = EMAILS.get(spool, email_key(TEAM, sent_one.id))
     assert current is not None and current.last_event == "delivered"
@@ -181,11 +181,12 @@ async def test_emails_kept_before_the_index_get_their_entries_once(spool: Spool)
     for record in records:  # as an earlier version wrote them: records alone
         EMAILS.put(batch, email_key(TEAM, record.id), record)
     await spool.commit(batch)
-    assert find_emails(spool, TEAM, EmailFilter(domain_id="dom-2"), limit=100).emails == []
+    assert (await find_emails(spool, TEAM, EmailFilter(domain_id="dom-2"), limit=100)).emails == []
     assert await index_earlier_emails(spool) == 30
     expected = [r.id for r in records[::-1] if r.domain_id == "dom-2"]
     assert [
-        r.id for r in find_emails(spool, TEAM, EmailFilter(domain_id="dom-2"), limit=100).emails
+        r.id
+        for r in (await find_emails(spool, TEAM, EmailFilter(domain_id="dom-2"), limit=100)).emails
     ] == expected
     assert await index_earlier_emails(spool) == 0  # done once
 
@@ -214,7 +215,7 @@ async def test_texts_json_escapes_and_non_ascii_still_match(
         last_event="delivered",
     )
     await seed_emails(spool, [odd])
-    page = find_emails(spool, TEAM, wanted, limit=10)
+    page = await find_emails(spool, TEAM, wanted, limit=10)
     assert [r.id for r in page.emails] == ([odd.id] if found else [])
 
 

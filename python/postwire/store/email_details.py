@@ -8,11 +8,12 @@ an email's events sorts before the email itself).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Final
+from dataclasses import dataclass, field
+from typing import Any, Final
 
+from postwire.concurrency import in_order
 from postwire.store.deliveries import EVENTS, EventRecord, event_key
-from postwire.store.email_index import indexed_event_ids
+from postwire.store.email_index import indexed_event_ids, indexed_event_ids_parked
 from postwire.store.email_insights import kept_body, kept_body_parked
 from postwire.store.emails import EmailRecord
 from postwire.store.sandbox_inbox import held_source, held_source_parked
@@ -23,6 +24,8 @@ MAX_EVENTS: Final = 500
 # Team events read at most when the email's events are not indexed.
 EVENT_SCAN_BUDGET: Final = 20_000
 _CHUNK: Final = 500
+# An email's indexed events waiting at once for a table store on the network.
+_EVENTS_AT_ONCE: Final = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,23 +41,61 @@ def email_events(spool: Spool, record: EmailRecord) -> EmailEvents:
     if indexed:
         found = [EVENTS.get(spool, event_key(team_id, event_id)) for event_id in indexed]
         return EmailEvents([event for event in found if event is not None], True)
-    return _walk_team_events(spool, team_id, record.id)
+    walk = _TeamEventsWalk(team_id, record.id)
+    while (rows := walk.next_chunk()) is not None:
+        walk.take(EVENTS.scan(spool, **rows))
+    return walk.result()
 
 
-def _walk_team_events(spool: Spool, team_id: str, email_id: str) -> EmailEvents:
-    prefix = f"{team_id}/"
-    # The email id's time part (its `id_floor`): none of its events is older.
-    cursor: str | None = prefix + email_id[:13]
-    events: list[EventRecord] = []
-    read = 0
-    while read < EVENT_SCAN_BUDGET:
-        rows = EVENTS.scan(spool, prefix=prefix, cursor=cursor, limit=_CHUNK)
-        read += len(rows)
-        events += [event for _, event in rows if event.email_id == email_id]
-        if len(rows) < _CHUNK or len(events) >= MAX_EVENTS:
-            return EmailEvents(events[:MAX_EVENTS], True)
-        cursor = rows[-1][0]
-    return EmailEvents(events, False)
+async def email_events_parked(spool: Spool, record: EmailRecord) -> EmailEvents:
+    """`email_events`, parked rather than blocking on a table store on the network (the
+    email's page): the indexed events are read together, their round trips overlapping."""
+    team_id = record.team_id
+    indexed = await indexed_event_ids_parked(spool, team_id, record.id, MAX_EVENTS)
+    if indexed:
+
+        async def event_of(event_id: str) -> EventRecord | None:
+            return await EVENTS.aget(spool, event_key(team_id, event_id))
+
+        found = await in_order(event_of, indexed, at_once=_EVENTS_AT_ONCE)
+        return EmailEvents([event for event in found if event is not None], True)
+    walk = _TeamEventsWalk(team_id, record.id)
+    while (rows := walk.next_chunk()) is not None:
+        walk.take(await EVENTS.ascan(spool, **rows))
+    return walk.result()
+
+
+@dataclass(slots=True)
+class _TeamEventsWalk:
+    """A bounded walk of the team's events from the email's creation on, a chunk a read."""
+
+    team_id: str
+    email_id: str
+    events: list[EventRecord] = field(default_factory=list)
+    read: int = 0
+    done: bool = False
+    cursor: str = ""
+
+    def next_chunk(self) -> dict[str, Any] | None:
+        """The scan's arguments for the next chunk; None when the walk is over."""
+        if self.done or self.read >= EVENT_SCAN_BUDGET:
+            return None
+        prefix = f"{self.team_id}/"
+        # The email id's time part (its `id_floor`): none of its events is older.
+        cursor = self.cursor or prefix + self.email_id[:13]
+        return {"prefix": prefix, "cursor": cursor, "limit": _CHUNK}
+
+    def take(self, rows: list[tuple[str, EventRecord]]) -> None:
+        self.read += len(rows)
+        self.events += [event for _, event in rows if event.email_id == self.email_id]
+        self.done = len(rows) < _CHUNK or len(self.events) >= MAX_EVENTS
+        if rows:
+            self.cursor = rows[-1][0]
+
+    def result(self) -> EmailEvents:
+        if self.done:
+            return EmailEvents(self.events[:MAX_EVENTS], True)
+        return EmailEvents(self.events, False)
 
 
 @dataclass(frozen=True, slots=True)

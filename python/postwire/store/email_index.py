@@ -16,7 +16,7 @@ email record (`store/emails.py`), so an index never disagrees with the records i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Iterable, Sequence
 from typing import Final
 
 from postwire._core import WriteBatch
@@ -110,17 +110,27 @@ def indexed_event_ids(spool: Spool, team_id: str, email_id: str, limit: int) -> 
     return [key[len(prefix) :].decode() for key, _ in rows]
 
 
-def scan_index_ids(
+async def indexed_event_ids_parked(
+    spool: Spool, team_id: str, email_id: str, limit: int
+) -> list[str]:
+    """`indexed_event_ids`, parked rather than blocking on a table store on the network."""
+    prefix = index_prefix(EVENT, team_id, email_id).encode()
+    rows = await spool.ascan(TABLE, prefix=prefix, limit=limit)
+    return [key[len(prefix) :].decode() for key, _ in rows]
+
+
+async def index_id_chunks(
     spool: Spool, prefix: str, cursor: str | None, *, reverse: bool, chunk: int
-) -> Iterator[str]:
+) -> AsyncGenerator[list[str], None]:
     """Email ids listed under `prefix`, strictly after `cursor` (an email id or an id bound) in
-    key order or `reverse`d, read `chunk` keys at a time; the caller stops when it has enough."""
+    key order or `reverse`d, `chunk` keys a parked read; the caller stops when it has enough."""
     raw_prefix = prefix.encode()
     raw_cursor = None if cursor is None else raw_prefix + cursor.encode()
     while True:
-        rows = spool.scan(TABLE, prefix=raw_prefix, cursor=raw_cursor, reverse=reverse, limit=chunk)
-        for key, _ in rows:
-            yield key[len(raw_prefix) :].decode()
+        rows = await spool.ascan(
+            TABLE, prefix=raw_prefix, cursor=raw_cursor, reverse=reverse, limit=chunk
+        )
+        yield [key[len(raw_prefix) :].decode() for key, _ in rows]
         if len(rows) < chunk:
             return
         raw_cursor = rows[-1][0]

@@ -6,23 +6,27 @@ the team's email records. A date range is a key range of that source, since emai
 UUIDv7. Every other condition (from, to, subject, tag, the search box, a second indexed
 filter) is checked on the records the walk reads, and the walk reads at most `budget` of them:
 a request that runs out of budget before its page is full returns what it found with a cursor
-to continue from, so no request is ever unbounded, however rare its matches.
+to continue from, so no request is ever unbounded, however rare its matches. Its reads are
+parked, never blocking the process on a table store on the network, and the records an index
+chunk names are read together (their round trips overlap).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Final
 
 import orjson
 
+from postwire.concurrency import in_order
 from postwire.store.email_index import (
     API_KEY,
     DOMAIN,
     STATUS,
+    index_id_chunks,
     index_prefix,
-    scan_index_ids,
 )
 from postwire.store.emails import EMAILS, EmailRecord, email_key
 from postwire.store.spool import Spool
@@ -32,6 +36,9 @@ from postwire.store.spool import Spool
 SCAN_BUDGET: Final = 2000
 # Keys or records read from the spool at a time.
 _CHUNK: Final = 200
+# Records of an index chunk waiting at once: on a table store on the network, gets that wait
+# together leave as one statement.
+_RECORDS_AT_ONCE: Final = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +150,7 @@ def id_floor(ms: int) -> str:
     return f"{digits[:8]}-{digits[8:]}"
 
 
-def find_emails(
+async def find_emails(
     spool: Spool,
     team_id: str,
     wanted: EmailFilter,
@@ -162,13 +169,13 @@ def find_emails(
     newer: str | None
     if before is not None:
         start = before if lower is None else max(before, lower)
-        walk = _walk(spool, team_id, wanted, start, upper, False, limit, budget)
+        walk = await _walk(spool, team_id, wanted, start, upper, False, limit, budget)
         page = walk.found[:limit][::-1]
         newer = walk.resume or (page[0].id if walk.more else None)
         older = page[-1].id if page else before
     else:
         start = after if upper is None or (after is not None and after < upper) else upper
-        walk = _walk(spool, team_id, wanted, start, lower, True, limit, budget)
+        walk = await _walk(spool, team_id, wanted, start, lower, True, limit, budget)
         page = walk.found[:limit]
         older = walk.resume or (page[-1].id if walk.more else None)
         newer = None if after is None else (page[0].id if page else after)
@@ -183,7 +190,7 @@ class _Walk:
     read: int = 0
 
 
-def _walk(
+async def _walk(
     spool: Spool,
     team_id: str,
     wanted: EmailFilter,
@@ -198,30 +205,35 @@ def _walk(
     walk = _Walk([])
     last_read = start
     terms = wanted.raw_terms()
-    for email_id, raw in _source(spool, team_id, wanted, start, reverse):
-        if stop is not None and (email_id < stop if reverse else email_id >= stop):
-            break
-        if walk.read == budget:
-            walk.resume = last_read
-            break
-        walk.read += 1
-        last_read = email_id
-        if raw is None or not terms.admit(raw):
-            continue
-        record = EMAILS.decode(raw)
-        if wanted.matches(record):
-            walk.found.append(record)
-            if len(walk.found) > limit:
-                walk.more = True
+    async with aclosing(_source(spool, team_id, wanted, start, reverse)) as source:
+        async for email_id, raw in source:
+            if stop is not None and (email_id < stop if reverse else email_id >= stop):
                 break
+            if walk.read == budget:
+                walk.resume = last_read
+                break
+            walk.read += 1
+            last_read = email_id
+            if raw is None or not terms.admit(raw):
+                continue
+            record = EMAILS.decode(raw)
+            if wanted.matches(record):
+                walk.found.append(record)
+                if len(walk.found) > limit:
+                    walk.more = True
+                    break
     return walk
 
 
-def _source(
+async def _source(
     spool: Spool, team_id: str, wanted: EmailFilter, start: str | None, reverse: bool
-) -> Iterator[tuple[str, bytes | None]]:
+) -> AsyncGenerator[tuple[str, bytes | None], None]:
     """(id, stored record) pairs from the best source; None for an index entry whose record
     is gone."""
+
+    async def record_of(email_id: str) -> bytes | None:
+        return await spool.aget(EMAILS.name, email_key(team_id, email_id).encode())
+
     indexed = (
         (STATUS, wanted.status),
         (API_KEY, wanted.api_key_id),
@@ -230,13 +242,19 @@ def _source(
     for kind, value in indexed:
         if value is not None:
             prefix = index_prefix(kind, team_id, value)
-            for email_id in scan_index_ids(spool, prefix, start, reverse=reverse, chunk=_CHUNK):
-                yield email_id, spool.get(EMAILS.name, email_key(team_id, email_id).encode())
+            chunks = index_id_chunks(spool, prefix, start, reverse=reverse, chunk=_CHUNK)
+            async with aclosing(chunks):
+                async for email_ids in chunks:
+                    raws = await in_order(record_of, email_ids, at_once=_RECORDS_AT_ONCE)
+                    for pair in zip(email_ids, raws, strict=True):
+                        yield pair
             return
     records = f"{team_id}/".encode()
     cursor = None if start is None else records + start.encode()
     while True:
-        rows = spool.scan(EMAILS.name, prefix=records, cursor=cursor, reverse=reverse, limit=_CHUNK)
+        rows = await spool.ascan(
+            EMAILS.name, prefix=records, cursor=cursor, reverse=reverse, limit=_CHUNK
+        )
         for key, raw in rows:
             yield key[len(records) :].decode(), raw
         if len(rows) < _CHUNK:

@@ -27,7 +27,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @bp.post("/emails/<email_id>/reschedule")
     async def reschedule(email_id: str) -> Redirect:
-        record = team_email(ctx, email_id)
+        record = await team_email(ctx, email_id)
         back = f"/emails/{record.id}"
         form = await request.form
         zone = form.get("time_zone", "UTC")
@@ -47,7 +47,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @bp.post("/emails/<email_id>/cancel")
     async def cancel(email_id: str) -> Redirect:
-        record = team_email(ctx, email_id)
+        record = await team_email(ctx, email_id)
         back = f"/emails/{record.id}"
         try:
             await email_store.cancel_email(ctx.spool, record, int(ctx.now_seconds() * 1000))

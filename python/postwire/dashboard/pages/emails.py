@@ -19,16 +19,22 @@ from typing import Any, Final
 from quart import Blueprint, Response, g, render_template, request
 from werkzeug.exceptions import NotFound
 
+from postwire.concurrency import in_order
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.email_filters import STATUSES, is_email_id, parse_email_query
 from postwire.dashboard.email_source import SourceParts, source_parts
 from postwire.dashboard.time_zones import time_zones
 from postwire.dashboard.viewer import Viewer
-from postwire.domains.store import list_domains
-from postwire.insights.reading import EmailInsights, by_area, read_email_insights
-from postwire.store.accounts import list_api_keys
-from postwire.store.deliveries import email_attempts
-from postwire.store.email_details import EVENT_SCAN_BUDGET, email_events, raw_source
+from postwire.domains.store import list_domains_parked
+from postwire.insights.reading import EmailInsights, by_area, read_email_insights_parked
+from postwire.store.accounts import list_api_keys_parked
+from postwire.store.deliveries import email_attempts_parked
+from postwire.store.email_details import (
+    EVENT_SCAN_BUDGET,
+    RawSource,
+    email_events_parked,
+    raw_source_parked,
+)
 from postwire.store.email_search import SCAN_BUDGET, find_emails
 from postwire.store.emails import EMAILS, EmailRecord, email_key
 
@@ -52,7 +58,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
     async def list_page() -> str:
         viewer = _viewer()
         query = parse_email_query(request.args)
-        page = find_emails(
+        page = await find_emails(
             ctx.spool,
             viewer.team.id,
             query.wanted,
@@ -61,8 +67,8 @@ def routes(ctx: DashboardContext) -> Blueprint:
             before=None if query.after is not None else query.before,
             budget=READ_BUDGET,
         )
-        domains, _ = list_domains(ctx.spool, viewer.team.id)
-        keys = list_api_keys(ctx.spool, viewer.team.id)
+        domains, _ = await list_domains_parked(ctx.spool, viewer.team.id)
+        keys = await list_api_keys_parked(ctx.spool, viewer.team.id)
         return await render_template(
             "emails.html",
             query=query,
@@ -77,30 +83,34 @@ def routes(ctx: DashboardContext) -> Blueprint:
     async def live_statuses() -> dict[str, Any]:
         team_id = _viewer().team.id
         ids = [i for i in request.args.getlist("id")[:MAX_STATUS_IDS] if is_email_id(i)]
-        found = {i: EMAILS.get(ctx.spool, email_key(team_id, i)) for i in ids}
+
+        async def email_of(email_id: str) -> EmailRecord | None:
+            return await EMAILS.aget(ctx.spool, email_key(team_id, email_id))
+
+        found = dict(zip(ids, await in_order(email_of, ids, at_once=MAX_STATUS_IDS), strict=True))
         return {"statuses": {i: r.last_event for i, r in found.items() if r is not None}}
 
     @bp.get("/emails/<email_id>")
     async def email_page(email_id: str) -> str:
-        record = team_email(ctx, email_id)
-        source = raw_source(ctx.spool, record)
+        record = await team_email(ctx, email_id)
+        source = await email_source(ctx, record)
         parts = source_parts(source.content) if source is not None else SourceParts()
-        events = email_events(ctx.spool, record)
+        events = await email_events_parked(ctx.spool, record)
         now_ms = int(ctx.now().timestamp() * 1000)
-        keys = {key.id: key for key in list_api_keys(ctx.spool, record.team_id)}
-        domains, _ = list_domains(ctx.spool, record.team_id)
+        keys = {key.id: key for key in await list_api_keys_parked(ctx.spool, record.team_id)}
+        domains, _ = await list_domains_parked(ctx.spool, record.team_id)
         return await render_template(
             "emails_detail.html",
             email=record,
             events=events,
-            attempts=email_attempts(ctx.spool, record.team_id, record.id, now_ms),
+            attempts=await email_attempts_parked(ctx.spool, record.team_id, record.id, now_ms),
             source=source,
             headers=parts.headers,
             html=record.html if record.html is not None else parts.html,
             text=record.text if record.text is not None else parts.text,
             key=keys.get(record.api_key_id or ""),
             domain=next((d for d in domains if d.id == record.domain_id), None),
-            insights=email_insights(ctx, record),
+            insights=await email_insights(ctx, record),
             insights_by_area=by_area,
             insights_enabled=ctx.config.insights.enabled,
             event_budget=EVENT_SCAN_BUDGET,
@@ -109,10 +119,10 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @bp.get("/emails/<email_id>/html")
     async def email_html(email_id: str) -> Response:
-        record = team_email(ctx, email_id)
+        record = await team_email(ctx, email_id)
         html = record.html
         if html is None:
-            source = raw_source(ctx.spool, record)
+            source = await email_source(ctx, record)
             html = source_parts(source.content).html if source is not None else None
         if html is None:
             raise NotFound
@@ -122,8 +132,8 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @bp.get("/emails/<email_id>/raw")
     async def email_raw(email_id: str) -> Response:
-        record = team_email(ctx, email_id)
-        source = raw_source(ctx.spool, record)
+        record = await team_email(ctx, email_id)
+        source = await email_source(ctx, record)
         if source is None:
             raise NotFound(
                 "Postwire keeps an email's raw source only until it is delivered; this one "
@@ -147,17 +157,23 @@ def _viewer() -> Viewer:
     return viewer
 
 
-def team_email(ctx: DashboardContext, email_id: str) -> EmailRecord:
+async def team_email(ctx: DashboardContext, email_id: str) -> EmailRecord:
     """The viewer's team's email `email_id`; 404 for any other id, another team's included."""
     if not is_email_id(email_id):
         raise NotFound
-    record = EMAILS.get(ctx.spool, email_key(_viewer().team.id, email_id))
+    record = await EMAILS.aget(ctx.spool, email_key(_viewer().team.id, email_id))
     if record is None:
         raise NotFound
     return record
 
 
-def email_insights(ctx: DashboardContext, record: EmailRecord) -> EmailInsights | None:
+async def email_source(ctx: DashboardContext, record: EmailRecord) -> RawSource | None:
+    """The email's raw source wherever it is still kept; the sandbox inbox is looked in
+    whatever the mode, for an email sent by an earlier sandboxed run."""
+    return await raw_source_parked(ctx.spool, record, sandboxed=True)
+
+
+async def email_insights(ctx: DashboardContext, record: EmailRecord) -> EmailInsights | None:
     """The email's deliverability insights; None while not computed (the page says whether
     they will be: `insights.enabled`)."""
-    return read_email_insights(ctx.spool, record.team_id, record.id)
+    return await read_email_insights_parked(ctx.spool, record.team_id, record.id)
