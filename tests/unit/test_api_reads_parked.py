@@ -135,3 +135,12 @@ async def test_topics_are_read_parked(api: Api) -> None:
     assert [t["id"] for t in of_contact["data"]] == [topic["id"]]
     assert {"topics", "contacts"} <= {read.table for read in reads}
     assert blocking(reads) == []
+
+
+async def test_contact_properties_are_read_parked(api: Api) -> None:
+    prop = await api.send("/contact-properties", {"key": "plan", "type": "string"})
+    reads = record_reads(api.spool, WATCHED)
+    assert [p["id"] for p in (await api.get("/contact-properties"))["data"]] == [prop["id"]]
+    assert (await api.get(f"/contact-properties/{prop['id']}"))["key"] == "plan"
+    assert {read.table for read in reads} >= {"contact_properties"}
+    assert blocking(reads) == []

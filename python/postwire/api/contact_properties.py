@@ -17,9 +17,9 @@ from postwire.api.context import ApiContext
 from postwire.api.models import DeletedReference, ListBody, Reference
 from postwire.api.pagination import list_response, parse_page_request
 from postwire.api.request_body import json_object
-from postwire.api.store_pages import store_page
+from postwire.api.store_pages import store_page_parked
 from postwire.audiences.properties import change_fallback, create_property, remove_property
-from postwire.audiences.records import require_property
+from postwire.audiences.records import require_property_parked
 from postwire.store.contact_properties import (
     CONTACT_PROPERTIES,
     ContactPropertyRecord,
@@ -58,12 +58,14 @@ def routes(ctx: ApiContext) -> Blueprint:
     @blueprint.get("/contact-properties")
     async def list_all() -> ListBody:
         page = parse_page_request(request.args, default_limit=DEFAULT_PAGE)
-        rows, has_more = store_page(CONTACT_PROPERTIES, spool, team_prefix(team()), page)
+        rows, has_more = await store_page_parked(
+            CONTACT_PROPERTIES, spool, team_prefix(team()), page
+        )
         return list_response([dict(property_json(p)) for _, p in rows], has_more)
 
     @blueprint.get("/contact-properties/<id:property_id>")
     async def get_one(property_id: str) -> ContactPropertyObject:
-        return property_json(require_property(spool, team(), property_id))
+        return property_json(await require_property_parked(spool, team(), property_id))
 
     @blueprint.patch("/contact-properties/<id:property_id>")
     async def update(property_id: str) -> Reference:

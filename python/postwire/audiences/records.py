@@ -7,7 +7,11 @@ import re
 from typing import Final
 
 from postwire.errors import ApiError
-from postwire.store.contact_properties import ContactPropertyRecord, get_property
+from postwire.store.contact_properties import (
+    ContactPropertyRecord,
+    get_property,
+    get_property_parked,
+)
 from postwire.store.segments import SegmentRecord, get_segment, get_segment_parked
 from postwire.store.spool import Spool
 from postwire.store.topics import TopicRecord, get_topic, get_topic_parked
@@ -65,3 +69,17 @@ def require_property(spool: Spool, team_id: str, property_id: str) -> ContactPro
     if prop is None:
         raise not_found("Contact property")
     return prop
+
+
+async def require_property_parked(
+    spool: Spool, team_id: str, property_id: str
+) -> ContactPropertyRecord:
+    """`require_property` with a parked read."""
+    found = (
+        await get_property_parked(spool, team_id, property_id)
+        if is_record_id(property_id)
+        else None
+    )
+    if found is None:
+        raise not_found("Contact property")
+    return found

@@ -40,6 +40,12 @@ def get_property(spool: Spool, team_id: str, property_id: str) -> ContactPropert
     return _PROPERTIES.get(spool, team_id, property_id)
 
 
+async def get_property_parked(
+    spool: Spool, team_id: str, property_id: str
+) -> ContactPropertyRecord | None:
+    return await _PROPERTIES.aget(spool, team_id, property_id)
+
+
 def put_property(batch: WriteBatch, prop: ContactPropertyRecord) -> None:
     _PROPERTIES.put(batch, prop)
 
