@@ -40,37 +40,39 @@ async def test_search_filters_and_paging(spool: Spool) -> None:
         await add_contact(spool, TEAM, body, NOW)
     await add_contact(spool, OTHER, {"email": "ada@example.com"}, NOW)
 
-    def found(**wanted: object) -> list[str]:
-        page = find_contacts(spool, TEAM, ContactFilter(**wanted), limit=10)  # type: ignore[arg-type]
+    async def found(**wanted: object) -> list[str]:
+        page = await find_contacts(spool, TEAM, ContactFilter(**wanted), limit=10)  # type: ignore[arg-type]
         return emails(page.contacts)
 
-    assert found() == ["grace@example.net", "alan@example.org", "ada@example.org"]
-    assert found(address="A") == ["ada@example.org", "alan@example.org"]
-    assert found(address="ada@") == ["ada@example.org"]
-    assert found(name="tur") == ["alan@example.org"]
-    assert found(name="ada lov") == ["ada@example.org"]
-    assert found(segment_id=readers.id) == ["grace@example.net", "ada@example.org"]
-    assert found(segment_id=readers.id, address="g") == ["grace@example.net"]
-    assert found(topic_id=news.id, subscription="opt_out") == ["alan@example.org"]
-    assert found(topic_id=news.id, subscription="opt_in") == [
+    assert await found() == ["grace@example.net", "alan@example.org", "ada@example.org"]
+    assert await found(address="A") == ["ada@example.org", "alan@example.org"]
+    assert await found(address="ada@") == ["ada@example.org"]
+    assert await found(name="tur") == ["alan@example.org"]
+    assert await found(name="ada lov") == ["ada@example.org"]
+    assert await found(segment_id=readers.id) == ["grace@example.net", "ada@example.org"]
+    assert await found(segment_id=readers.id, address="g") == ["grace@example.net"]
+    assert await found(topic_id=news.id, subscription="opt_out") == ["alan@example.org"]
+    assert await found(topic_id=news.id, subscription="opt_in") == [
         "grace@example.net",
         "ada@example.org",
     ]
-    assert found(unsubscribed=True) == ["grace@example.net"]
-    assert found(unsubscribed=False, address="a") == ["ada@example.org", "alan@example.org"]
-    assert found(property_key="plan", property_value="pro") == ["ada@example.org"]
-    assert found(property_key="seats", property_value="3.0") == ["ada@example.org"]
-    assert found(property_key="seats", property_value="three") == []
+    assert await found(unsubscribed=True) == ["grace@example.net"]
+    assert await found(unsubscribed=False, address="a") == ["ada@example.org", "alan@example.org"]
+    assert await found(property_key="plan", property_value="pro") == ["ada@example.org"]
+    assert await found(property_key="seats", property_value="3.0") == ["ada@example.org"]
+    assert await found(property_key="seats", property_value="three") == []
 
-    first = find_contacts(spool, TEAM, ContactFilter(), limit=2)
+    first = await find_contacts(spool, TEAM, ContactFilter(), limit=2)
     assert emails(first.contacts) == ["grace@example.net", "alan@example.org"]
     assert first.after is not None and not first.partial
-    rest = find_contacts(spool, TEAM, ContactFilter(), limit=2, after=first.after)
+    rest = await find_contacts(spool, TEAM, ContactFilter(), limit=2, after=first.after)
     assert emails(rest.contacts) == ["ada@example.org"] and rest.after is None
 
-    by_address = find_contacts(spool, TEAM, ContactFilter(address="a"), limit=1)
+    by_address = await find_contacts(spool, TEAM, ContactFilter(address="a"), limit=1)
     assert by_address.source == "address" and by_address.after == "ada@example.org"
-    more = find_contacts(spool, TEAM, ContactFilter(address="a"), limit=1, after=by_address.after)
+    more = await find_contacts(
+        spool, TEAM, ContactFilter(address="a"), limit=1, after=by_address.after
+    )
     assert emails(more.contacts) == ["alan@example.org"]
 
 
@@ -81,13 +83,13 @@ async def test_a_rare_match_is_found_within_the_budget_and_continued(spool: Spoo
     for number in range(12, 20):
         await add_contact(spool, TEAM, {"email": f"p{number:02d}@example.org"}, NOW)
     wanted = ContactFilter(unsubscribed=True)
-    cut = find_contacts(spool, TEAM, wanted, limit=5, budget=5)
+    cut = await find_contacts(spool, TEAM, wanted, limit=5, budget=5)
     assert cut.contacts == [] and cut.partial and cut.examined == 5
     positions = [cut.after]
     found: list[str] = []
     page = cut
     while page.after is not None:
-        page = find_contacts(spool, TEAM, wanted, limit=5, after=page.after, budget=5)
+        page = await find_contacts(spool, TEAM, wanted, limit=5, after=page.after, budget=5)
         found += emails(page.contacts)
         positions.append(page.after)
     assert found == ["rare@example.org"]

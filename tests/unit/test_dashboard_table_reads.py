@@ -16,6 +16,8 @@ from quart.typing import TestClientProtocol as Client
 from postwire._core import WriteBatch
 from postwire.accounts.sessions import start_session
 from postwire.accounts.users import add_membership, create_user
+from postwire.audiences.contacts import add_contact
+from postwire.audiences.segments import create_segment
 from postwire.config import load_config
 from postwire.dashboard.app import create_dashboard
 from postwire.dashboard.context import DashboardContext
@@ -41,6 +43,8 @@ class Site:
     client: Client
     cookie: dict[str, str]
     email_ids: list[str]
+    contact_id: str
+    segment_id: str
 
     async def blocking_reads(self, path: str, tables: tuple[str, ...] = TABLES) -> list[Read]:
         """The blocking reads of `tables` that a GET of `path` makes (it must answer 200)."""
@@ -70,10 +74,16 @@ async def site(spool: Spool, tmp_path: Path) -> AsyncIterator[Site]:
     for event_type in ("email.sent", "email.delivered"):
         add_event(batch, team.id, records[0].id, event_type, START_MS)
     await spool.commit(batch)
+    segment = await create_segment(spool, team.id, {"name": "Readers"}, now)
+    contact = await add_contact(
+        spool, team.id, {"email": records[0].to[0], "segments": [segment.id]}, now
+    )
+    await add_contact(spool, team.id, {"email": "ada@example.org", "first_name": "Ada"}, now)
     app = create_dashboard(DashboardContext(config=config, spool=spool))
     async with app.test_app() as test_app:
         cookie = {"Cookie": f"pw_session={token}"}
-        yield Site(spool, test_app.test_client(), cookie, [r.id for r in records])
+        client = test_app.test_client()
+        yield Site(spool, client, cookie, [r.id for r in records], contact.id, segment.id)
 
 
 async def test_the_guard_and_the_banner_read_parked(site: Site, spool: Spool) -> None:
@@ -95,3 +105,17 @@ async def test_an_emails_pages_read_parked(site: Site) -> None:
         assert await site.blocking_reads(path) == []
     page = await site.client.get(f"/emails/{email_id}", headers=site.cookie)
     assert 'class="event event-delivered"' in await page.get_data(as_text=True)
+
+
+async def test_the_contacts_pages_read_parked(site: Site) -> None:
+    for path in (
+        "/contacts",
+        "/contacts?q=ad",
+        "/contacts?name=ada",
+        f"/contacts?segment={site.segment_id}",
+        f"/contacts/{site.contact_id}",
+        "/contacts/new",
+    ):
+        assert await site.blocking_reads(path) == [], path
+    page = await site.client.get(f"/contacts/{site.contact_id}", headers=site.cookie)
+    assert f"/emails/{site.email_ids[0]}" in await page.get_data(as_text=True)

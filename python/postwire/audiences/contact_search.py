@@ -8,16 +8,20 @@ property's value, a segment beside a search) is checked on the contacts the walk
 the walk reads at most `budget` of them: a request that runs out before its page is full
 returns what it found with a cursor to continue from, so no request is ever unbounded however
 rare its matches. Pages continue from a cursor (the last position read), never an offset.
+Its reads are parked, never blocking the process on a table store on the network, and the
+contacts an index chunk names are read together.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Final
 
 from postwire.audiences.csv_rows import parse_number
-from postwire.store.contacts import CONTACT_EMAILS, CONTACTS, ContactRecord, get_contact
+from postwire.concurrency import in_order
+from postwire.store.contacts import CONTACT_EMAILS, CONTACTS, ContactRecord, get_contact_parked
 from postwire.store.segments import SEGMENT_MEMBERS, members_prefix
 from postwire.store.spool import Spool
 from postwire.store.team_records import team_prefix
@@ -25,6 +29,9 @@ from postwire.store.team_records import team_prefix
 # Contacts a request may read before it answers with what it found.
 SCAN_BUDGET: Final = 2000
 _CHUNK: Final = 200
+# Contacts of an index chunk waiting at once: on a table store on the network, gets that wait
+# together leave as one statement.
+_CONTACTS_AT_ONCE: Final = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +105,7 @@ class ContactPage:
     source: str  # "address" | "segment" | "contacts"
 
 
-def find_contacts(
+async def find_contacts(
     spool: Spool,
     team_id: str,
     wanted: ContactFilter,
@@ -113,21 +120,25 @@ def find_contacts(
     found: list[ContactRecord] = []
     last = after
     examined = 0
-    for position, contact in positions:
-        if examined == budget:
-            return ContactPage(found, last, True, examined, source)
-        examined += 1
-        if contact is not None and wanted.matches(contact):
-            if len(found) == limit:
-                return ContactPage(found, last, False, examined, source)
-            found.append(contact)
-        last = position
+    async with aclosing(positions):
+        async for position, contact in positions:
+            if examined == budget:
+                return ContactPage(found, last, True, examined, source)
+            examined += 1
+            if contact is not None and wanted.matches(contact):
+                if len(found) == limit:
+                    return ContactPage(found, last, False, examined, source)
+                found.append(contact)
+            last = position
     return ContactPage(found, None, False, examined, source)
+
+
+Positions = AsyncGenerator[tuple[str, ContactRecord | None], None]
 
 
 def _source(
     spool: Spool, team_id: str, wanted: ContactFilter, after: str | None
-) -> tuple[str, Iterator[tuple[str, ContactRecord | None]]]:
+) -> tuple[str, Positions]:
     if wanted.address:
         return "address", _by_address(spool, team_id, wanted.address.lower(), after)
     if wanted.segment_id is not None:
@@ -135,45 +146,54 @@ def _source(
     return "contacts", _newest_first(spool, team_id, after)
 
 
-def _by_address(
-    spool: Spool, team_id: str, start: str, after: str | None
-) -> Iterator[tuple[str, ContactRecord | None]]:
+async def _with_contacts(
+    spool: Spool, team_id: str, positions: list[tuple[str, str]]
+) -> list[tuple[str, ContactRecord | None]]:
+    """(position, contact id) pairs of a chunk with their contacts, read together."""
+
+    async def contact_of(position: tuple[str, str]) -> ContactRecord | None:
+        return await get_contact_parked(spool, team_id, position[1])
+
+    contacts = await in_order(contact_of, positions, at_once=_CONTACTS_AT_ONCE)
+    return [(at, contact) for (at, _), contact in zip(positions, contacts, strict=True)]
+
+
+async def _by_address(spool: Spool, team_id: str, start: str, after: str | None) -> Positions:
     """Contacts whose address starts with `start`, in address order; positions are lower-case
     addresses."""
     team = team_prefix(team_id)
     cursor = None if after is None else team + after
     while True:
-        rows = CONTACT_EMAILS.scan(spool, prefix=team + start, cursor=cursor, limit=_CHUNK)
-        for key, entry in rows:
-            yield key[len(team) :], get_contact(spool, team_id, entry.contact_id)
+        rows = await CONTACT_EMAILS.ascan(spool, prefix=team + start, cursor=cursor, limit=_CHUNK)
+        chunk = [(key[len(team) :], entry.contact_id) for key, entry in rows]
+        for pair in await _with_contacts(spool, team_id, chunk):
+            yield pair
         if len(rows) < _CHUNK:
             return
         cursor = rows[-1][0]
 
 
-def _members(
-    spool: Spool, team_id: str, segment_id: str, after: str | None
-) -> Iterator[tuple[str, ContactRecord | None]]:
+async def _members(spool: Spool, team_id: str, segment_id: str, after: str | None) -> Positions:
     """The segment's members, newest contact first; positions are contact ids."""
     prefix = members_prefix(team_id, segment_id)
     cursor = None if after is None else prefix + after
     while True:
-        rows = SEGMENT_MEMBERS.scan(spool, prefix=prefix, cursor=cursor, reverse=True, limit=_CHUNK)
-        for key, _ in rows:
-            contact_id = key[len(prefix) :]
-            yield contact_id, get_contact(spool, team_id, contact_id)
+        rows = await SEGMENT_MEMBERS.ascan(
+            spool, prefix=prefix, cursor=cursor, reverse=True, limit=_CHUNK
+        )
+        chunk = [(key[len(prefix) :], key[len(prefix) :]) for key, _ in rows]
+        for pair in await _with_contacts(spool, team_id, chunk):
+            yield pair
         if len(rows) < _CHUNK:
             return
         cursor = rows[-1][0]
 
 
-def _newest_first(
-    spool: Spool, team_id: str, after: str | None
-) -> Iterator[tuple[str, ContactRecord | None]]:
+async def _newest_first(spool: Spool, team_id: str, after: str | None) -> Positions:
     prefix = team_prefix(team_id)
     cursor = None if after is None else prefix + after
     while True:
-        rows = CONTACTS.scan(spool, prefix=prefix, cursor=cursor, reverse=True, limit=_CHUNK)
+        rows = await CONTACTS.ascan(spool, prefix=prefix, cursor=cursor, reverse=True, limit=_CHUNK)
         for key, contact in rows:
             yield key[len(prefix) :], contact
         if len(rows) < _CHUNK:

@@ -94,7 +94,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
     async def segment_page(segment_id: str) -> str:
         segment = found_or_404(lambda: require_segment(spool, team_id(), segment_id))
         after = request.args.get("after") if is_record_id(request.args.get("after", "")) else None
-        members = find_contacts(
+        members = await find_contacts(
             spool, segment.team_id, ContactFilter(segment_id=segment.id), limit=PER_PAGE,
             after=after,
         )  # fmt: skip

@@ -225,8 +225,8 @@ def routes(ctx: DashboardContext) -> Blueprint:
             progress=progress_json(record),
             bad=bad[:ERRORS_SHOWN],
             kept=len(bad),
-            segments=team_segments(spool, record.team_id),
-            topics=team_topics(spool, record.team_id),
+            segments=await team_segments(spool, record.team_id),
+            topics=await team_topics(spool, record.team_id),
         )
 
     async def mapping_page(draft: store.ImportDraft) -> str:
@@ -246,8 +246,8 @@ def routes(ctx: DashboardContext) -> Blueprint:
             new_key_field=NEW_KEY_FIELD,
             separators=SEPARATORS,
             encodings=ENCODINGS,
-            segments=team_segments(spool, draft.team_id),
-            topics=team_topics(spool, draft.team_id),
+            segments=await team_segments(spool, draft.team_id),
+            topics=await team_topics(spool, draft.team_id),
             column_field=COLUMN_FIELD,
             topic_field=TOPIC_FIELD,
             ignored=IGNORED,
@@ -292,7 +292,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
             return await refused(validation_error(message), back)
         topics = [
             {"id": topic_id, "subscription": form[TOPIC_FIELD + topic_id]}
-            for topic_id in team_topics(spool, draft.team_id)
+            for topic_id in await team_topics(spool, draft.team_id)
             if form.get(TOPIC_FIELD + topic_id) in ("opt_in", "opt_out")
         ]
         header = CsvRecord(1, draft.header_end, draft.header)

@@ -25,6 +25,7 @@ from postwire.audiences.contact_rules import contact_changes
 from postwire.audiences.contact_search import SCAN_BUDGET, find_contacts
 from postwire.audiences.contacts import add_contact, change_contact, remove_contact
 from postwire.audiences.records import is_record_id
+from postwire.concurrency import in_order
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.pages.audience_contact_form import (
     PROPERTY_FIELD,
@@ -36,9 +37,9 @@ from postwire.dashboard.pages.audience_contact_form import (
 from postwire.dashboard.pages.audience_contact_query import parse_contact_query
 from postwire.dashboard.pages.refusals import Redirect, done, in_plain_words, refused
 from postwire.errors import ApiError
-from postwire.store.contact_properties import team_properties, value_fits
-from postwire.store.contacts import ContactRecord, get_contact
-from postwire.store.email_index import emails_sent_to
+from postwire.store.contact_properties import team_properties_parked, value_fits
+from postwire.store.contacts import ContactRecord, get_contact_parked
+from postwire.store.email_index import emails_sent_to_parked
 from postwire.store.emails import EMAILS, EmailRecord, email_key
 from postwire.store.segments import SEGMENTS, SegmentRecord
 from postwire.store.spool import Spool
@@ -51,21 +52,25 @@ EMAILS_SHOWN: Final = 20
 MAX_CHOICES: Final = 1000
 
 
-def team_segments(spool: Spool, team_id: str) -> dict[str, SegmentRecord]:
-    rows = SEGMENTS.scan(spool, prefix=team_prefix(team_id), limit=MAX_CHOICES)
+async def team_segments(spool: Spool, team_id: str) -> dict[str, SegmentRecord]:
+    rows = await SEGMENTS.ascan(spool, prefix=team_prefix(team_id), limit=MAX_CHOICES)
     return {segment.id: segment for _, segment in rows}
 
 
-def team_topics(spool: Spool, team_id: str) -> dict[str, TopicRecord]:
-    rows = TOPICS.scan(spool, prefix=team_prefix(team_id), limit=MAX_CHOICES)
+async def team_topics(spool: Spool, team_id: str) -> dict[str, TopicRecord]:
+    rows = await TOPICS.ascan(spool, prefix=team_prefix(team_id), limit=MAX_CHOICES)
     return {topic.id: topic for _, topic in rows}
 
 
-def emails_to(spool: Spool, contact: ContactRecord) -> list[EmailRecord]:
+async def emails_to(spool: Spool, contact: ContactRecord) -> list[EmailRecord]:
     """The newest emails with the contact's address among their recipients (to, cc or bcc),
-    read from the recipient index written in each email's commit."""
-    ids = emails_sent_to(spool, contact.team_id, contact.email, EMAILS_SHOWN)
-    found = (EMAILS.get(spool, email_key(contact.team_id, email_id)) for email_id in ids)
+    read from the recipient index written in each email's commit (the emails read together)."""
+    ids = await emails_sent_to_parked(spool, contact.team_id, contact.email, EMAILS_SHOWN)
+
+    async def email_of(email_id: str) -> EmailRecord | None:
+        return await EMAILS.aget(spool, email_key(contact.team_id, email_id))
+
+    found = await in_order(email_of, ids, at_once=EMAILS_SHOWN)
     return [email for email in found if email is not None]
 
 
@@ -93,8 +98,10 @@ def routes(ctx: DashboardContext) -> Blueprint:
         team: str = g.viewer.team.id
         return team
 
-    def team_contact(contact_id: str) -> ContactRecord:
-        contact = get_contact(spool, team_id(), contact_id) if is_record_id(contact_id) else None
+    async def team_contact(contact_id: str) -> ContactRecord:
+        if not is_record_id(contact_id):
+            raise NotFound
+        contact = await get_contact_parked(spool, team_id(), contact_id)
         if contact is None:
             raise NotFound
         return contact
@@ -102,10 +109,10 @@ def routes(ctx: DashboardContext) -> Blueprint:
     @bp.get("/contacts")
     async def list_page() -> str:
         team = team_id()
-        segments, topics = team_segments(spool, team), team_topics(spool, team)
-        properties = team_properties(spool, team)
+        segments, topics = await team_segments(spool, team), await team_topics(spool, team)
+        properties = await team_properties_parked(spool, team)
         query = parse_contact_query(request.args, segments, topics, properties)
-        page = find_contacts(spool, team, query.wanted, limit=PER_PAGE, after=query.after)
+        page = await find_contacts(spool, team, query.wanted, limit=PER_PAGE, after=query.after)
         return await render_template(
             "contacts.html",
             query=query,
@@ -122,8 +129,8 @@ def routes(ctx: DashboardContext) -> Blueprint:
             "contacts_new.html",
             values=values,
             error=error,
-            segments=team_segments(spool, team),
-            properties=team_properties(spool, team),
+            segments=await team_segments(spool, team),
+            properties=await team_properties_parked(spool, team),
             property_field=PROPERTY_FIELD,
         )
 
@@ -135,8 +142,8 @@ def routes(ctx: DashboardContext) -> Blueprint:
     async def create() -> Redirect | tuple[str, int]:
         form = await request.form
         team = team_id()
-        body = contact_body(form, team_properties(spool, team))
-        body["segments"] = chosen_segments(form, team_segments(spool, team))
+        body = contact_body(form, await team_properties_parked(spool, team))
+        body["segments"] = chosen_segments(form, await team_segments(spool, team))
         try:
             contact = await add_contact(spool, team, body, ctx.now())
         except ApiError as error:
@@ -147,10 +154,10 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @bp.get("/contacts/<contact_id>")
     async def contact_page(contact_id: str) -> str:
-        contact = team_contact(contact_id)
+        contact = await team_contact(contact_id)
         team = contact.team_id
-        properties = team_properties(spool, team)
-        topics = team_topics(spool, team)
+        properties = await team_properties_parked(spool, team)
+        topics = await team_topics(spool, team)
         return await render_template(
             "contacts_detail.html",
             contact=contact,
@@ -160,10 +167,10 @@ def routes(ctx: DashboardContext) -> Blueprint:
                 for key, prop in properties.items()
                 if key in contact.properties and value_fits(prop, contact.properties[key])
             },
-            segments=team_segments(spool, team),
+            segments=await team_segments(spool, team),
             topics=topics,
             subscriptions={t.id: subscription(contact, t) for t in topics.values()},
-            emails=emails_to(spool, contact),
+            emails=await emails_to(spool, contact),
             emails_shown=EMAILS_SHOWN,
             property_field=PROPERTY_FIELD,
             topic_field=TOPIC_FIELD,
@@ -171,14 +178,14 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @bp.post("/contacts/<contact_id>")
     async def update(contact_id: str) -> Redirect:
-        contact = team_contact(contact_id)  # another team's id is a 404 before anything
+        contact = await team_contact(contact_id)  # another team's id is a 404 before anything
         back = f"/contacts/{contact.id}"
         team = contact.team_id
         form = await request.form
-        properties = team_properties(spool, team)
+        properties = await team_properties_parked(spool, team)
         body = contact_body(form, properties)
-        shown = list(team_segments(spool, team)) if "segments_shown" in form else []
-        topics = list(team_topics(spool, team).values())
+        shown = list(await team_segments(spool, team)) if "segments_shown" in form else []
+        topics = list((await team_topics(spool, team)).values())
 
         def change(current: ContactRecord) -> ContactRecord:
             changed = contact_changes(current, body, properties)
@@ -192,7 +199,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @bp.post("/contacts/<contact_id>/delete")
     async def delete(contact_id: str) -> Redirect:
-        contact = team_contact(contact_id)
+        contact = await team_contact(contact_id)
         try:
             await remove_contact(spool, contact.team_id, contact.id, ctx.now())
         except ApiError as error:
