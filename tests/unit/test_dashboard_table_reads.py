@@ -21,6 +21,7 @@ from postwire.audiences.segments import create_segment
 from postwire.config import load_config
 from postwire.dashboard.app import create_dashboard
 from postwire.dashboard.context import DashboardContext
+from postwire.domains.store import create_domain
 from postwire.store.accounts import create_team
 from postwire.store.deliveries import add_event
 from postwire.store.email_samples import SampleSender, sample_emails, seed_emails
@@ -45,6 +46,7 @@ class Site:
     email_ids: list[str]
     contact_id: str
     segment_id: str
+    domain_id: str
 
     async def blocking_reads(self, path: str, tables: tuple[str, ...] = TABLES) -> list[Read]:
         """The blocking reads of `tables` that a GET of `path` makes (it must answer 200)."""
@@ -79,11 +81,14 @@ async def site(spool: Spool, tmp_path: Path) -> AsyncIterator[Site]:
         spool, team.id, {"email": records[0].to[0], "segments": [segment.id]}, now
     )
     await add_contact(spool, team.id, {"email": "ada@example.org", "first_name": "Ada"}, now)
+    domain = await create_domain(spool, config, team.id, "one.test")
     app = create_dashboard(DashboardContext(config=config, spool=spool))
     async with app.test_app() as test_app:
         cookie = {"Cookie": f"pw_session={token}"}
         client = test_app.test_client()
-        yield Site(spool, client, cookie, [r.id for r in records], contact.id, segment.id)
+        yield Site(
+            spool, client, cookie, [r.id for r in records], contact.id, segment.id, domain.id
+        )
 
 
 async def test_the_guard_and_the_banner_read_parked(site: Site, spool: Spool) -> None:
@@ -119,3 +124,8 @@ async def test_the_contacts_pages_read_parked(site: Site) -> None:
         assert await site.blocking_reads(path) == [], path
     page = await site.client.get(f"/contacts/{site.contact_id}", headers=site.cookie)
     assert f"/emails/{site.email_ids[0]}" in await page.get_data(as_text=True)
+
+
+async def test_the_domains_pages_read_parked(site: Site) -> None:
+    for path in ("/domains", f"/domains/{site.domain_id}"):
+        assert await site.blocking_reads(path) == [], path

@@ -54,15 +54,17 @@ def delete_domain_health(batch: WriteBatch, team_id: str, domain_id: str) -> Non
     DOMAIN_HEALTH.delete(batch, health_key(team_id, domain_id))
 
 
-def team_domain_health(spool: Spool, team_id: str) -> list[DomainHealthRecord]:
-    """The team's domains' records (one scan), in domain id order."""
-    rows = DOMAIN_HEALTH.scan(spool, prefix=f"{team_id}/", limit=MAX_TEAM_DOMAINS)
+async def team_domain_health(spool: Spool, team_id: str) -> list[DomainHealthRecord]:
+    """The team's domains' records (one scan), in domain id order; parked rather than
+    blocking on a table store on the network."""
+    rows = await DOMAIN_HEALTH.ascan(spool, prefix=f"{team_id}/", limit=MAX_TEAM_DOMAINS)
     return [record for _, record in rows]
 
 
 async def unhealthy_domains(spool: Spool, team_id: str) -> list[DomainHealthRecord]:
     """The team's domains past a threshold (the dashboard's banner, on every page), worst
-    first; parked rather than blocking on a table store on the network."""
-    rows = await DOMAIN_HEALTH.ascan(spool, prefix=f"{team_id}/", limit=MAX_TEAM_DOMAINS)
-    bad = [r for _, r in rows if r.state in ("warning", "critical")]
+    first."""
+    bad = [
+        r for r in await team_domain_health(spool, team_id) if r.state in ("warning", "critical")
+    ]
     return sorted(bad, key=lambda r: (r.state != "critical", r.domain_name))

@@ -15,7 +15,7 @@ from quart import Blueprint, g, render_template, request
 
 from postwire.dashboard.access import requires
 from postwire.dashboard.context import DashboardContext
-from postwire.dashboard.pages.refusals import Redirect, done, found_or_404, refused
+from postwire.dashboard.pages.refusals import Redirect, done, found_or_404_parked, refused
 from postwire.domains import store
 from postwire.domains.records import DnsRecord
 from postwire.domains.setup_warnings import SetupWarning, domain_warnings
@@ -23,7 +23,7 @@ from postwire.domains.verification_state import start_verification
 from postwire.errors import ApiError
 from postwire.metrics.health import MIN_VOLUME, STATE_BADGES, STATE_WORDS, health_rows
 from postwire.sandbox import SANDBOX_DOMAIN
-from postwire.store.domain_health import get_domain_health, team_domain_health
+from postwire.store.domain_health import get_domain_health_parked, team_domain_health
 
 STATUS_WORDS: Final = {
     "not_started": "Not started",
@@ -68,8 +68,10 @@ def routes(ctx: DashboardContext) -> Blueprint:
         team: str = g.viewer.team.id
         return team
 
-    def team_domain(domain_id: str) -> store.DomainRecord:
-        return found_or_404(lambda: store.get_domain(ctx.spool, team_id(), domain_id))
+    async def team_domain(domain_id: str) -> store.DomainRecord:
+        return await found_or_404_parked(
+            lambda: store.get_domain_parked(ctx.spool, team_id(), domain_id)
+        )
 
     def warnings_of(domain: store.DomainRecord) -> list[SetupWarning]:
         return domain_warnings(
@@ -79,8 +81,8 @@ def routes(ctx: DashboardContext) -> Blueprint:
     @blueprint.get("/domains")
     async def list_page() -> str:
         # Every domain on one page: a team has a handful, never thousands.
-        domains, _ = store.list_domains(ctx.spool, team_id())
-        health = {record.domain_id: record for record in team_domain_health(ctx.spool, team_id())}
+        domains, _ = await store.list_domains_parked(ctx.spool, team_id())
+        health = {r.domain_id: r for r in await team_domain_health(ctx.spool, team_id())}
         return await render_template(
             "domains.html", domains=domains, regions=store.REGIONS, status_words=STATUS_WORDS,
             health=health, health_words=STATE_WORDS, health_badges=STATE_BADGES,
@@ -106,8 +108,8 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @blueprint.get("/domains/<domain_id>")
     async def domain_page(domain_id: str) -> str:
-        domain = team_domain(domain_id)
-        health = get_domain_health(ctx.spool, team_id(), domain.id)
+        domain = await team_domain(domain_id)
+        health = await get_domain_health_parked(ctx.spool, team_id(), domain.id)
         return await render_template(
             "domains_detail.html",
             domain=domain,
@@ -127,7 +129,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @blueprint.post("/domains/<domain_id>/verify")
     async def verify(domain_id: str) -> Redirect:
-        domain = team_domain(domain_id)
+        domain = await team_domain(domain_id)
         back = f"/domains/{domain.id}"
         if ctx.config.sandbox and domain.name == SANDBOX_DOMAIN:
             return await done("The sandbox domain is verified as it is.", back)
@@ -146,7 +148,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @blueprint.post("/domains/<domain_id>/tracking")
     async def tracking(domain_id: str) -> Redirect:
-        domain = team_domain(domain_id)
+        domain = await team_domain(domain_id)
         form = await request.form
         back = f"/domains/{domain.id}"
         try:
@@ -165,7 +167,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
     @blueprint.get("/domains/<domain_id>/delete")
     @requires("admin")  # the confirmation of a change only admins may make
     async def confirm_delete(domain_id: str) -> str:
-        domain = team_domain(domain_id)
+        domain = await team_domain(domain_id)
         return await render_template(
             "settings_confirm_delete.html",
             thing=domain.name,
@@ -177,7 +179,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @blueprint.post("/domains/<domain_id>/delete")
     async def delete(domain_id: str) -> Redirect:
-        domain = team_domain(domain_id)
+        domain = await team_domain(domain_id)
         try:
             await store.delete_domain(ctx.spool, domain.team_id, domain.id)
         except ApiError as error:

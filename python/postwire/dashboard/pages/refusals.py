@@ -7,7 +7,7 @@ other refusal into a message shown on the page the form came from (post, redirec
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from quart import flash, redirect
@@ -30,6 +30,16 @@ def found_or_404(lookup: Callable[[], T]) -> T:
     """What `lookup` finds; a page's 404 where it refuses with `not_found`."""
     try:
         return lookup()
+    except ApiError as error:
+        if error.status == 404:
+            raise NotFound from error
+        raise
+
+
+async def found_or_404_parked(lookup: Callable[[], Awaitable[T]]) -> T:
+    """`found_or_404` of a lookup whose reads are parked."""
+    try:
+        return await lookup()
     except ApiError as error:
         if error.status == 404:
             raise NotFound from error
