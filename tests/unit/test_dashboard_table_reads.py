@@ -129,3 +129,8 @@ async def test_the_contacts_pages_read_parked(site: Site) -> None:
 async def test_the_domains_pages_read_parked(site: Site) -> None:
     for path in ("/domains", f"/domains/{site.domain_id}"):
         assert await site.blocking_reads(path) == [], path
+
+
+async def test_the_settings_pages_read_parked(site: Site) -> None:
+    for path in ("/api-keys", "/smtp"):
+        assert await site.blocking_reads(path) == [], path

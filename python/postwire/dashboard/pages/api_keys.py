@@ -30,10 +30,10 @@ def routes(ctx: DashboardContext) -> Blueprint:
         return found_or_404(lambda: find_api_key(ctx.spool, team_id(), key_id))
 
     async def keys_page(created: ApiKeyRecord | None = None, token: str | None = None) -> str:
-        domains, _ = domain_store.list_domains(ctx.spool, team_id())
+        domains, _ = await domain_store.list_domains_parked(ctx.spool, team_id())
         return await render_template(
             "api_keys.html",
-            keys=accounts.list_api_keys(ctx.spool, team_id()),
+            keys=await accounts.list_api_keys_parked(ctx.spool, team_id()),
             domain_names={domain.id: domain.name for domain in domains},
             domains=domains,
             permissions=PERMISSIONS,

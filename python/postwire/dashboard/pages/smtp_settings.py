@@ -16,7 +16,7 @@ from postwire.config import Config
 from postwire.dashboard.context import DashboardContext
 from postwire.domains import store as domain_store
 from postwire.smtp.submission_policy import AUTH_USERNAME
-from postwire.store.accounts import list_api_keys
+from postwire.store.accounts import list_api_keys_parked
 
 # Listening on every address: clients reach the server by its public name.
 WILDCARD_HOSTS: Final = frozenset({"0.0.0.0", "::", ""})
@@ -53,12 +53,12 @@ def routes(ctx: DashboardContext) -> Blueprint:
     @bp.get("/smtp")
     async def smtp_page() -> str:
         team_id: str = g.viewer.team.id
-        domains, _ = domain_store.list_domains(ctx.spool, team_id)
+        domains, _ = await domain_store.list_domains_parked(ctx.spool, team_id)
         return await render_template(
             "smtp_settings.html",
             endpoints=smtp_endpoints(ctx.config),
             username=AUTH_USERNAME,
-            keys=list_api_keys(ctx.spool, team_id),
+            keys=await list_api_keys_parked(ctx.spool, team_id),
             domain_names={domain.id: domain.name for domain in domains},
             verified=[domain.name for domain in domains if domain.status == "verified"],
             self_signed=ctx.config.smtp.tls_cert is None,
