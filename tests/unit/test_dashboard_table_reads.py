@@ -26,6 +26,7 @@ from postwire.store.accounts import create_team
 from postwire.store.deliveries import add_event
 from postwire.store.email_samples import SampleSender, sample_emails, seed_emails
 from postwire.store.spool import TABLES, Spool
+from postwire.templates.editing import create_template
 from tests.table_reads import Read, record_reads
 
 START_MS = 1_790_000_000_000  # 2026-09-21 14:13 UTC
@@ -47,6 +48,7 @@ class Site:
     contact_id: str
     segment_id: str
     domain_id: str
+    template_id: str
 
     async def blocking_reads(self, path: str, tables: tuple[str, ...] = TABLES) -> list[Read]:
         """The blocking reads of `tables` that a GET of `path` makes (it must answer 200)."""
@@ -82,13 +84,13 @@ async def site(spool: Spool, tmp_path: Path) -> AsyncIterator[Site]:
     )
     await add_contact(spool, team.id, {"email": "ada@example.org", "first_name": "Ada"}, now)
     domain = await create_domain(spool, config, team.id, "one.test")
+    template = await create_template(spool, team.id, {"name": "Hi", "html": "<p>Hi</p>"}, now)
     app = create_dashboard(DashboardContext(config=config, spool=spool))
     async with app.test_app() as test_app:
         cookie = {"Cookie": f"pw_session={token}"}
         client = test_app.test_client()
-        yield Site(
-            spool, client, cookie, [r.id for r in records], contact.id, segment.id, domain.id
-        )
+        ids = [r.id for r in records]
+        yield Site(spool, client, cookie, ids, contact.id, segment.id, domain.id, template.id)
 
 
 async def test_the_guard_and_the_banner_read_parked(site: Site, spool: Spool) -> None:
@@ -133,4 +135,9 @@ async def test_the_domains_pages_read_parked(site: Site) -> None:
 
 async def test_the_settings_pages_read_parked(site: Site) -> None:
     for path in ("/api-keys", "/smtp"):
+        assert await site.blocking_reads(path) == [], path
+
+
+async def test_the_templates_pages_read_parked(site: Site) -> None:
+    for path in ("/templates", f"/templates/{site.template_id}"):
         assert await site.blocking_reads(path) == [], path

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from postwire._core import WriteBatch
-from postwire.store.pages import newest_first_page
+from postwire.store.pages import newest_first_page, newest_first_page_parked
 from postwire.store.spool import Spool
 from postwire.store.tables import Table
 from postwire.store.team_records import TeamRecords, team_key, team_prefix
@@ -89,6 +89,13 @@ def versions_prefix(team_id: str, template_id: str) -> str:
 
 def get_template(spool: Spool, team_id: str, template_id: str) -> TemplateRecord | None:
     return _TEMPLATES.get(spool, team_id, template_id)
+
+
+async def get_template_parked(
+    spool: Spool, team_id: str, template_id: str
+) -> TemplateRecord | None:
+    """`get_template`, parked rather than blocking on a table store on the network."""
+    return await _TEMPLATES.aget(spool, team_id, template_id)
 
 
 def template_id_of_alias(spool: Spool, team_id: str, alias: str) -> str | None:
@@ -185,6 +192,16 @@ def templates_page(
     return [record for _, record in rows], has_more
 
 
+async def templates_page_parked(
+    spool: Spool, team_id: str, *, after: str | None, before: str | None, limit: int
+) -> tuple[list[TemplateRecord], bool]:
+    """`templates_page`, parked rather than blocking on a table store on the network."""
+    rows, has_more = await newest_first_page_parked(
+        TEMPLATES, spool, team_prefix(team_id), after=after, before=before, limit=limit
+    )
+    return [record for _, record in rows], has_more
+
+
 def versions_page(
     spool: Spool,
     record: TemplateRecord,
@@ -195,6 +212,17 @@ def versions_page(
 ) -> tuple[list[TemplateVersionRecord], bool]:
     prefix = versions_prefix(record.team_id, record.id)
     rows, has_more = newest_first_page(
+        TEMPLATE_VERSIONS, spool, prefix, after=after, before=before, limit=limit
+    )
+    return [version for _, version in rows], has_more
+
+
+async def versions_page_parked(
+    spool: Spool, record: TemplateRecord, *, after: str | None, before: str | None, limit: int
+) -> tuple[list[TemplateVersionRecord], bool]:
+    """`versions_page`, parked rather than blocking on a table store on the network."""
+    prefix = versions_prefix(record.team_id, record.id)
+    rows, has_more = await newest_first_page_parked(
         TEMPLATE_VERSIONS, spool, prefix, after=after, before=before, limit=limit
     )
     return [version for _, version in rows], has_more

@@ -24,7 +24,7 @@ from werkzeug.exceptions import NotFound
 from postwire.broadcasts.drafts import looks_like_id
 from postwire.dashboard.access import requires
 from postwire.dashboard.context import DashboardContext
-from postwire.dashboard.pages.refusals import Redirect, done, found_or_404, in_plain_words
+from postwire.dashboard.pages.refusals import Redirect, done, in_plain_words
 from postwire.dashboard.template_form import body_from_form, form_of
 from postwire.errors import ApiError
 from postwire.store import templates as store
@@ -43,15 +43,19 @@ def routes(ctx: DashboardContext) -> Blueprint:
         team: str = g.viewer.team.id
         return team
 
-    def team_template(template_id: str) -> TemplateRecord:
-        # Ids only: an alias is the API's way in, and a long one is no key the store can hold.
+    async def team_template(template_id: str) -> TemplateRecord:
+        # Ids only: an alias is the API's way in, and a long one is no key the store can hold
+        # (no alias looks like an id, so the id's record is the whole look-up).
         if not looks_like_id(template_id):
             raise NotFound
-        return found_or_404(lambda: editing.team_template(ctx.spool, team_id(), template_id))
+        record = await store.get_template_parked(ctx.spool, team_id(), template_id)
+        if record is None:
+            raise NotFound
+        return record
 
     async def list_page(form: Mapping[str, str] | None = None, error: str | None = None) -> str:
         after = request.args.get("after")
-        records, has_more = store.templates_page(
+        records, has_more = await store.templates_page_parked(
             ctx.spool,
             team_id(),
             after=after if after and looks_like_id(after) else None,
@@ -71,7 +75,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
         record: TemplateRecord, form: Mapping[str, str] | None = None, error: str | None = None
     ) -> str:
         after = request.args.get("after")
-        versions, has_more = store.versions_page(
+        versions, has_more = await store.versions_page_parked(
             ctx.spool,
             record,
             after=after if after and looks_like_id(after) else None,
@@ -109,11 +113,11 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @bp.get("/templates/<template_id>")
     async def template_view(template_id: str) -> str:
-        return await template_page(team_template(template_id))
+        return await template_page(await team_template(template_id))
 
     @bp.post("/templates/<template_id>")
     async def save(template_id: str) -> Redirect | tuple[str, int]:
-        record = team_template(template_id)
+        record = await team_template(template_id)
         form = await request.form
         try:
             saved = await editing.update_template(
@@ -130,7 +134,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @bp.post("/templates/<template_id>/publish")
     async def publish(template_id: str) -> Redirect:
-        record = team_template(template_id)
+        record = await team_template(template_id)
         published = await editing.publish_template(ctx.spool, team_id(), record.id, ctx.now())
         if published.versions == record.versions:
             return await done("Nothing new to publish.", f"/templates/{record.id}")
@@ -141,14 +145,14 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @bp.post("/templates/<template_id>/duplicate")
     async def duplicate(template_id: str) -> Redirect:
-        record = team_template(template_id)
+        record = await team_template(template_id)
         copy = await editing.duplicate_template(ctx.spool, team_id(), record.id, ctx.now())
         return await done(f"This is a new draft, {copy.name}.", f"/templates/{copy.id}")
 
     @bp.get("/templates/<template_id>/delete")
     @requires("admin")  # the confirmation of a change only admins may make
     async def confirm_delete(template_id: str) -> str:
-        record = team_template(template_id)
+        record = await team_template(template_id)
         return await render_template(
             "settings_confirm_delete.html",
             thing=f"the template {record.name}",
@@ -160,7 +164,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @bp.post("/templates/<template_id>/delete")
     async def delete(template_id: str) -> Redirect:
-        record = team_template(template_id)
+        record = await team_template(template_id)
         await editing.delete_template(ctx.spool, team_id(), record.id)
         return await done(f"The template {record.name} was deleted.", "/templates")
 
