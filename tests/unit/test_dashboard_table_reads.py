@@ -18,6 +18,7 @@ from postwire.accounts.sessions import start_session
 from postwire.accounts.users import add_membership, create_user
 from postwire.audiences.contacts import add_contact
 from postwire.audiences.segments import create_segment
+from postwire.broadcasts.drafts import BroadcastDrafts
 from postwire.config import load_config
 from postwire.dashboard.app import create_dashboard
 from postwire.dashboard.context import DashboardContext
@@ -49,6 +50,7 @@ class Site:
     segment_id: str
     domain_id: str
     template_id: str
+    broadcast_id: str
 
     async def blocking_reads(self, path: str, tables: tuple[str, ...] = TABLES) -> list[Read]:
         """The blocking reads of `tables` that a GET of `path` makes (it must answer 200)."""
@@ -85,12 +87,18 @@ async def site(spool: Spool, tmp_path: Path) -> AsyncIterator[Site]:
     await add_contact(spool, team.id, {"email": "ada@example.org", "first_name": "Ada"}, now)
     domain = await create_domain(spool, config, team.id, "one.test")
     template = await create_template(spool, team.id, {"name": "Hi", "html": "<p>Hi</p>"}, now)
-    app = create_dashboard(DashboardContext(config=config, spool=spool))
+    context = DashboardContext(config=config, spool=spool)
+    broadcast = await BroadcastDrafts(spool, context.acceptor).create(
+        team.id, {"name": "News", "segment_id": segment.id, "sender": "", "subject": ""}, now
+    )
+    app = create_dashboard(context)
     async with app.test_app() as test_app:
         cookie = {"Cookie": f"pw_session={token}"}
         client = test_app.test_client()
         ids = [r.id for r in records]
-        yield Site(spool, client, cookie, ids, contact.id, segment.id, domain.id, template.id)
+        yield Site(
+            spool, client, cookie, ids, contact.id, segment.id, domain.id, template.id, broadcast.id
+        )
 
 
 async def test_the_guard_and_the_banner_read_parked(site: Site, spool: Spool) -> None:
@@ -140,4 +148,9 @@ async def test_the_settings_pages_read_parked(site: Site) -> None:
 
 async def test_the_templates_pages_read_parked(site: Site) -> None:
     for path in ("/templates", f"/templates/{site.template_id}"):
+        assert await site.blocking_reads(path) == [], path
+
+
+async def test_the_broadcasts_list_and_progress_read_parked(site: Site) -> None:
+    for path in ("/broadcasts", f"/broadcasts/{site.broadcast_id}/progress"):
         assert await site.blocking_reads(path) == [], path

@@ -28,6 +28,7 @@ from postwire.store.broadcasts import (
     broadcast_key,
     delete_broadcast,
     get_broadcast,
+    get_broadcast_parked,
     put_broadcast,
     set_due,
 )
@@ -70,9 +71,14 @@ class BroadcastDrafts:
         record = None
         if looks_like_id(broadcast_id):
             record = get_broadcast(self.spool, team_id, broadcast_id.lower())
-        if record is None:
-            raise ApiError(404, "not_found", "Broadcast not found")
-        return record
+        return _found(record)
+
+    async def find_parked(self, team_id: str, broadcast_id: str) -> BroadcastRecord:
+        """`find`, parked rather than blocking on a table store on the network."""
+        record = None
+        if looks_like_id(broadcast_id):
+            record = await get_broadcast_parked(self.spool, team_id, broadcast_id.lower())
+        return _found(record)
 
     def check_references(self, team_id: str, fields: Mapping[str, Any]) -> None:
         """The segment and topic `fields` name are the team's (else 404). A draft's segment may
@@ -235,3 +241,9 @@ class BroadcastDrafts:
             )
         await self.spool.commit(batch)
         return copy
+
+
+def _found(record: BroadcastRecord | None) -> BroadcastRecord:
+    if record is None:
+        raise ApiError(404, "not_found", "Broadcast not found")
+    return record

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from postwire._core import WriteBatch
+from postwire.concurrency import in_order
 from postwire.store.spool import Spool
 from postwire.store.tables import Table
 
@@ -188,6 +189,13 @@ def get_broadcast(spool: Spool, team_id: str, broadcast_id: str) -> BroadcastRec
     return BROADCASTS.get(spool, broadcast_key(team_id, broadcast_id))
 
 
+async def get_broadcast_parked(
+    spool: Spool, team_id: str, broadcast_id: str
+) -> BroadcastRecord | None:
+    """`get_broadcast`, parked rather than blocking on a table store on the network."""
+    return await BROADCASTS.aget(spool, broadcast_key(team_id, broadcast_id))
+
+
 def put_broadcast(batch: WriteBatch, record: BroadcastRecord) -> None:
     BROADCASTS.put(batch, broadcast_key(record.team_id, record.id), record)
 
@@ -229,6 +237,16 @@ def broadcast_counts(spool: Spool, team_id: str, broadcast_id: str) -> dict[str,
         name: spool.counter(COUNTERS_TABLE, counter_key(team_id, broadcast_id, name))
         for name in COUNTS
     }
+
+
+async def broadcast_counts_parked(spool: Spool, team_id: str, broadcast_id: str) -> dict[str, int]:
+    """`broadcast_counts`, parked rather than blocking on a table store on the network: the
+    counters are read together (their gets leave as one statement)."""
+
+    async def count(name: str) -> int:
+        return await spool.acounter(COUNTERS_TABLE, counter_key(team_id, broadcast_id, name))
+
+    return dict(zip(COUNTS, await in_order(count, COUNTS, at_once=len(COUNTS)), strict=True))
 
 
 def add_contact_outcome(

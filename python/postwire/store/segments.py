@@ -87,6 +87,11 @@ def segment_member_count(spool: Spool, team_id: str, segment_id: str) -> int:
     return spool.counter(COUNTERS_TABLE, member_count_key(team_id, segment_id))
 
 
+async def segment_member_count_parked(spool: Spool, team_id: str, segment_id: str) -> int:
+    """`segment_member_count`, parked rather than blocking on a table store on the network."""
+    return await spool.acounter(COUNTERS_TABLE, member_count_key(team_id, segment_id))
+
+
 def add_member(
     batch: WriteBatch, team_id: str, segment_id: str, contact_id: str, now_ms: int
 ) -> None:

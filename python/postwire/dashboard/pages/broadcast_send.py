@@ -18,7 +18,7 @@ the checklist is checked again here, at the moment of sending, not trusted from 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Final
 
 from quart import Blueprint, request
@@ -44,7 +44,7 @@ def add_routes(
     bp: Blueprint,
     ctx: DashboardContext,
     drafts: BroadcastDrafts,
-    team_broadcast: Callable[[str], BroadcastRecord],
+    team_broadcast: Callable[[str], Awaitable[BroadcastRecord]],
 ) -> None:
     def page_of(record: BroadcastRecord) -> str:
         return f"/broadcasts/{record.id}"
@@ -62,7 +62,7 @@ def add_routes(
 
     @bp.post("/broadcasts/<broadcast_id>/audience")
     async def choose_audience(broadcast_id: str) -> Redirect:
-        record = team_broadcast(broadcast_id)
+        record = await team_broadcast(broadcast_id)
         form = await request.form
         segment_id = form.get("segment_id", "").strip()
         topic_id = form.get("topic_id", "").strip()
@@ -80,7 +80,7 @@ def add_routes(
 
     @bp.post("/broadcasts/<broadcast_id>/test")
     async def test_send(broadcast_id: str) -> Redirect:
-        record = team_broadcast(broadcast_id)
+        record = await team_broadcast(broadcast_id)
         form = await request.form
         chosen = form.get("contact", "").strip()
         try:
@@ -106,7 +106,7 @@ def add_routes(
 
     @bp.post("/broadcasts/<broadcast_id>/send")
     async def send(broadcast_id: str) -> Redirect:
-        record = team_broadcast(broadcast_id)
+        record = await team_broadcast(broadcast_id)
         try:
             await send_checked(record, send_now)
         except ApiError as error:
@@ -115,7 +115,7 @@ def add_routes(
 
     @bp.post("/broadcasts/<broadcast_id>/schedule")
     async def schedule(broadcast_id: str) -> Redirect:
-        record = team_broadcast(broadcast_id)
+        record = await team_broadcast(broadcast_id)
         form = await request.form
         value, zone = form.get("scheduled_at", ""), form.get("time_zone", "UTC")
         try:
@@ -127,7 +127,7 @@ def add_routes(
 
     @bp.post("/broadcasts/<broadcast_id>/cancel")
     async def cancel(broadcast_id: str) -> Redirect:
-        record = team_broadcast(broadcast_id)
+        record = await team_broadcast(broadcast_id)
         try:
             canceled = await drafts.cancel(record.team_id, record.id, ctx.now())
         except ApiError as error:
@@ -139,7 +139,7 @@ def add_routes(
 
     @bp.post("/broadcasts/<broadcast_id>/delete")
     async def delete(broadcast_id: str) -> Redirect:
-        record = team_broadcast(broadcast_id)
+        record = await team_broadcast(broadcast_id)
         try:
             await drafts.delete(record.team_id, record.id)
         except ApiError as error:
@@ -149,6 +149,6 @@ def add_routes(
 
     @bp.post("/broadcasts/<broadcast_id>/duplicate")
     async def duplicate(broadcast_id: str) -> Redirect:
-        record = team_broadcast(broadcast_id)
+        record = await team_broadcast(broadcast_id)
         copy = await drafts.duplicate(record.team_id, record.id, ctx.now())
         return await done("This is a copy: a new draft.", page_of(copy))

@@ -22,6 +22,7 @@ from werkzeug.exceptions import NotFound
 from postwire.broadcasts.checklist import blocking, send_checklist
 from postwire.broadcasts.documents import start_blank_document, team_brand
 from postwire.broadcasts.drafts import BroadcastDrafts, looks_like_id
+from postwire.concurrency import in_order
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.pages import broadcast_images, broadcast_send
 from postwire.dashboard.pages.broadcast_editor import preview_policy
@@ -33,22 +34,26 @@ from postwire.store.broadcasts import (
     BROADCASTS,
     PENDING_STATUSES,
     BroadcastRecord,
-    broadcast_counts,
+    broadcast_counts_parked,
     broadcasts_prefix,
 )
 from postwire.store.contacts import get_contact
-from postwire.store.pages import newest_first_page
+from postwire.store.pages import newest_first_page_parked
 from postwire.store.segments import (
     SEGMENTS,
     SegmentRecord,
     get_segment,
-    segment_member_count,
+    get_segment_parked,
+    segment_member_count_parked,
     segment_members,
 )
 from postwire.store.team_records import team_prefix
 from postwire.store.topics import TOPICS, TopicRecord, get_topic
 
 PER_PAGE: Final = 50
+# The list's broadcasts (their counters) and segments read at once from a table store on the
+# network.
+READS_AT_ONCE: Final = 16
 # Segments and topics offered in a broadcast's choices.
 MAX_CHOICES: Final = 500
 # Contacts of the segment suggested to fill a test send as.
@@ -81,15 +86,15 @@ def when(stamp: str | None) -> str:
     return "" if not stamp else stamp[:16].replace("T", " ") + " UTC"
 
 
-def team_segments(ctx: DashboardContext) -> list[SegmentRecord]:
-    rows, _ = newest_first_page(
+async def team_segments(ctx: DashboardContext) -> list[SegmentRecord]:
+    rows, _ = await newest_first_page_parked(
         SEGMENTS, ctx.spool, team_prefix(team_id()), after=None, before=None, limit=MAX_CHOICES
     )
     return [segment for _, segment in rows]
 
 
-def team_topics(ctx: DashboardContext) -> list[TopicRecord]:
-    rows, _ = newest_first_page(
+async def team_topics(ctx: DashboardContext) -> list[TopicRecord]:
+    rows, _ = await newest_first_page_parked(
         TOPICS, ctx.spool, team_prefix(team_id()), after=None, before=None, limit=MAX_CHOICES
     )
     return [topic for _, topic in rows]
@@ -107,12 +112,12 @@ def suggested_contacts(ctx: DashboardContext, record: BroadcastRecord) -> list[s
     return [contact.email for contact in found if contact is not None]
 
 
-def progress_of(ctx: DashboardContext, record: BroadcastRecord) -> dict[str, Any]:
+async def progress_of(ctx: DashboardContext, record: BroadcastRecord) -> dict[str, Any]:
     """What the live page shows of a broadcast, from its counters (no scan)."""
-    counts = broadcast_counts(ctx.spool, record.team_id, record.id)
+    counts = await broadcast_counts_parked(ctx.spool, record.team_id, record.id)
     members = 0
-    if record.segment_id and get_segment(ctx.spool, record.team_id, record.segment_id):
-        members = segment_member_count(ctx.spool, record.team_id, record.segment_id)
+    if record.segment_id and await get_segment_parked(ctx.spool, record.team_id, record.segment_id):
+        members = await segment_member_count_parked(ctx.spool, record.team_id, record.segment_id)
     return {
         "id": record.id,
         "status": record.status,
@@ -129,9 +134,9 @@ def routes(ctx: DashboardContext) -> Blueprint:
     bp = Blueprint("broadcasts", __name__)
     drafts = BroadcastDrafts(ctx.spool, ctx.acceptor)
 
-    def team_broadcast(broadcast_id: str) -> BroadcastRecord:
+    async def team_broadcast(broadcast_id: str) -> BroadcastRecord:
         try:
-            return drafts.find(team_id(), broadcast_id)
+            return await drafts.find_parked(team_id(), broadcast_id)
         except ApiError as error:
             raise NotFound from error
 
@@ -140,22 +145,28 @@ def routes(ctx: DashboardContext) -> Blueprint:
         after = request.args.get("after") or None
         if after is not None and not looks_like_id(after):
             after = None  # not a cursor this page made: the first page
-        rows, has_more = newest_first_page(
+        rows, has_more = await newest_first_page_parked(
             BROADCASTS, ctx.spool, broadcasts_prefix(team_id()),
             after=after, before=None, limit=PER_PAGE,
         )  # fmt: skip
         broadcasts = [record for _, record in rows]
-        segment_names = {}
-        for record in broadcasts:
-            if record.segment_id and record.segment_id not in segment_names:
-                segment = get_segment(ctx.spool, record.team_id, record.segment_id)
-                segment_names[record.segment_id] = segment.name if segment else "(deleted)"
+        segment_ids = list(dict.fromkeys(r.segment_id for r in broadcasts if r.segment_id))
+
+        async def segment_name(segment_id: str) -> str:
+            segment = await get_segment_parked(ctx.spool, team_id(), segment_id)
+            return segment.name if segment else "(deleted)"
+
+        async def counts_of(record: BroadcastRecord) -> dict[str, int]:
+            return await broadcast_counts_parked(ctx.spool, record.team_id, record.id)
+
+        names = await in_order(segment_name, segment_ids, at_once=READS_AT_ONCE)
+        counts = await in_order(counts_of, broadcasts, at_once=READS_AT_ONCE)
         return await render_template(
             "broadcasts.html",
             broadcasts=broadcasts,
-            counts={r.id: broadcast_counts(ctx.spool, r.team_id, r.id) for r in broadcasts},
-            segment_names=segment_names,
-            segments=team_segments(ctx),
+            counts={r.id: count for r, count in zip(broadcasts, counts, strict=True)},
+            segment_names=dict(zip(segment_ids, names, strict=True)),
+            segments=await team_segments(ctx),
             when=when,
             untitled=UNTITLED,
             next_after=broadcasts[-1].id if has_more else None,
@@ -184,7 +195,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @bp.get("/broadcasts/<broadcast_id>")
     async def broadcast_page(broadcast_id: str) -> str:
-        record = team_broadcast(broadcast_id)
+        record = await team_broadcast(broadcast_id)
         segment = get_segment(ctx.spool, record.team_id, record.segment_id or "-")
         topic = get_topic(ctx.spool, record.team_id, record.topic_id) if record.topic_id else None
         editable = record.status in ("draft", "scheduled")
@@ -199,12 +210,12 @@ def routes(ctx: DashboardContext) -> Blueprint:
             title=record.name or UNTITLED,
             segment=segment,
             topic=topic,
-            segments=team_segments(ctx) if editable else [],
-            topics=team_topics(ctx) if editable else [],
+            segments=await team_segments(ctx) if editable else [],
+            topics=await team_topics(ctx) if editable else [],
             has_document=get_document(ctx.spool, record.team_id, record.id) is not None,
             checklist=checklist,
             ready=not blocking(checklist),
-            progress=progress_of(ctx, record),
+            progress=await progress_of(ctx, record),
             progress_words=PROGRESS,
             when=when,
             suggested_contacts=suggested_contacts(ctx, record) if editable else [],
@@ -213,11 +224,11 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @bp.get("/broadcasts/<broadcast_id>/progress")
     async def progress(broadcast_id: str) -> dict[str, Any]:
-        return progress_of(ctx, team_broadcast(broadcast_id))
+        return await progress_of(ctx, await team_broadcast(broadcast_id))
 
     @bp.get("/broadcasts/<broadcast_id>/html")
     async def broadcast_html(broadcast_id: str) -> Response:
-        record = team_broadcast(broadcast_id)
+        record = await team_broadcast(broadcast_id)
         if not record.html:
             raise NotFound
         response = Response(record.html, mimetype="text/html")
