@@ -154,3 +154,8 @@ async def test_the_templates_pages_read_parked(site: Site) -> None:
 async def test_the_broadcasts_list_and_progress_read_parked(site: Site) -> None:
     for path in ("/broadcasts", f"/broadcasts/{site.broadcast_id}/progress"):
         assert await site.blocking_reads(path) == [], path
+
+
+async def test_the_audience_pages_read_parked(site: Site) -> None:
+    for path in ("/segments", f"/segments/{site.segment_id}", "/topics", "/properties"):
+        assert await site.blocking_reads(path) == [], path

@@ -23,20 +23,23 @@ from postwire.audiences.contacts import empty_deleted_segment
 from postwire.audiences.csv_rows import parse_number
 from postwire.audiences.records import (
     is_record_id,
-    require_property,
-    require_segment,
-    require_topic,
+    require_property_parked,
+    require_segment_parked,
+    require_topic_parked,
 )
+from postwire.concurrency import in_order
 from postwire.dashboard.context import DashboardContext
-from postwire.dashboard.pages.refusals import Redirect, done, found_or_404, refused
+from postwire.dashboard.pages.refusals import Redirect, done, found_or_404_parked, refused
 from postwire.errors import ApiError
 from postwire.store.contact_properties import CONTACT_PROPERTIES, ContactPropertyRecord
-from postwire.store.pages import newest_first_page
-from postwire.store.segments import SEGMENTS, segment_member_count
+from postwire.store.pages import newest_first_page_parked
+from postwire.store.segments import SEGMENTS, SegmentRecord, segment_member_count_parked
 from postwire.store.team_records import team_prefix
 from postwire.store.topics import TOPICS
 
 PER_PAGE: Final = 50
+# A page's segment member counts read at once from a table store on the network.
+COUNTS_AT_ONCE: Final = 16
 SUBSCRIPTION_WORDS: Final = {"opt_in": "Opted in", "opt_out": "Opted out"}
 
 
@@ -68,11 +71,16 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @bp.get("/segments")
     async def segments_page() -> str:
-        rows, more = newest_first_page(
+        rows, more = await newest_first_page_parked(
             SEGMENTS, spool, team_prefix(team_id()), after=cursor(), before=None, limit=PER_PAGE
         )
         shown = [segment for _, segment in rows]
-        counts = {s.id: segment_member_count(spool, s.team_id, s.id) for s in shown}
+
+        async def count_of(segment: SegmentRecord) -> int:
+            return await segment_member_count_parked(spool, segment.team_id, segment.id)
+
+        counted = await in_order(count_of, shown, at_once=COUNTS_AT_ONCE)
+        counts = {s.id: count for s, count in zip(shown, counted, strict=True)}
         return await render_template(
             "segments.html",
             segments=shown,
@@ -92,7 +100,9 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @bp.get("/segments/<segment_id>")
     async def segment_page(segment_id: str) -> str:
-        segment = found_or_404(lambda: require_segment(spool, team_id(), segment_id))
+        segment = await found_or_404_parked(
+            lambda: require_segment_parked(spool, team_id(), segment_id)
+        )
         after = request.args.get("after") if is_record_id(request.args.get("after", "")) else None
         members = await find_contacts(
             spool, segment.team_id, ContactFilter(segment_id=segment.id), limit=PER_PAGE,
@@ -101,7 +111,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
         return await render_template(
             "segments_detail.html",
             segment=segment,
-            count=segment_member_count(spool, segment.team_id, segment.id),
+            count=await segment_member_count_parked(spool, segment.team_id, segment.id),
             members=members,
             paged=after is not None,
         )
@@ -109,7 +119,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
     @bp.post("/segments/<segment_id>")
     async def rename_segment(segment_id: str) -> Redirect:
         back = f"/segments/{segment_id}"
-        found_or_404(lambda: require_segment(spool, team_id(), segment_id))
+        await found_or_404_parked(lambda: require_segment_parked(spool, team_id(), segment_id))
         name = (await request.form).get("name", "")
         try:
             await segments.rename_segment(spool, team_id(), segment_id, {"name": name})
@@ -131,7 +141,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @bp.get("/topics")
     async def topics_page() -> str:
-        rows, more = newest_first_page(
+        rows, more = await newest_first_page_parked(
             TOPICS, spool, team_prefix(team_id()), after=cursor(), before=None, limit=PER_PAGE
         )
         shown = [topic for _, topic in rows]
@@ -163,13 +173,13 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @bp.get("/topics/<topic_id>")
     async def topic_page(topic_id: str) -> str:
-        topic = found_or_404(lambda: require_topic(spool, team_id(), topic_id))
+        topic = await found_or_404_parked(lambda: require_topic_parked(spool, team_id(), topic_id))
         return await render_template("topics_detail.html", topic=topic, words=SUBSCRIPTION_WORDS)
 
     @bp.post("/topics/<topic_id>")
     async def update_topic(topic_id: str) -> Redirect:
         back = f"/topics/{topic_id}"
-        found_or_404(lambda: require_topic(spool, team_id(), topic_id))
+        await found_or_404_parked(lambda: require_topic_parked(spool, team_id(), topic_id))
         try:
             topic = await topics.update_topic(spool, team_id(), topic_id, await topic_body())
         except ApiError as error:
@@ -188,7 +198,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @bp.get("/properties")
     async def properties_page() -> str:
-        rows, more = newest_first_page(
+        rows, more = await newest_first_page_parked(
             CONTACT_PROPERTIES, spool, team_prefix(team_id()), after=cursor(), before=None,
             limit=PER_PAGE,
         )  # fmt: skip
@@ -215,16 +225,20 @@ def routes(ctx: DashboardContext) -> Blueprint:
             return await refused(error, "/properties")
         return await done(f"The property {prop.key} was created.", "/properties")
 
-    def team_property(property_id: str) -> ContactPropertyRecord:
-        return found_or_404(lambda: require_property(spool, team_id(), property_id))
+    async def team_property(property_id: str) -> ContactPropertyRecord:
+        return await found_or_404_parked(
+            lambda: require_property_parked(spool, team_id(), property_id)
+        )
 
     @bp.get("/properties/<property_id>")
     async def property_page(property_id: str) -> str:
-        return await render_template("properties_detail.html", prop=team_property(property_id))
+        return await render_template(
+            "properties_detail.html", prop=await team_property(property_id)
+        )
 
     @bp.post("/properties/<property_id>")
     async def update_property(property_id: str) -> Redirect:
-        prop = team_property(property_id)
+        prop = await team_property(property_id)
         back = f"/properties/{prop.id}"
         text = (await request.form).get("fallback_value", "")
         body = {"fallback_value": fallback_of_form(prop.type, text)}
