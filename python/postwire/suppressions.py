@@ -16,6 +16,7 @@ from postwire.store.deliveries import (
     SUPPRESSIONS,
     SuppressionRecord,
     list_suppressions,
+    list_suppressions_parked,
     new_suppression,
     suppression_key,
 )
@@ -139,12 +140,30 @@ def team_suppressions(
 ) -> list[SuppressionRecord]:
     """The team's suppressions, newest first; only of `origin` if given, only addresses that
     contain `containing` (case-insensitive) if not empty."""
+    _check_origin(origin)
+    return _newest_matching(list_suppressions(spool, team_id), origin, containing)
+
+
+async def team_suppressions_parked(
+    spool: Spool, team_id: str, *, origin: str | None = None, containing: str = ""
+) -> list[SuppressionRecord]:
+    """`team_suppressions`, parked rather than blocking on a table store on the network."""
+    _check_origin(origin)
+    return _newest_matching(await list_suppressions_parked(spool, team_id), origin, containing)
+
+
+def _check_origin(origin: str | None) -> None:
     if origin is not None and origin not in ORIGINS:
         raise validation_error("The `origin` must be `bounce`, `complaint` or `manual`.")
+
+
+def _newest_matching(
+    stored: list[SuppressionRecord], origin: str | None, containing: str
+) -> list[SuppressionRecord]:
     needle = containing.strip().lower()
     records = [
         record
-        for record in reversed(list_suppressions(spool, team_id))
+        for record in reversed(stored)
         if (origin is None or record.origin == origin) and needle in record.email
     ]
     records.sort(key=lambda record: record.created_at_ms, reverse=True)

@@ -27,7 +27,9 @@ from postwire.store.accounts import create_team
 from postwire.store.deliveries import add_event
 from postwire.store.email_samples import SampleSender, sample_emails, seed_emails
 from postwire.store.spool import TABLES, Spool
+from postwire.suppressions import add_suppression
 from postwire.templates.editing import create_template
+from postwire.webhooks.endpoints import create_webhook
 from tests.table_reads import Read, record_reads
 
 START_MS = 1_790_000_000_000  # 2026-09-21 14:13 UTC
@@ -51,6 +53,7 @@ class Site:
     domain_id: str
     template_id: str
     broadcast_id: str
+    webhook_id: str
 
     async def blocking_reads(self, path: str, tables: tuple[str, ...] = TABLES) -> list[Read]:
         """The blocking reads of `tables` that a GET of `path` makes (it must answer 200)."""
@@ -91,14 +94,20 @@ async def site(spool: Spool, tmp_path: Path) -> AsyncIterator[Site]:
     broadcast = await BroadcastDrafts(spool, context.acceptor).create(
         team.id, {"name": "News", "segment_id": segment.id, "sender": "", "subject": ""}, now
     )
+    webhook = await create_webhook(
+        spool, team.id, "https://127.0.0.1/hook", ["email.sent"], now=now, allow_private=True
+    )
+    await add_suppression(spool, team.id, "gone@example.org", START_MS)
     app = create_dashboard(context)
     async with app.test_app() as test_app:
         cookie = {"Cookie": f"pw_session={token}"}
         client = test_app.test_client()
         ids = [r.id for r in records]
         yield Site(
-            spool, client, cookie, ids, contact.id, segment.id, domain.id, template.id, broadcast.id
-        )
+            spool, client, cookie, ids, contact_id=contact.id, segment_id=segment.id,
+            domain_id=domain.id, template_id=template.id, broadcast_id=broadcast.id,
+            webhook_id=webhook.id,
+        )  # fmt: skip
 
 
 async def test_the_guard_and_the_banner_read_parked(site: Site, spool: Spool) -> None:
@@ -158,4 +167,9 @@ async def test_the_broadcasts_list_and_progress_read_parked(site: Site) -> None:
 
 async def test_the_audience_pages_read_parked(site: Site) -> None:
     for path in ("/segments", f"/segments/{site.segment_id}", "/topics", "/properties"):
+        assert await site.blocking_reads(path) == [], path
+
+
+async def test_the_webhooks_and_suppressions_pages_read_parked(site: Site) -> None:
+    for path in ("/webhooks", f"/webhooks/{site.webhook_id}", "/suppressions?q=gone"):
         assert await site.blocking_reads(path) == [], path

@@ -99,7 +99,15 @@ def event_kinds(value: object) -> list[str]:
 
 def find_webhook(spool: Spool, team_id: str, webhook_id: str) -> WebhookRecord:
     """The team's endpoint; 404 `not_found` for an unknown id or another team's."""
-    record = WEBHOOKS.get(spool, webhook_key(team_id, webhook_id))
+    return _webhook_found(WEBHOOKS.get(spool, webhook_key(team_id, webhook_id)))
+
+
+async def find_webhook_parked(spool: Spool, team_id: str, webhook_id: str) -> WebhookRecord:
+    """`find_webhook`, parked rather than blocking on a table store on the network."""
+    return _webhook_found(await WEBHOOKS.aget(spool, webhook_key(team_id, webhook_id)))
+
+
+def _webhook_found(record: WebhookRecord | None) -> WebhookRecord:
     if record is None:
         raise ApiError(404, "not_found", "Webhook not found")
     return record
@@ -108,10 +116,24 @@ def find_webhook(spool: Spool, team_id: str, webhook_id: str) -> WebhookRecord:
 def find_message(spool: Spool, team_id: str, webhook_id: str, event_id: str) -> WebhookMessage:
     """The endpoint's message for an event (its id with or without `msg_`); 404 if none."""
     webhook = find_webhook(spool, team_id, webhook_id)
-    key = messages.message_key(
+    return _message_found(WEBHOOK_MESSAGES.get(spool, _message_key(webhook, event_id)))
+
+
+async def find_message_parked(
+    spool: Spool, team_id: str, webhook_id: str, event_id: str
+) -> WebhookMessage:
+    """`find_message`, parked rather than blocking on a table store on the network."""
+    webhook = await find_webhook_parked(spool, team_id, webhook_id)
+    return _message_found(await WEBHOOK_MESSAGES.aget(spool, _message_key(webhook, event_id)))
+
+
+def _message_key(webhook: WebhookRecord, event_id: str) -> str:
+    return messages.message_key(
         webhook.team_id, webhook.id, event_id.removeprefix(MESSAGE_ID_PREFIX)
     )
-    message = WEBHOOK_MESSAGES.get(spool, key)
+
+
+def _message_found(message: WebhookMessage | None) -> WebhookMessage:
     if message is None:
         raise ApiError(404, "not_found", "Webhook event not found")
     return message

@@ -100,3 +100,12 @@ def webhook_messages(spool: Spool, team_id: str, webhook_id: str) -> list[Webhoo
     """The endpoint's messages, newest first."""
     rows = WEBHOOK_MESSAGES.scan(spool, prefix=f"{team_id}/{webhook_id}/", limit=1_000_000)
     return [message for _, message in reversed(rows)]
+
+
+async def webhook_messages_parked(
+    spool: Spool, team_id: str, webhook_id: str
+) -> list[WebhookMessage]:
+    """`webhook_messages`, parked rather than blocking on a table store on the network."""
+    prefix = f"{team_id}/{webhook_id}/"
+    rows = await WEBHOOK_MESSAGES.ascan(spool, prefix=prefix, limit=1_000_000)
+    return [message for _, message in reversed(rows)]

@@ -61,6 +61,12 @@ def team_webhooks(spool: Spool, team_id: str) -> list[WebhookRecord]:
     return [record for _, record in WEBHOOKS.scan(spool, prefix=f"{team_id}/", limit=1_000_000)]
 
 
+async def team_webhooks_parked(spool: Spool, team_id: str) -> list[WebhookRecord]:
+    """`team_webhooks`, parked rather than blocking on a table store on the network."""
+    rows = await WEBHOOKS.ascan(spool, prefix=f"{team_id}/", limit=1_000_000)
+    return [record for _, record in rows]
+
+
 def subscribers(spool: Spool, team_id: str, kind: str) -> list[WebhookRecord]:
     """The team's enabled endpoints that take events of `kind`."""
     return [w for w in team_webhooks(spool, team_id) if w.status == "enabled" and kind in w.events]

@@ -20,7 +20,7 @@ from postwire.suppressions import (
     add_suppression,
     find_suppression,
     remove_suppression,
-    team_suppressions,
+    team_suppressions_parked,
 )
 
 PER_PAGE: Final = 50
@@ -40,7 +40,9 @@ def routes(ctx: DashboardContext) -> Blueprint:
         origin = request.args.get("origin") or None
         if origin not in (None, *ORIGINS):
             origin = None
-        found = team_suppressions(ctx.spool, team_id(), origin=origin, containing=search)
+        found = await team_suppressions_parked(
+            ctx.spool, team_id(), origin=origin, containing=search
+        )
         after = request.args.get("after")
         shown, next_after = page_after(found, after, lambda record: record.id, PER_PAGE)
         return await render_template(

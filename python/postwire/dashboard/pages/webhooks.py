@@ -18,12 +18,12 @@ from quart import Blueprint, Response, g, make_response, render_template, reques
 from postwire.dashboard.access import requires
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.pages.cursor_pages import page_after
-from postwire.dashboard.pages.refusals import Redirect, done, found_or_404, refused
+from postwire.dashboard.pages.refusals import Redirect, done, found_or_404_parked, refused
 from postwire.domains.store import format_timestamp
 from postwire.errors import ApiError
 from postwire.webhooks import endpoints, messages
 from postwire.webhooks.messages import WebhookMessage
-from postwire.webhooks.store import EVENT_KINDS, WebhookRecord, team_webhooks
+from postwire.webhooks.store import EVENT_KINDS, WebhookRecord, team_webhooks_parked
 
 EVENTS_PER_PAGE: Final = 25
 STATUS_WORDS: Final = {"pending": "Pending", "succeeded": "Delivered", "failed": "Failed"}
@@ -80,8 +80,10 @@ def routes(ctx: DashboardContext) -> Blueprint:
     def allow_private() -> bool:
         return ctx.config.webhooks.allow_private_targets
 
-    def team_webhook(webhook_id: str) -> WebhookRecord:
-        return found_or_404(lambda: endpoints.find_webhook(ctx.spool, team_id(), webhook_id))
+    async def team_webhook(webhook_id: str) -> WebhookRecord:
+        return await found_or_404_parked(
+            lambda: endpoints.find_webhook_parked(ctx.spool, team_id(), webhook_id)
+        )
 
     async def secret_page(webhook: WebhookRecord, *, created: bool) -> Response | Redirect:
         # The secret's one showing: this answer alone holds it, and no cache may keep it.
@@ -94,7 +96,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
     async def list_page() -> str:
         return await render_template(
             "webhooks.html",
-            webhooks=team_webhooks(ctx.spool, team_id())[::-1],  # newest first
+            webhooks=(await team_webhooks_parked(ctx.spool, team_id()))[::-1],  # newest first
             event_kinds=EVENT_KINDS,
             default_events=[kind for kind in EVENT_KINDS if kind.startswith("email.")],
         )
@@ -117,8 +119,9 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @blueprint.get("/webhooks/<webhook_id>")
     async def endpoint_page(webhook_id: str) -> str:
-        webhook = team_webhook(webhook_id)
-        found = messages.webhook_messages(ctx.spool, webhook.team_id, webhook.id)  # newest first
+        webhook = await team_webhook(webhook_id)
+        # Newest first.
+        found = await messages.webhook_messages_parked(ctx.spool, webhook.team_id, webhook.id)
         after = request.args.get("after")
         shown, next_after = page_after(found, after, lambda m: m.event_id, EVENTS_PER_PAGE)
         return await render_template(
@@ -132,7 +135,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @blueprint.post("/webhooks/<webhook_id>")
     async def change(webhook_id: str) -> Redirect:
-        webhook = team_webhook(webhook_id)
+        webhook = await team_webhook(webhook_id)
         form = await request.form
         back = f"/webhooks/{webhook.id}"
         try:
@@ -152,13 +155,13 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @blueprint.get("/webhooks/<webhook_id>/events/<event_id>")
     async def event_page(webhook_id: str, event_id: str) -> str:
-        message = found_or_404(
-            lambda: endpoints.find_message(ctx.spool, team_id(), webhook_id, event_id)
+        message = await found_or_404_parked(
+            lambda: endpoints.find_message_parked(ctx.spool, team_id(), webhook_id, event_id)
         )
         payload = json.dumps(json.loads(message.payload), indent=2, ensure_ascii=False)
         return await render_template(
             "webhooks_event.html",
-            webhook=team_webhook(webhook_id),
+            webhook=await team_webhook(webhook_id),
             event=event_row(message),
             payload=payload,
         )
@@ -178,7 +181,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @blueprint.post("/webhooks/<webhook_id>/status")
     async def change_status(webhook_id: str) -> Redirect:
-        webhook = team_webhook(webhook_id)
+        webhook = await team_webhook(webhook_id)
         status = (await request.form).get("status")
         back = f"/webhooks/{webhook.id}"
         try:
@@ -191,14 +194,14 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @blueprint.post("/webhooks/<webhook_id>/rotate-secret")
     async def rotate_secret(webhook_id: str) -> Response | Redirect:
-        webhook = team_webhook(webhook_id)
+        webhook = await team_webhook(webhook_id)
         rotated = await endpoints.rotate_signing_secret(ctx.spool, webhook.team_id, webhook.id)
         return await secret_page(rotated, created=False)
 
     @blueprint.get("/webhooks/<webhook_id>/delete")
     @requires("admin")  # the confirmation of a change only admins may make
     async def confirm_delete(webhook_id: str) -> str:
-        webhook = team_webhook(webhook_id)
+        webhook = await team_webhook(webhook_id)
         return await render_template(
             "settings_confirm_delete.html",
             thing="this endpoint",
@@ -210,7 +213,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @blueprint.post("/webhooks/<webhook_id>/delete")
     async def delete(webhook_id: str) -> Redirect:
-        webhook = team_webhook(webhook_id)
+        webhook = await team_webhook(webhook_id)
         try:
             await endpoints.delete_webhook(ctx.spool, webhook.team_id, webhook.id)
         except ApiError as error:
