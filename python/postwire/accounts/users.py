@@ -18,7 +18,8 @@ from postwire.store.accounts import TEAMS, TeamRecord
 from postwire.store.spool import Spool
 from postwire.store.users import MembershipRecord, Role, UserRecord
 
-# A user's teams read at a time: their round trips to a table store on the network overlap.
+# A user's teams, or a team's users, read at a time: their round trips to a table store on the
+# network overlap.
 TEAMS_READ_AT_ONCE: Final = 16
 
 
@@ -133,13 +134,31 @@ def _by_team_name(
 
 def members_of(spool: Spool, team_id: str) -> list[tuple[MembershipRecord, UserRecord]]:
     """The team's members with their users, by address."""
-    found = []
-    for membership in store.memberships_of_team(spool, team_id):
-        user = store.get_user(spool, membership.user_id)
-        if user is not None:
-            found.append((membership, user))
-    found.sort(key=lambda pair: store.normalize_email(pair[1].email))
-    return found
+    memberships = store.memberships_of_team(spool, team_id)
+    found = [(m, store.get_user(spool, m.user_id)) for m in memberships]
+    return _by_address(found)
+
+
+async def members_of_parked(
+    spool: Spool, team_id: str
+) -> list[tuple[MembershipRecord, UserRecord]]:
+    """`members_of`, parked rather than blocking on a table store on the network (the Team
+    page): the users are read together."""
+    memberships = await store.memberships_of_team_parked(spool, team_id)
+
+    async def user_of(membership: MembershipRecord) -> UserRecord | None:
+        return await store.get_user_parked(spool, membership.user_id)
+
+    users = await in_order(user_of, memberships, at_once=TEAMS_READ_AT_ONCE)
+    return _by_address(list(zip(memberships, users, strict=True)))
+
+
+def _by_address(
+    found: list[tuple[MembershipRecord, UserRecord | None]],
+) -> list[tuple[MembershipRecord, UserRecord]]:
+    members = [(membership, user) for membership, user in found if user is not None]
+    members.sort(key=lambda pair: store.normalize_email(pair[1].email))
+    return members
 
 
 def get_membership(spool: Spool, user_id: str, team_id: str) -> MembershipRecord | None:

@@ -218,6 +218,12 @@ def pending_invitations(spool: Spool, team_id: str) -> list[InvitationRecord]:
     return [invitation for _, invitation in rows]
 
 
+async def pending_invitations_parked(spool: Spool, team_id: str) -> list[InvitationRecord]:
+    """`pending_invitations`, parked rather than blocking on a table store on the network."""
+    rows = await INVITATIONS.ascan(spool, prefix=team_prefix(team_id), limit=MAX_PENDING_LISTED)
+    return [invitation for _, invitation in rows]
+
+
 def put_invitation(batch: WriteBatch, invitation: InvitationRecord) -> None:
     _INVITATIONS.put(batch, invitation)
     entry = PendingInvitation(invitation.id)

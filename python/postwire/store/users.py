@@ -146,6 +146,12 @@ def memberships_of_team(spool: Spool, team_id: str) -> list[MembershipRecord]:
     return [m for _, m in MEMBERSHIPS.scan(spool, prefix=f"team/{team_id}/", limit=_ALL)]
 
 
+async def memberships_of_team_parked(spool: Spool, team_id: str) -> list[MembershipRecord]:
+    """`memberships_of_team`, parked rather than blocking on a table store on the network."""
+    rows = await MEMBERSHIPS.ascan(spool, prefix=f"team/{team_id}/", limit=_ALL)
+    return [m for _, m in rows]
+
+
 def get_team_policy(spool: Spool, team_id: str) -> TeamPolicyRecord:
     """The team's sign-in policy; a team that never set one requires nothing."""
     return TEAM_POLICIES.get(spool, f"policy/{team_id}") or TeamPolicyRecord(team_id)

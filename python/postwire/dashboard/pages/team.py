@@ -21,12 +21,10 @@ from postwire.accounts.invitations import (
     accept_as_new_user,
     accept_as_user,
     invite,
-    list_pending,
     open_invitation,
     revoke,
 )
 from postwire.accounts.links import LinkRefused
-from postwire.accounts.mfa import user_has_mfa
 from postwire.accounts.passwords import hash_password, password_problem
 from postwire.accounts.sessions import switch_team
 from postwire.accounts.system_mail import SystemMailer
@@ -37,12 +35,15 @@ from postwire.accounts.team_members import (
     rename_team,
 )
 from postwire.accounts.users import EmailTakenError
+from postwire.concurrency import in_order
 from postwire.dashboard.access import public, requires
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.login_flow import LoginRefused, finish_login, session_admits_team
 from postwire.dashboard.redirects import see_other
 from postwire.dashboard.viewer import Viewer
-from postwire.store.users import ROLES, normalize_email
+from postwire.store.invitations import pending_invitations_parked
+from postwire.store.mfa_devices import user_has_mfa_parked
+from postwire.store.users import ROLES, MembershipRecord, UserRecord, normalize_email
 
 
 def _viewer() -> Viewer:
@@ -73,13 +74,18 @@ def routes(ctx: DashboardContext) -> Blueprint:
         """The Team page; with `unsent`, the link of an invitation no mail carried, to copy."""
         viewer = _viewer()
         now = ctx.now()
-        members = users.members_of(ctx.spool, viewer.team.id)
+        members = await users.members_of_parked(ctx.spool, viewer.team.id)
         pending = [
             (invitation, _expires_text(invitation.expires_at_ms, now))
-            for invitation in list_pending(ctx.spool, viewer.team.id)
+            for invitation in await pending_invitations_parked(ctx.spool, viewer.team.id)
         ]
         owners = sum(1 for membership, _ in members if membership.role == "owner")
-        with_mfa = {user.id for _, user in members if user_has_mfa(ctx.spool, user.id)}
+
+        async def has_mfa(member: tuple[MembershipRecord, UserRecord]) -> bool:
+            return await user_has_mfa_parked(ctx.spool, member[1].id)
+
+        mfa = await in_order(has_mfa, members, at_once=users.TEAMS_READ_AT_ONCE)
+        with_mfa = {user.id for (_, user), has in zip(members, mfa, strict=True) if has}
         return await render_template(
             "team.html",
             members=members,
