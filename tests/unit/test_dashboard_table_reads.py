@@ -151,7 +151,7 @@ async def test_the_domains_pages_read_parked(site: Site) -> None:
 
 
 async def test_the_settings_pages_read_parked(site: Site) -> None:
-    for path in ("/api-keys", "/smtp", "/team"):
+    for path in ("/api-keys", "/smtp", "/team", "/account", "/brand", "/brand/preview"):
         assert await site.blocking_reads(path) == [], path
 
 

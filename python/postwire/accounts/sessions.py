@@ -176,7 +176,21 @@ def list_sessions(
     spool: Spool, user_id: str, now: float, limits: SessionLimits
 ) -> list[SessionRecord]:
     """The user's live sessions, most recently used first."""
-    live = [s for s in store.sessions_of_user(spool, user_id) if is_live(s, now, limits)]
+    return _live_by_last_use(store.sessions_of_user(spool, user_id), now, limits)
+
+
+async def list_sessions_parked(
+    spool: Spool, user_id: str, now: float, limits: SessionLimits
+) -> list[SessionRecord]:
+    """`list_sessions`, parked rather than blocking on a table store on the network."""
+    stored = await store.sessions_of_user_parked(spool, user_id)
+    return _live_by_last_use(stored, now, limits)
+
+
+def _live_by_last_use(
+    stored: list[SessionRecord], now: float, limits: SessionLimits
+) -> list[SessionRecord]:
+    live = [s for s in stored if is_live(s, now, limits)]
     return sorted(live, key=lambda s: s.last_seen_at, reverse=True)
 
 

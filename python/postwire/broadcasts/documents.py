@@ -31,7 +31,12 @@ from postwire.broadcasts.messages import parse_sender
 from postwire.compose.header_text import is_header_safe, is_unicode_text
 from postwire.errors import ApiError, validation_error
 from postwire.store.accounts import contract_timestamp
-from postwire.store.brand_kits import BrandKitRecord, get_brand_kit, put_brand_kit
+from postwire.store.brand_kits import (
+    BrandKitRecord,
+    get_brand_kit,
+    get_brand_kit_parked,
+    put_brand_kit,
+)
 from postwire.store.broadcast_documents import DocumentRecord, get_document, put_document
 from postwire.store.broadcasts import BroadcastRecord, broadcast_key, get_broadcast, put_broadcast
 from postwire.store.spool import Spool
@@ -80,7 +85,15 @@ def replaced_since_saved(record: BroadcastRecord, saved: DocumentRecord) -> bool
 
 def team_brand(spool: Spool, team_id: str) -> BrandKit:
     """The team's saved brand kit, or the default one."""
-    record = get_brand_kit(spool, team_id)
+    return _kit_of(get_brand_kit(spool, team_id))
+
+
+async def team_brand_parked(spool: Spool, team_id: str) -> BrandKit:
+    """`team_brand`, parked rather than blocking on a table store on the network."""
+    return _kit_of(await get_brand_kit_parked(spool, team_id))
+
+
+def _kit_of(record: BrandKitRecord | None) -> BrandKit:
     if record is None:
         return BrandKit.default()
     try:

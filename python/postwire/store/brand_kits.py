@@ -33,5 +33,10 @@ def get_brand_kit(spool: Spool, team_id: str) -> BrandKitRecord | None:
     return BRAND_KITS.get(spool, team_id)
 
 
+async def get_brand_kit_parked(spool: Spool, team_id: str) -> BrandKitRecord | None:
+    """`get_brand_kit`, parked rather than blocking on a table store on the network."""
+    return await BRAND_KITS.aget(spool, team_id)
+
+
 def put_brand_kit(batch: WriteBatch, record: BrandKitRecord) -> None:
     BRAND_KITS.put(batch, record.team_id, record)

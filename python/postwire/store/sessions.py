@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from postwire._core import WriteBatch
+from postwire.concurrency import in_order
 from postwire.store.spool import Spool
 from postwire.store.tables import Table
 
@@ -45,6 +46,8 @@ SESSIONS: Final = Table("sessions", SessionRecord)
 SESSION_REFS: Final = Table("sessions", SessionRef)
 
 _ALL: Final = 1_000_000
+# A user's sessions read at once from a table store on the network.
+_SESSIONS_AT_ONCE: Final = 16
 
 
 def _token_key(token_sha256: str) -> str:
@@ -82,3 +85,15 @@ def sessions_of_user(spool: Spool, user_id: str) -> list[SessionRecord]:
         if session is not None:
             found.append(session)
     return found
+
+
+async def sessions_of_user_parked(spool: Spool, user_id: str) -> list[SessionRecord]:
+    """`sessions_of_user`, parked rather than blocking on a table store on the network: the
+    sessions are read together."""
+    refs = await SESSION_REFS.ascan(spool, prefix=f"user/{user_id}/", limit=_ALL)
+
+    async def session_of(ref: tuple[str, SessionRef]) -> SessionRecord | None:
+        return await get_session_parked(spool, ref[1].token_sha256)
+
+    found = await in_order(session_of, refs, at_once=_SESSIONS_AT_ONCE)
+    return [session for session in found if session is not None]

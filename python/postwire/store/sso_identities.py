@@ -71,3 +71,10 @@ def delete_sso_identity(batch: WriteBatch, record: SsoIdentityRecord) -> None:
 def sso_identities_of_user(spool: Spool, user_id: str) -> list[SsoIdentityRecord]:
     rows = SSO_IDENTITIES.scan(spool, prefix=f"identity-of/{user_id}/", limit=MAX_LINKS_OF_USER)
     return [record for _, record in rows]
+
+
+async def sso_identities_of_user_parked(spool: Spool, user_id: str) -> list[SsoIdentityRecord]:
+    """`sso_identities_of_user`, parked rather than blocking on a table store on the network."""
+    prefix = f"identity-of/{user_id}/"
+    rows = await SSO_IDENTITIES.ascan(spool, prefix=prefix, limit=MAX_LINKS_OF_USER)
+    return [record for _, record in rows]

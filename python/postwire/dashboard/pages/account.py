@@ -32,18 +32,19 @@ from postwire.accounts.password_reset import (
     set_password_by_link,
 )
 from postwire.accounts.passwords import hash_password, password_problem
-from postwire.accounts.sessions import end_other_sessions, end_session, list_sessions
+from postwire.accounts.sessions import end_other_sessions, end_session, list_sessions_parked
 from postwire.accounts.system_mail import SystemMailer
-from postwire.accounts.users import EmailTakenError
+from postwire.accounts.users import TEAMS_READ_AT_ONCE, EmailTakenError
 from postwire.compose.addresses import is_address
+from postwire.concurrency import in_order
 from postwire.dashboard.access import changes_sign_in, public, requires
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.redirects import see_other
 from postwire.dashboard.viewer import Viewer
 from postwire.store.accounts import TeamRecord
 from postwire.store.sessions import sessions_of_user
-from postwire.store.sso import get_sso_config
-from postwire.store.sso_identities import SsoIdentityRecord, sso_identities_of_user
+from postwire.store.sso import SsoConfigRecord, get_sso_config_parked
+from postwire.store.sso_identities import SsoIdentityRecord, sso_identities_of_user_parked
 from postwire.store.users import UserRecord, normalize_email
 
 MAX_NAME: Final = 200
@@ -81,23 +82,30 @@ def routes(ctx: DashboardContext) -> Blueprint:
             "account.html",
             sessions=[
                 (session, _moment(session.created_at), _moment(session.last_seen_at))
-                for session in list_sessions(ctx.spool, viewer.user.id, now, ctx.session_limits)
+                for session in await list_sessions_parked(
+                    ctx.spool, viewer.user.id, now, ctx.session_limits
+                )
             ],
             current_session_id=viewer.session.id,
             teams=viewer.teams,
-            sso_teams=sso_teams_of(viewer),
+            sso_teams=await sso_teams_of(viewer),
         )
 
-    def sso_teams_of(viewer: Viewer) -> list[tuple[TeamRecord, list[SsoIdentityRecord]]]:
+    async def sso_teams_of(viewer: Viewer) -> list[tuple[TeamRecord, list[SsoIdentityRecord]]]:
         """The viewer's teams that sign in through their own provider, each with the
-        identities of it linked to this account."""
-        links = sso_identities_of_user(ctx.spool, viewer.user.id)
-        found = []
-        for _, team in viewer.teams:
-            config = get_sso_config(ctx.spool, team.id)
-            if config is not None and config.protocol:
-                found.append((team, [link for link in links if link.team_id == team.id]))
-        return found
+        identities of it linked to this account (the teams' settings read together)."""
+        links = await sso_identities_of_user_parked(ctx.spool, viewer.user.id)
+        teams = [team for _, team in viewer.teams]
+
+        async def config_of(team: TeamRecord) -> SsoConfigRecord | None:
+            return await get_sso_config_parked(ctx.spool, team.id)
+
+        configs = await in_order(config_of, teams, at_once=TEAMS_READ_AT_ONCE)
+        return [
+            (team, [link for link in links if link.team_id == team.id])
+            for team, config in zip(teams, configs, strict=True)
+            if config is not None and config.protocol
+        ]
 
     @blueprint.post("/account/name")
     @requires("member")

@@ -96,7 +96,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @blueprint.get("/brand")
     async def brand_page() -> str:
-        kit = documents.team_brand(ctx.spool, team_id())
+        kit = await documents.team_brand_parked(ctx.spool, team_id())
         uploaded = uploaded_image_id(ctx.config.api.public_url, kit.logo_url)
         return await render_template(
             "brand.html",
@@ -124,7 +124,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @blueprint.get("/brand/preview")
     async def brand_preview() -> Response:
-        kit: BrandKit = documents.team_brand(ctx.spool, team_id())
+        kit: BrandKit = await documents.team_brand_parked(ctx.spool, team_id())
         _, rendered = documents.render_raw(_sample_document(), kit)
         # Placeholders show their fallbacks; the unsubscribe link goes nowhere.
         sample = compile_placeholders(rendered.html).render(
