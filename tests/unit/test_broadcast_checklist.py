@@ -107,13 +107,13 @@ async def test_sending_items_need_a_subject_a_verified_domain_and_members(
     spool: Spool, tmp_path: Path
 ) -> None:
     record = await world(spool, tmp_path, members=2)
-    checks = send_checklist(spool, record, BrandKit.default())
+    checks = await send_checklist(spool, record, BrandKit.default())
     assert blocking(checks) == []
     assert "The segment Readers has 2 contacts." in [check.message for check in checks]
     worse = replace(record, subject=" ", sender="news@elsewhere.example", segment_id=EMPTY_SEGMENT)
     failing = {
         check.code: check.message
-        for check in blocking(send_checklist(spool, worse, BrandKit.default()))
+        for check in blocking(await send_checklist(spool, worse, BrandKit.default()))
     }
     assert failing == {
         "subject": "Write a subject in the editor.",
@@ -122,7 +122,9 @@ async def test_sending_items_need_a_subject_a_verified_domain_and_members(
         "segment": "The segment Nobody has no contacts.",
     }
     assert (
-        codes(send_checklist(spool, replace(record, segment_id=""), BrandKit.default()))["segment"]
+        codes(await send_checklist(spool, replace(record, segment_id=""), BrandKit.default()))[
+            "segment"
+        ]
         is False
     )
 
@@ -131,17 +133,17 @@ async def test_html_gmail_will_clip_is_a_warning_that_does_not_block(
     spool: Spool, tmp_path: Path
 ) -> None:
     record = await world(spool, tmp_path, members=1)
-    checks = send_checklist(spool, record, BrandKit.default())
+    checks = await send_checklist(spool, record, BrandKit.default())
     (fits,) = [check for check in checks if check.code == "html_size"]
     assert fits.passed and "under Gmail's 102 KB clip" in fits.message
     long = replace(record, html=HTML + "<p>" + "word " * 22_000 + "</p>")
-    checks = send_checklist(spool, long, BrandKit.default())
+    checks = await send_checklist(spool, long, BrandKit.default())
     (clipped,) = [check for check in checks if check.code == "html_size"]
     assert not clipped.passed and not clipped.blocks_sending
     assert clipped.message.startswith("The HTML is 107 KB: Gmail clips emails over 102 KB")
     assert blocking(checks) == []
     text_only = replace(record, html=None, text="Hello")
-    assert "html_size" not in codes(send_checklist(spool, text_only, BrandKit.default()))
+    assert "html_size" not in codes(await send_checklist(spool, text_only, BrandKit.default()))
 
 
 async def test_a_document_is_checked_by_its_own_content_checks(
@@ -151,11 +153,11 @@ async def test_a_document_is_checked_by_its_own_content_checks(
     batch = WriteBatch()
     put_document(batch, DocumentRecord(TEAM, BROADCAST, empty_document(), 1, STAMP))
     await spool.commit(batch)
-    checks = codes(send_checklist(spool, record, BrandKit.default()))
+    checks = codes(await send_checklist(spool, record, BrandKit.default()))
     assert checks["unsubscribe_link"] is True
     assert checks["postal_address"] is False  # the default kit has none
     kit = BrandKit.from_json({**BrandKit.default().to_json(), "postal_address": "1 Main St"})
-    assert codes(send_checklist(spool, record, kit))["postal_address"] is True
+    assert codes(await send_checklist(spool, record, kit))["postal_address"] is True
 
 
 async def test_drafts_schedule_cancel_and_delete_with_the_document(
@@ -171,17 +173,18 @@ async def test_drafts_schedule_cancel_and_delete_with_the_document(
     # A check (the dashboard's checklist) that refuses leaves the draft as it was.
     seen = []
 
-    def refuse(checked: BroadcastRecord) -> None:
+    async def refuse(checked: BroadcastRecord) -> None:
         seen.append(checked)
         raise ApiError(422, "validation_error", "Not sent: no.")
+
+    async def admit(checked: BroadcastRecord) -> None:
+        seen.append(checked)
 
     with pytest.raises(ApiError, match="Not sent"):
         await drafts.send(TEAM, record.id, NOW, schedule=lambda now: later, check=refuse)
     assert [checked.id for checked in seen] == [record.id]
     assert drafts.find(TEAM, record.id).status == "draft" and due_entries(spool, limit=10) == []
-    scheduled = await drafts.send(
-        TEAM, record.id, NOW, schedule=lambda now: later, check=seen.append
-    )
+    scheduled = await drafts.send(TEAM, record.id, NOW, schedule=lambda now: later, check=admit)
     assert scheduled.status == "scheduled"
     assert [entry.broadcast_id for _, entry in due_entries(spool, limit=10)] == [record.id]
     canceled = await drafts.cancel(TEAM, record.id, NOW)

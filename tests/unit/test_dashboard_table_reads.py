@@ -160,8 +160,9 @@ async def test_the_templates_pages_read_parked(site: Site) -> None:
         assert await site.blocking_reads(path) == [], path
 
 
-async def test_the_broadcasts_list_and_progress_read_parked(site: Site) -> None:
-    for path in ("/broadcasts", f"/broadcasts/{site.broadcast_id}/progress"):
+async def test_the_broadcasts_pages_read_parked(site: Site) -> None:
+    broadcast = f"/broadcasts/{site.broadcast_id}"
+    for path in ("/broadcasts", broadcast, f"{broadcast}/progress"):
         assert await site.blocking_reads(path) == [], path
 
 

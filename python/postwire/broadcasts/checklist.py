@@ -19,22 +19,23 @@ from postwire.broadcasts.blocks.checks import Check, content_checks
 from postwire.broadcasts.blocks.document import DocumentError, parse_document
 from postwire.broadcasts.blocks.links import is_safe_link
 from postwire.broadcasts.messages import parse_sender
-from postwire.domains.store import find_verified_domain_for_sender
+from postwire.domains.store import find_verified_domain_for_sender_parked
 from postwire.errors import ApiError
 from postwire.insights.content import GMAIL_CLIP_BYTES
-from postwire.store.broadcast_documents import get_document
+from postwire.store.broadcast_documents import get_document_parked
 from postwire.store.broadcasts import BroadcastRecord
-from postwire.store.segments import get_segment, segment_member_count
+from postwire.store.segments import get_segment_parked, segment_member_count_parked
 from postwire.store.spool import Spool
 from postwire.templates.placeholders import PLACEHOLDER, UNSUBSCRIBE_URL_NAMES
 
 
-def send_checklist(spool: Spool, record: BroadcastRecord, brand: BrandKit) -> list[Check]:
-    """Every item, passed or not, in the order the page lists them."""
+async def send_checklist(spool: Spool, record: BroadcastRecord, brand: BrandKit) -> list[Check]:
+    """Every item, passed or not, in the order the page lists them; its reads are parked
+    rather than blocking on a table store on the network."""
     return [
-        *content_items(spool, record, brand),
+        *await content_items(spool, record, brand),
         *size_items(record),
-        *sending_items(spool, record),
+        *await sending_items(spool, record),
     ]
 
 
@@ -69,8 +70,8 @@ def size_items(record: BroadcastRecord) -> list[Check]:
     ]
 
 
-def content_items(spool: Spool, record: BroadcastRecord, brand: BrandKit) -> list[Check]:
-    saved = get_document(spool, record.team_id, record.id)
+async def content_items(spool: Spool, record: BroadcastRecord, brand: BrandKit) -> list[Check]:
+    saved = await get_document_parked(spool, record.team_id, record.id)
     if saved is not None:
         try:
             return content_checks(parse_document(saved.document), brand)
@@ -127,18 +128,18 @@ def html_checks(html: str, *, has_text_only: bool = False) -> list[Check]:
     return checks
 
 
-def sending_items(spool: Spool, record: BroadcastRecord) -> list[Check]:
+async def sending_items(spool: Spool, record: BroadcastRecord) -> list[Check]:
     checks = [
         Check("subject", True, "The subject is set.")
         if record.subject.strip()
         else Check("subject", False, "Write a subject in the editor.")
     ]
-    checks.append(_sender_check(spool, record))
-    checks.append(_segment_check(spool, record))
+    checks.append(await _sender_check(spool, record))
+    checks.append(await _segment_check(spool, record))
     return checks
 
 
-def _sender_check(spool: Spool, record: BroadcastRecord) -> Check:
+async def _sender_check(spool: Spool, record: BroadcastRecord) -> Check:
     if not record.sender.strip():
         return Check("from_domain", False, "Choose a from address in the editor.")
     try:
@@ -146,7 +147,7 @@ def _sender_check(spool: Spool, record: BroadcastRecord) -> Check:
     except ApiError:
         return Check("from_domain", False, f"The from address {record.sender} is not valid.")
     domain = address.rpartition("@")[2].lower()
-    if find_verified_domain_for_sender(spool, record.team_id, domain) is None:
+    if await find_verified_domain_for_sender_parked(spool, record.team_id, domain) is None:
         return Check(
             "from_domain",
             False,
@@ -155,11 +156,15 @@ def _sender_check(spool: Spool, record: BroadcastRecord) -> Check:
     return Check("from_domain", True, f"The from domain {domain} is verified.")
 
 
-def _segment_check(spool: Spool, record: BroadcastRecord) -> Check:
-    segment = get_segment(spool, record.team_id, record.segment_id) if record.segment_id else None
+async def _segment_check(spool: Spool, record: BroadcastRecord) -> Check:
+    segment = (
+        await get_segment_parked(spool, record.team_id, record.segment_id)
+        if record.segment_id
+        else None
+    )
     if segment is None:
         return Check("segment", False, "Choose the segment to send to.")
-    members = segment_member_count(spool, record.team_id, segment.id)
+    members = await segment_member_count_parked(spool, record.team_id, segment.id)
     if members <= 0:
         return Check("segment", False, f"The segment {segment.name} has no contacts.")
     return Check(

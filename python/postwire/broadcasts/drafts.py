@@ -9,7 +9,7 @@ are `ApiError`s in the contract's shapes; the dashboard shows their messages in 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -187,14 +187,14 @@ class BroadcastDrafts:
         *,
         schedule: Schedule = send_now,
         key: ApiKeyRecord | None = None,
-        check: Callable[[BroadcastRecord], None] | None = None,
+        check: Callable[[BroadcastRecord], Awaitable[None]] | None = None,
     ) -> BroadcastRecord:
         """Queue the broadcast now, or schedule it for `schedule(now)`. `check` (the dashboard's
         checklist) sees the broadcast guarded by its key, which document saves take too, so
         what it passes is what is sent; it raises to refuse."""
         async with self.changing(team_id, broadcast_id, "send") as change:
             if check is not None:
-                check(change.record)
+                await check(change.record)
             sent = self.ready_to_send(change.record, schedule, now, key)
             set_due(change.batch, change.record, sent.due_at_ms)
             put_broadcast(change.batch, sent)

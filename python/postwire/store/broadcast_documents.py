@@ -41,6 +41,13 @@ def get_document(spool: Spool, team_id: str, broadcast_id: str) -> DocumentRecor
     return BROADCAST_DOCUMENTS.get(spool, team_key(team_id, broadcast_id))
 
 
+async def get_document_parked(
+    spool: Spool, team_id: str, broadcast_id: str
+) -> DocumentRecord | None:
+    """`get_document`, parked rather than blocking on a table store on the network."""
+    return await BROADCAST_DOCUMENTS.aget(spool, team_key(team_id, broadcast_id))
+
+
 def put_document(batch: WriteBatch, record: DocumentRecord) -> None:
     BROADCAST_DOCUMENTS.put(batch, team_key(record.team_id, record.broadcast_id), record)
 

@@ -79,6 +79,16 @@ def segment_members(
     return [key[len(prefix) :] for key, _ in rows]
 
 
+async def segment_members_parked(
+    spool: Spool, team_id: str, segment_id: str, *, after_contact_id: str | None, limit: int
+) -> list[str]:
+    """`segment_members`, parked rather than blocking on a table store on the network."""
+    prefix = members_prefix(team_id, segment_id)
+    cursor = None if after_contact_id is None else prefix + after_contact_id
+    rows = await SEGMENT_MEMBERS.ascan(spool, prefix=prefix, cursor=cursor, limit=limit)
+    return [key[len(prefix) :] for key, _ in rows]
+
+
 def is_member(spool: Spool, team_id: str, segment_id: str, contact_id: str) -> bool:
     return SEGMENT_MEMBERS.get(spool, member_key(team_id, segment_id, contact_id)) is not None
 

@@ -24,7 +24,7 @@ from typing import Final
 from quart import Blueprint, request
 
 from postwire.broadcasts.checklist import blocking, send_checklist
-from postwire.broadcasts.documents import team_brand
+from postwire.broadcasts.documents import team_brand_parked
 from postwire.broadcasts.drafts import BroadcastDrafts, Schedule, looks_like_id, send_now
 from postwire.broadcasts.proof_sends import parse_proof_recipients, send_proofs
 from postwire.dashboard.context import DashboardContext
@@ -49,8 +49,9 @@ def add_routes(
     def page_of(record: BroadcastRecord) -> str:
         return f"/broadcasts/{record.id}"
 
-    def refuse_unready(record: BroadcastRecord) -> None:
-        failing = blocking(send_checklist(ctx.spool, record, team_brand(ctx.spool, record.team_id)))
+    async def refuse_unready(record: BroadcastRecord) -> None:
+        brand = await team_brand_parked(ctx.spool, record.team_id)
+        failing = blocking(await send_checklist(ctx.spool, record, brand))
         if failing:
             reasons = " ".join(check.message for check in failing)
             raise validation_error(f"Not sent: {reasons}")

@@ -20,7 +20,7 @@ from quart import Blueprint, Response, g, redirect, render_template, request
 from werkzeug.exceptions import NotFound
 
 from postwire.broadcasts.checklist import blocking, send_checklist
-from postwire.broadcasts.documents import start_blank_document, team_brand
+from postwire.broadcasts.documents import start_blank_document, team_brand_parked
 from postwire.broadcasts.drafts import BroadcastDrafts, looks_like_id
 from postwire.concurrency import in_order
 from postwire.dashboard.context import DashboardContext
@@ -29,7 +29,7 @@ from postwire.dashboard.pages.broadcast_editor import preview_policy
 from postwire.dashboard.pages.refusals import Redirect, refused
 from postwire.dashboard.time_zones import time_zones
 from postwire.errors import ApiError
-from postwire.store.broadcast_documents import get_document
+from postwire.store.broadcast_documents import get_document_parked
 from postwire.store.broadcasts import (
     BROADCASTS,
     PENDING_STATUSES,
@@ -37,7 +37,7 @@ from postwire.store.broadcasts import (
     broadcast_counts_parked,
     broadcasts_prefix,
 )
-from postwire.store.contacts import get_contact
+from postwire.store.contacts import ContactRecord, get_contact_parked
 from postwire.store.pages import newest_first_page_parked
 from postwire.store.segments import (
     SEGMENTS,
@@ -45,10 +45,10 @@ from postwire.store.segments import (
     get_segment,
     get_segment_parked,
     segment_member_count_parked,
-    segment_members,
+    segment_members_parked,
 )
 from postwire.store.team_records import team_prefix
-from postwire.store.topics import TOPICS, TopicRecord, get_topic
+from postwire.store.topics import TOPICS, TopicRecord, get_topic_parked
 
 PER_PAGE: Final = 50
 # The list's broadcasts (their counters) and segments read at once from a table store on the
@@ -100,15 +100,20 @@ async def team_topics(ctx: DashboardContext) -> list[TopicRecord]:
     return [topic for _, topic in rows]
 
 
-def suggested_contacts(ctx: DashboardContext, record: BroadcastRecord) -> list[str]:
-    """The addresses of the segment's first contacts, offered to fill a test send as."""
+async def suggested_contacts(ctx: DashboardContext, record: BroadcastRecord) -> list[str]:
+    """The addresses of the segment's first contacts, offered to fill a test send as (the
+    contacts read together)."""
     if not record.segment_id:
         return []
-    members = segment_members(
+    members = await segment_members_parked(
         ctx.spool, record.team_id, record.segment_id, after_contact_id=None,
         limit=SUGGESTED_CONTACTS,
     )  # fmt: skip
-    found = (get_contact(ctx.spool, record.team_id, member) for member in members)
+
+    async def contact_of(contact_id: str) -> ContactRecord | None:
+        return await get_contact_parked(ctx.spool, record.team_id, contact_id)
+
+    found = await in_order(contact_of, members, at_once=SUGGESTED_CONTACTS)
     return [contact.email for contact in found if contact is not None]
 
 
@@ -196,11 +201,17 @@ def routes(ctx: DashboardContext) -> Blueprint:
     @bp.get("/broadcasts/<broadcast_id>")
     async def broadcast_page(broadcast_id: str) -> str:
         record = await team_broadcast(broadcast_id)
-        segment = get_segment(ctx.spool, record.team_id, record.segment_id or "-")
-        topic = get_topic(ctx.spool, record.team_id, record.topic_id) if record.topic_id else None
+        segment = await get_segment_parked(ctx.spool, record.team_id, record.segment_id or "-")
+        topic = (
+            await get_topic_parked(ctx.spool, record.team_id, record.topic_id)
+            if record.topic_id
+            else None
+        )
         editable = record.status in ("draft", "scheduled")
         checklist = (
-            send_checklist(ctx.spool, record, team_brand(ctx.spool, record.team_id))
+            await send_checklist(
+                ctx.spool, record, await team_brand_parked(ctx.spool, record.team_id)
+            )
             if editable
             else []
         )
@@ -212,13 +223,14 @@ def routes(ctx: DashboardContext) -> Blueprint:
             topic=topic,
             segments=await team_segments(ctx) if editable else [],
             topics=await team_topics(ctx) if editable else [],
-            has_document=get_document(ctx.spool, record.team_id, record.id) is not None,
+            has_document=await get_document_parked(ctx.spool, record.team_id, record.id)
+            is not None,
             checklist=checklist,
             ready=not blocking(checklist),
             progress=await progress_of(ctx, record),
             progress_words=PROGRESS,
             when=when,
-            suggested_contacts=suggested_contacts(ctx, record) if editable else [],
+            suggested_contacts=await suggested_contacts(ctx, record) if editable else [],
             time_zones=time_zones() if editable else (),
         )
 
