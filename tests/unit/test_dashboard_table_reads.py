@@ -174,3 +174,8 @@ async def test_the_audience_pages_read_parked(site: Site) -> None:
 async def test_the_webhooks_and_suppressions_pages_read_parked(site: Site) -> None:
     for path in ("/webhooks", f"/webhooks/{site.webhook_id}", "/suppressions?q=gone"):
         assert await site.blocking_reads(path) == [], path
+
+
+async def test_the_second_factor_and_sso_pages_read_parked(site: Site) -> None:
+    for path in ("/account/mfa", "/team/mfa", "/team/sso"):
+        assert await site.blocking_reads(path) == [], path

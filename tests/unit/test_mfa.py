@@ -95,14 +95,14 @@ async def test_totp_login_refuses_a_replayed_code(spool: Spool) -> None:
 
 async def test_recovery_code_works_once_and_is_hashed_at_rest(spool: Spool) -> None:
     _, codes = await enrolled(spool, "u1")
-    assert mfa.unused_recovery_codes(spool, "u1") == 10
+    assert await mfa.unused_recovery_codes(spool, "u1") == 10
     raw = b"".join(value for _, value in spool.scan("mfa_devices", prefix=b"", limit=100))
     for shown in codes:
         assert recovery_codes.normalize(shown).encode() not in raw
         assert shown.encode() not in raw
     assert await mfa.check_code(spool, "u1", codes[0], NOW, max_failures=5) == "ok"
     assert await mfa.check_code(spool, "u1", codes[0], NOW, max_failures=5) == "wrong"
-    assert mfa.unused_recovery_codes(spool, "u1") == 9
+    assert await mfa.unused_recovery_codes(spool, "u1") == 9
     # New codes replace the old ones.
     fresh = await mfa.new_recovery_codes(spool, "u1", NOW)
     assert await mfa.check_code(spool, "u1", codes[1], NOW, max_failures=5) == "wrong"

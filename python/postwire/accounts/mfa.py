@@ -18,6 +18,7 @@ from typing import Final, Literal
 from postwire import _core
 from postwire.accounts import passkeys, recovery_codes, totp, users
 from postwire.accounts.passkeys import PasskeyError, RelyingParty
+from postwire.concurrency import in_order
 from postwire.errors import ConflictError
 from postwire.store import mfa_devices as store
 from postwire.store.guards import never_after_change
@@ -29,6 +30,7 @@ from postwire.store.mfa_devices import (
 )
 from postwire.store.mfa_devices import user_has_mfa as user_has_mfa  # its home is the store
 from postwire.store.spool import Spool
+from postwire.store.users import UserRecord
 
 log = logging.getLogger("postwire.accounts.mfa")
 
@@ -55,6 +57,11 @@ def confirmed_devices(spool: Spool, user_id: str) -> list[MfaDevice]:
     return [device for device in store.list_devices(spool, user_id) if device.confirmed]
 
 
+async def confirmed_devices_parked(spool: Spool, user_id: str) -> list[MfaDevice]:
+    """`confirmed_devices`, parked rather than blocking on a table store on the network."""
+    return [d for d in await store.list_devices_parked(spool, user_id) if d.confirmed]
+
+
 def team_requires_mfa(spool: Spool, team_id: str) -> bool:
     """Whether the team's policy (the record the request guard reads) requires MFA."""
     return users.team_policy(spool, team_id).require_mfa
@@ -71,17 +78,24 @@ async def set_team_requires_mfa(
     log.info("team %s: require MFA %s, set by user %s at %s", team_id, required, by_user_id, now)
 
 
-def members_without_mfa(spool: Spool, team_id: str) -> list[str]:
-    """The addresses of the team's members who have no second factor yet."""
-    return [
-        user.email
-        for _, user in users.members_of(spool, team_id)
-        if not user_has_mfa(spool, user.id)
-    ]
+async def members_without_mfa(spool: Spool, team_id: str) -> list[str]:
+    """The addresses of the team's members who have no second factor yet (parked reads)."""
+    members = [user for _, user in await users.members_of_parked(spool, team_id)]
+    has = await with_mfa(spool, members)
+    return [user.email for user, has_mfa in zip(members, has, strict=True) if not has_mfa]
 
 
-def unused_recovery_codes(spool: Spool, user_id: str) -> int:
-    codes = store.get_recovery_codes(spool, user_id)
+async def with_mfa(spool: Spool, members: list[UserRecord]) -> list[bool]:
+    """Whether each user has a second factor, read parked and together."""
+
+    async def has_mfa(user: UserRecord) -> bool:
+        return await store.user_has_mfa_parked(spool, user.id)
+
+    return await in_order(has_mfa, members, at_once=users.TEAMS_READ_AT_ONCE)
+
+
+async def unused_recovery_codes(spool: Spool, user_id: str) -> int:
+    codes = await store.get_recovery_codes_parked(spool, user_id)
     return 0 if codes is None else len(codes.sha256)
 
 

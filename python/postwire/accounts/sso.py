@@ -55,8 +55,9 @@ async def password_login_refused_parked(spool: Spool, team_id: str, role: str) -
     return _enforces(await get_sso_config_parked(spool, team_id))
 
 
-def sso_settings(spool: Spool, team_id: str) -> SsoConfigRecord:
-    return get_sso_config(spool, team_id) or SsoConfigRecord(team_id=team_id)
+async def sso_settings(spool: Spool, team_id: str) -> SsoConfigRecord:
+    """The team's SSO settings (empty ones if it has none), read parked."""
+    return await get_sso_config_parked(spool, team_id) or SsoConfigRecord(team_id=team_id)
 
 
 def parse_email_domains(text: str) -> list[str]:

@@ -120,6 +120,12 @@ def list_devices(spool: Spool, user_id: str) -> list[MfaDevice]:
     return [device for _, device in rows]
 
 
+async def list_devices_parked(spool: Spool, user_id: str) -> list[MfaDevice]:
+    """`list_devices`, parked rather than blocking on a table store on the network."""
+    rows = await DEVICES.ascan(spool, prefix=f"device/{user_id}/", limit=MAX_DEVICES_PER_USER)
+    return [device for _, device in rows]
+
+
 def user_has_mfa(spool: Spool, user_id: str) -> bool:
     """Whether the user has a confirmed second factor (what makes a login ask for it)."""
     return any(device.confirmed for device in list_devices(spool, user_id))
@@ -128,8 +134,7 @@ def user_has_mfa(spool: Spool, user_id: str) -> bool:
 async def user_has_mfa_parked(spool: Spool, user_id: str) -> bool:
     """`user_has_mfa`, parked rather than blocking on a table store on the network (the
     dashboard's guard asks it on every page of a team that requires MFA)."""
-    rows = await DEVICES.ascan(spool, prefix=f"device/{user_id}/", limit=MAX_DEVICES_PER_USER)
-    return any(device.confirmed for _, device in rows)
+    return any(device.confirmed for device in await list_devices_parked(spool, user_id))
 
 
 def get_device(spool: Spool, user_id: str, device_id: str) -> MfaDevice | None:
@@ -183,6 +188,11 @@ def delete_all_of_user(spool: Spool, batch: WriteBatch, user_id: str) -> list[Mf
 
 def get_recovery_codes(spool: Spool, user_id: str) -> RecoveryCodes | None:
     return RECOVERY_CODES.get(spool, recovery_key(user_id))
+
+
+async def get_recovery_codes_parked(spool: Spool, user_id: str) -> RecoveryCodes | None:
+    """`get_recovery_codes`, parked rather than blocking on a table store on the network."""
+    return await RECOVERY_CODES.aget(spool, recovery_key(user_id))
 
 
 async def put_recovery_codes(spool: Spool, user_id: str, codes: RecoveryCodes) -> None:

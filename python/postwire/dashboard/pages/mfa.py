@@ -25,7 +25,7 @@ from postwire.dashboard.pages import mfa_challenge
 from postwire.dashboard.redirects import see_other
 from postwire.dashboard.viewer import Viewer
 from postwire.store import mfa_devices
-from postwire.store.mfa_devices import MfaDevice
+from postwire.store.mfa_devices import MfaDevice, user_has_mfa_parked
 from postwire.store.users import UserRecord
 
 ACCOUNT_PATH = "/account/mfa"
@@ -126,12 +126,12 @@ def routes(ctx: DashboardContext) -> Blueprint:
     @mfa_setup
     async def account_mfa() -> str:
         viewer = _viewer()
-        devices = mfa.confirmed_devices(ctx.spool, viewer.user.id)
+        devices = await mfa.confirmed_devices_parked(ctx.spool, viewer.user.id)
         return await render_template(
             "mfa_account.html",
             devices=_rows(devices),
             has_passkey=any(d.kind == "passkey" for d in devices),
-            recovery_left=mfa.unused_recovery_codes(ctx.spool, viewer.user.id),
+            recovery_left=await mfa.unused_recovery_codes(ctx.spool, viewer.user.id),
             has_password=viewer.user.password_hash is not None,
             team_requires=viewer.policy.require_mfa,
         )
@@ -279,13 +279,13 @@ def routes(ctx: DashboardContext) -> Blueprint:
     @bp.get("/team/mfa")
     async def team_mfa() -> str:
         viewer = _viewer()
-        members = mfa.members_without_mfa(ctx.spool, viewer.team.id)
+        members = await mfa.members_without_mfa(ctx.spool, viewer.team.id)
         return await render_template(
             "mfa_team.html",
             require_mfa=viewer.policy.require_mfa,
             without_mfa=members,
             is_owner=viewer.role == "owner",
-            viewer_has_mfa=mfa.user_has_mfa(ctx.spool, viewer.user.id),
+            viewer_has_mfa=await user_has_mfa_parked(ctx.spool, viewer.user.id),
         )
 
     @bp.post("/team/mfa")

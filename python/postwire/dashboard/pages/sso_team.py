@@ -54,13 +54,13 @@ def routes(ctx: DashboardContext) -> Blueprint:
     @blueprint.get("/team/sso")
     async def show() -> Response:
         # Every member may read the settings (the secret is never shown); owners change them.
-        return await render(sso_settings(ctx.spool, g.viewer.team.id))
+        return await render(await sso_settings(ctx.spool, g.viewer.team.id))
 
     @blueprint.post("/team/sso")
     @requires("owner")
     async def save() -> Response:
         form = await request.form
-        current = sso_settings(ctx.spool, g.viewer.team.id)
+        current = await sso_settings(ctx.spool, g.viewer.team.id)
         entered = replace(
             current,
             protocol=form.get("protocol", ""),

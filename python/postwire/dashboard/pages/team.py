@@ -12,7 +12,7 @@ from datetime import datetime
 from quart import Blueprint, Response, flash, g, render_template, request
 from werkzeug.exceptions import NotFound
 
-from postwire.accounts import users
+from postwire.accounts import mfa, users
 from postwire.accounts.invitations import (
     InvitationError,
     InvitationLimits,
@@ -35,15 +35,13 @@ from postwire.accounts.team_members import (
     rename_team,
 )
 from postwire.accounts.users import EmailTakenError
-from postwire.concurrency import in_order
 from postwire.dashboard.access import public, requires
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.login_flow import LoginRefused, finish_login, session_admits_team
 from postwire.dashboard.redirects import see_other
 from postwire.dashboard.viewer import Viewer
 from postwire.store.invitations import pending_invitations_parked
-from postwire.store.mfa_devices import user_has_mfa_parked
-from postwire.store.users import ROLES, MembershipRecord, UserRecord, normalize_email
+from postwire.store.users import ROLES, normalize_email
 
 
 def _viewer() -> Viewer:
@@ -80,12 +78,8 @@ def routes(ctx: DashboardContext) -> Blueprint:
             for invitation in await pending_invitations_parked(ctx.spool, viewer.team.id)
         ]
         owners = sum(1 for membership, _ in members if membership.role == "owner")
-
-        async def has_mfa(member: tuple[MembershipRecord, UserRecord]) -> bool:
-            return await user_has_mfa_parked(ctx.spool, member[1].id)
-
-        mfa = await in_order(has_mfa, members, at_once=users.TEAMS_READ_AT_ONCE)
-        with_mfa = {user.id for (_, user), has in zip(members, mfa, strict=True) if has}
+        has_mfa = await mfa.with_mfa(ctx.spool, [user for _, user in members])
+        with_mfa = {user.id for (_, user), has in zip(members, has_mfa, strict=True) if has}
         return await render_template(
             "team.html",
             members=members,
