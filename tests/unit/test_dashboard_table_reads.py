@@ -179,3 +179,9 @@ async def test_the_webhooks_and_suppressions_pages_read_parked(site: Site) -> No
 async def test_the_second_factor_and_sso_pages_read_parked(site: Site) -> None:
     for path in ("/account/mfa", "/team/mfa", "/team/sso"):
         assert await site.blocking_reads(path) == [], path
+
+
+async def test_the_metrics_page_reads_parked(site: Site) -> None:
+    scoped = f"?domain={site.domain_id}&broadcast={site.broadcast_id}"
+    for path in ("/metrics", "/metrics?range=90d", f"/metrics{scoped}"):
+        assert await site.blocking_reads(path) == [], path

@@ -153,14 +153,14 @@ async def test_report_fills_empty_buckets_and_sums_totals(spool: Spool) -> None:
         (TEAM, "email.delivered", DOMAIN, NOW_MS, {}),
         (TEAM, "email.bounced", DOMAIN, NOW_MS, {}),
     )
-    report = metrics_report(spool, TEAM, ALL, preset_range("24h", NOW, None))
+    report = await metrics_report(spool, TEAM, ALL, preset_range("24h", NOW, None))
     assert len(report.series) == 24  # the current hour the last
     assert report.series[0][0] == datetime(2026, 11, 24, 11, tzinfo=UTC)
     assert report.series[-1][0] == datetime(2026, 11, 25, 10, tzinfo=UTC)
     assert report.series[-1][1]["delivered"] == 3
     assert report.totals["sent"] == 1 and report.totals["delivered"] == 3
     assert report.rates["bounce_rate"] == 25.0 and report.rates["delivery_rate"] == 75.0
-    by_day = metrics_report(spool, TEAM, BY_DOMAIN, preset_range("7d", NOW, None))
+    by_day = await metrics_report(spool, TEAM, BY_DOMAIN, preset_range("7d", NOW, None))
     assert [moment.day for moment, _ in by_day.series] == [19, 20, 21, 22, 23, 24, 25]
     assert by_day.totals == report.totals
 

@@ -17,7 +17,7 @@ from postwire.metrics.counters import (
     event_counter_names,
 )
 from postwire.store.deliveries import EventRecord
-from postwire.store.metric_counters import read_counts
+from postwire.store.metric_counters import read_counts, read_counts_parked
 from postwire.store.spool import Spool
 
 RATES: Final = (
@@ -122,9 +122,12 @@ def rates(totals: dict[str, int]) -> dict[str, float]:
     }
 
 
-def metrics_report(spool: Spool, team_id: str, scope: Scope, span: MetricsRange) -> MetricsReport:
-    """Totals, rates and the per-bucket series of the team's counts in `scope`."""
-    counts = read_counts(spool, team_id, scope, span.granularity, span.first, span.end)
+async def metrics_report(
+    spool: Spool, team_id: str, scope: Scope, span: MetricsRange
+) -> MetricsReport:
+    """Totals, rates and the per-bucket series of the team's counts in `scope` (read parked,
+    not blocking on a table store on the network)."""
+    counts = await read_counts_parked(spool, team_id, scope, span.granularity, span.first, span.end)
     totals = dict.fromkeys(COUNTS, 0)
     series = []
     for bucket in span.buckets():

@@ -210,10 +210,25 @@ def tags_at_bound(spool: Spool, team_id: str) -> bool:
     return spool.counter(COUNTERS_TABLE, counted_tag_total_key(team_id)) >= MAX_COUNTED_TAGS
 
 
+async def tags_at_bound_parked(spool: Spool, team_id: str) -> bool:
+    """`tags_at_bound`, parked rather than blocking on a table store on the network."""
+    counted = await spool.acounter(COUNTERS_TABLE, counted_tag_total_key(team_id))
+    return counted >= MAX_COUNTED_TAGS
+
+
 def list_counted_tags(spool: Spool, team_id: str, limit: int = MAX_COUNTED_TAGS) -> list[str]:
     """The tags the team's counts are kept for, in label order (`name:value`)."""
     prefix = counted_tags_prefix(team_id)
     rows = spool.scan(COUNTERS_TABLE, prefix=prefix, limit=limit)
+    return [key[len(prefix) :].decode() for key, _ in rows]
+
+
+async def list_counted_tags_parked(
+    spool: Spool, team_id: str, limit: int = MAX_COUNTED_TAGS
+) -> list[str]:
+    """`list_counted_tags`, parked rather than blocking on a table store on the network."""
+    prefix = counted_tags_prefix(team_id)
+    rows = await spool.ascan(COUNTERS_TABLE, prefix=prefix, limit=limit)
     return [key[len(prefix) :].decode() for key, _ in rows]
 
 
@@ -232,6 +247,21 @@ def read_counts(
     the epoch) of the team's counts in `scope`. Buckets with no count are left out."""
     prefix = bucket_prefix(team_id, scope, granularity).encode()
     return _read_buckets(spool, prefix, bucket_label(granularity, 0), first, end)
+
+
+async def read_counts_parked(
+    spool: Spool, team_id: str, scope: Scope, granularity: Granularity, first: int, end: int
+) -> dict[int, dict[str, int]]:
+    """`read_counts`, parked rather than blocking on a table store on the network."""
+    prefix = bucket_prefix(team_id, scope, granularity).encode()
+    walk = _BucketWalk(prefix, bucket_label(granularity, 0), first, end)
+    while not walk.done:
+        walk.take(
+            await spool.ascan(
+                COUNTERS_TABLE, prefix=walk.prefix, cursor=walk.cursor, limit=_SCAN_CHUNK
+            )
+        )
+    return walk.counts
 
 
 def read_recipient_domain_counts(
@@ -253,24 +283,37 @@ def _read_buckets(
     spool: Spool, prefix: bytes, zero_label: str, first: int, end: int
 ) -> dict[int, dict[str, int]]:
     """One prefix scan, in chunks, of `{prefix}{bucket}/{name}` keys for first <= bucket < end."""
-    width = len(zero_label)
-    stop = prefix + f"{end:0{width}d}".encode()
-    # Keys of bucket `first` are `{prefix}{first}/{name}`: all after this cursor.
-    cursor = prefix + f"{first:0{width}d}".encode()
-    # Labels are fixed width: the bucket and the name are slices of the key, not a parse (this
-    # loop is most of the page's time on a long range).
-    start = len(prefix)
-    counts: dict[int, dict[str, int]] = {}
-    while True:
-        rows = spool.scan(COUNTERS_TABLE, prefix=prefix, cursor=cursor, limit=_SCAN_CHUNK)
+    walk = _BucketWalk(prefix, zero_label, first, end)
+    while not walk.done:
+        walk.take(spool.scan(COUNTERS_TABLE, prefix=prefix, cursor=walk.cursor, limit=_SCAN_CHUNK))
+    return walk.counts
+
+
+class _BucketWalk:
+    """The chunks of a bucket scan and the counts they hold (`_read_buckets`)."""
+
+    def __init__(self, prefix: bytes, zero_label: str, first: int, end: int) -> None:
+        self.prefix = prefix
+        self.width = len(zero_label)
+        self.stop = prefix + f"{end:0{self.width}d}".encode()
+        # Keys of bucket `first` are `{prefix}{first}/{name}`: all after this cursor.
+        self.cursor = prefix + f"{first:0{self.width}d}".encode()
+        self.counts: dict[int, dict[str, int]] = {}
+        self.done = False
+
+    def take(self, rows: list[tuple[bytes, bytes]]) -> None:
+        # Labels are fixed width: the bucket and the name are slices of the key, not a parse
+        # (this loop is most of the page's time on a long range).
+        start, width, counts = len(self.prefix), self.width, self.counts
         for key, raw in rows:
-            if key >= stop:
-                return counts
+            if key >= self.stop:
+                self.done = True
+                return
             bucket = int(key[start : start + width])
             row = counts.get(bucket)
             if row is None:
                 row = counts[bucket] = {}
             row[key[start + width + 1 :].decode()] = int(raw)
-        if len(rows) < _SCAN_CHUNK:
-            return counts
-        cursor = rows[-1][0]
+        self.done = len(rows) < _SCAN_CHUNK
+        if rows:
+            self.cursor = rows[-1][0]

@@ -18,7 +18,7 @@ from werkzeug.exceptions import NotFound
 
 from postwire.dashboard.charts import Series, bar_chart, line_chart
 from postwire.dashboard.context import DashboardContext
-from postwire.domains.store import list_domains, load_domain
+from postwire.domains.store import list_domains_parked, load_domain_parked
 from postwire.metrics.counters import MAX_COUNTED_TAGS, OTHER_TAG, TEAM, Granularity, Scope
 from postwire.metrics.health import MIN_VOLUME, THRESHOLDS, window_checks
 from postwire.metrics.views import (
@@ -30,8 +30,8 @@ from postwire.metrics.views import (
     preset_range,
     rates,
 )
-from postwire.store.broadcasts import BROADCASTS, broadcasts_prefix, get_broadcast
-from postwire.store.metric_counters import list_counted_tags, tags_at_bound
+from postwire.store.broadcasts import BROADCASTS, broadcasts_prefix, get_broadcast_parked
+from postwire.store.metric_counters import list_counted_tags_parked, tags_at_bound_parked
 
 DEFAULT_PRESET: Final = "7d"
 # Broadcasts and tags the filters list at most: the latest broadcasts (each a whole record,
@@ -177,16 +177,16 @@ def routes(ctx: DashboardContext) -> Blueprint:
         query = read_query(request.args, ctx.now())
         domain = broadcast = None
         if query.domain_id is not None:
-            domain = load_domain(ctx.spool, team_id, query.domain_id)
+            domain = await load_domain_parked(ctx.spool, team_id, query.domain_id)
             if domain is None:  # another team's, or gone: nothing to show here
                 raise NotFound
         if query.broadcast_id is not None:
-            broadcast = get_broadcast(ctx.spool, team_id, query.broadcast_id)
+            broadcast = await get_broadcast_parked(ctx.spool, team_id, query.broadcast_id)
             if broadcast is None:
                 raise NotFound
-        report = metrics_report(ctx.spool, team_id, query.scope, query.span)
-        domains, _ = list_domains(ctx.spool, team_id)
-        broadcasts = BROADCASTS.scan(
+        report = await metrics_report(ctx.spool, team_id, query.scope, query.span)
+        domains, _ = await list_domains_parked(ctx.spool, team_id)
+        broadcasts = await BROADCASTS.ascan(
             ctx.spool, prefix=broadcasts_prefix(team_id), reverse=True, limit=MAX_BROADCASTS_LISTED
         )
         labels = {
@@ -207,8 +207,8 @@ def routes(ctx: DashboardContext) -> Blueprint:
             broadcast=broadcast,
             domains=sorted(domains, key=lambda d: d.name),
             broadcasts=[record for _, record in broadcasts],
-            tags=[*list_counted_tags(ctx.spool, team_id, MAX_TAGS_LISTED), OTHER_TAG],
-            tags_full=tags_at_bound(ctx.spool, team_id),
+            tags=[*await list_counted_tags_parked(ctx.spool, team_id, MAX_TAGS_LISTED), OTHER_TAG],
+            tags_full=await tags_at_bound_parked(ctx.spool, team_id),
             max_tags=MAX_COUNTED_TAGS,
             charts=charts(report),
             rows=active,
