@@ -162,7 +162,13 @@ async def test_the_templates_pages_read_parked(site: Site) -> None:
 
 async def test_the_broadcasts_pages_read_parked(site: Site) -> None:
     broadcast = f"/broadcasts/{site.broadcast_id}"
-    for path in ("/broadcasts", broadcast, f"{broadcast}/progress"):
+    for path in (
+        "/broadcasts",
+        broadcast,
+        f"{broadcast}/progress",
+        f"{broadcast}/edit",
+        f"{broadcast}/preview?contact=ada@example.org",
+    ):
         assert await site.blocking_reads(path) == [], path
 
 

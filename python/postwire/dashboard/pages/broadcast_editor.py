@@ -43,15 +43,16 @@ from postwire.broadcasts.blocks.document import (
 from postwire.broadcasts.blocks.languages import LANGUAGES, RIGHT_TO_LEFT
 from postwire.broadcasts.images import uploads_url
 from postwire.broadcasts.messages import compile_broadcast
+from postwire.concurrency import in_order
 from postwire.dashboard.context import DashboardContext
 from postwire.dashboard.pages.refusals import Redirect, done, refused
-from postwire.domains.store import list_domains
+from postwire.domains.store import list_domains_parked
 from postwire.errors import ApiError
-from postwire.store.broadcast_documents import get_document
-from postwire.store.broadcasts import BroadcastRecord, get_broadcast
-from postwire.store.contact_properties import team_properties
-from postwire.store.contacts import ContactRecord, find_contact, get_contact
-from postwire.store.segments import segment_members
+from postwire.store.broadcast_documents import get_document_parked
+from postwire.store.broadcasts import BroadcastRecord, get_broadcast_parked
+from postwire.store.contact_properties import team_properties_parked
+from postwire.store.contacts import ContactRecord, find_contact_parked, get_contact_parked
+from postwire.store.segments import segment_members_parked
 from postwire.store.spool import Spool
 from postwire.store.users import role_at_least
 from postwire.templates.placeholders import UNSUBSCRIBE_URL_NAMES, contact_values
@@ -110,8 +111,8 @@ def routes(ctx: DashboardContext) -> Blueprint:
         team: str = g.viewer.team.id
         return team
 
-    def team_broadcast(broadcast_id: str) -> BroadcastRecord:
-        record = get_broadcast(spool, team_id(), broadcast_id.lower())
+    async def team_broadcast(broadcast_id: str) -> BroadcastRecord:
+        record = await get_broadcast_parked(spool, team_id(), broadcast_id.lower())
         if record is None:
             raise NotFound
         return record
@@ -121,8 +122,8 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @blueprint.get("/broadcasts/<broadcast_id>/edit")
     async def editor_page(broadcast_id: str) -> str:
-        record = team_broadcast(broadcast_id)
-        saved = get_document(spool, record.team_id, record.id)
+        record = await team_broadcast(broadcast_id)
+        saved = await get_document_parked(spool, record.team_id, record.id)
         # A draft without a document and without HTML starts from a blank one; one whose
         # HTML came through the API (or was replaced through it since the document's last
         # save) is shown as it is until someone starts a document or goes back to it.
@@ -138,15 +139,16 @@ def routes(ctx: DashboardContext) -> Blueprint:
             refusal=refusal,
             editable=may_edit() and refusal is None and not from_api,
             may_edit=may_edit(),
-            editor_data=_editor_data(record, document, saved.revision if saved else 0),
-            sender_options=_sender_options(record.team_id),
-            picker=_picker_contacts(record),
+            editor_data=await _editor_data(record, document, saved.revision if saved else 0),
+            sender_options=await _sender_options(record.team_id),
+            picker=await _picker_contacts(record),
             subject_hint=SUBJECT_HINT,
             preview_hint=PREVIEW_HINT,
         )
 
-    def _editor_data(record: BroadcastRecord, document: Any, revision: int) -> dict[str, Any]:
-        properties = list(team_properties(spool, record.team_id))
+    async def _editor_data(record: BroadcastRecord, document: Any, revision: int) -> dict[str, Any]:
+        properties = list(await team_properties_parked(spool, record.team_id))
+        brand = await documents.team_brand_parked(spool, record.team_id)
         return {
             "broadcast_id": record.id,
             "document": document,
@@ -164,13 +166,13 @@ def routes(ctx: DashboardContext) -> Blueprint:
             "document_styles": list(STYLE_KEYS),
             "default_padding": PADDING[2],
             "networks": SOCIAL_NETWORKS,
-            "brand": documents.team_brand(spool, record.team_id).to_json(),
+            "brand": brand.to_json(),
             # The canvas shows these (the team's uploads) through `GET /broadcasts/images/<id>`.
             "uploaded_images": uploads_url(ctx.config.api.public_url),
         }
 
-    def _sender_options(team: str) -> list[str]:
-        domains, _ = list_domains(spool, team)
+    async def _sender_options(team: str) -> list[str]:
+        domains, _ = await list_domains_parked(spool, team)
         return [
             f"{local}@{domain.name}"
             for domain in domains
@@ -178,16 +180,21 @@ def routes(ctx: DashboardContext) -> Blueprint:
             for local in SENDER_SUGGESTIONS
         ]
 
-    def _picker_contacts(record: BroadcastRecord) -> list[ContactRecord]:
-        ids = segment_members(
+    async def _picker_contacts(record: BroadcastRecord) -> list[ContactRecord]:
+        """The segment's first contacts, read together."""
+        ids = await segment_members_parked(
             spool, record.team_id, record.segment_id, after_contact_id=None, limit=PICKER_CONTACTS
         )
-        found = (get_contact(spool, record.team_id, contact_id) for contact_id in ids)
+
+        async def contact_of(contact_id: str) -> ContactRecord | None:
+            return await get_contact_parked(spool, record.team_id, contact_id)
+
+        found = await in_order(contact_of, ids, at_once=PICKER_CONTACTS)
         return [contact for contact in found if contact is not None]
 
     @blueprint.post("/broadcasts/<broadcast_id>/document")
     async def save(broadcast_id: str) -> tuple[Response, int]:
-        record = team_broadcast(broadcast_id)
+        record = await team_broadcast(broadcast_id)
         if (request.content_length or 0) > documents.MAX_SAVE_BYTES:
             return _error("The document is too large to save.", 413)
         body = await request.get_json(force=True, silent=True)
@@ -211,7 +218,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     async def replace_html(broadcast_id: str, write: DocumentWrite, message: str) -> Redirect:
         """A form that puts a document in place of the broadcast's HTML, and back to the page."""
-        record = team_broadcast(broadcast_id)
+        record = await team_broadcast(broadcast_id)
         back = f"/broadcasts/{record.id}/edit"
         try:
             await write(spool, record.team_id, record.id, now=ctx.now())
@@ -231,19 +238,21 @@ def routes(ctx: DashboardContext) -> Blueprint:
 
     @blueprint.get("/broadcasts/<broadcast_id>/preview")
     async def preview(broadcast_id: str) -> Response:
-        record = team_broadcast(broadcast_id)
-        contact = _preview_contact(record.team_id, request.args.get("contact", ""))
-        response = Response(_personalized_html(record, contact), mimetype="text/html")
+        record = await team_broadcast(broadcast_id)
+        contact = await _preview_contact(record.team_id, request.args.get("contact", ""))
+        response = Response(await _personalized_html(record, contact), mimetype="text/html")
         response.headers["Content-Security-Policy"] = frame_policy
         return response
 
-    def _preview_contact(team: str, wanted: str) -> ContactRecord | None:
+    async def _preview_contact(team: str, wanted: str) -> ContactRecord | None:
         wanted = wanted.strip()
         if not wanted or len(wanted) > 320:
             return None
-        return find_contact(spool, team, wanted.lower() if "@" not in wanted else wanted)
+        return await find_contact_parked(
+            spool, team, wanted.lower() if "@" not in wanted else wanted
+        )
 
-    def _personalized_html(record: BroadcastRecord, contact: ContactRecord | None) -> str:
+    async def _personalized_html(record: BroadcastRecord, contact: ContactRecord | None) -> str:
         """The HTML `contact` would get (placeholders filled as the engine fills them; with no
         contact, every placeholder shows its fallback)."""
         if not record.html:
@@ -254,7 +263,7 @@ def routes(ctx: DashboardContext) -> Blueprint:
             content = compile_broadcast(replace(record, sender="preview@example.com", reply_to=[]))
         values = {name: PREVIEW_UNSUBSCRIBE_URL for name in UNSUBSCRIBE_URL_NAMES}
         if contact is not None:
-            properties = team_properties(spool, record.team_id)
+            properties = await team_properties_parked(spool, record.team_id)
             values = contact_values(
                 contact.email, contact.first_name, contact.last_name, contact.properties,
                 {key: prop.fallback_value for key, prop in properties.items()},
