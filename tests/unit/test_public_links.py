@@ -27,7 +27,10 @@ async def test_a_link_opens_until_it_expires_and_only_for_its_kind(tmp_path: Pat
         assert await open_link(spool, "share", token, NOW_MS + 1000) is None  # expired
         assert await open_link(spool, "attachment", token, NOW_MS) is None  # another kind
         payload, tag = token.split(".")
-        for forged in (payload + "x." + tag, payload + "." + tag[:-1] + "A", "x", "", "a.b.c"):
+        # The tag's first character changed: its last one also holds bits that decoding drops,
+        # so changing it can leave the tag as it was.
+        altered_tag = ("B" if tag[0] == "A" else "A") + tag[1:]
+        for forged in (payload + "x." + tag, payload + "." + altered_tag, "x", "", "a.b.c"):
             assert await open_link(spool, "share", forged, NOW_MS) is None
         nursery.cancel_scope.cancel()
     await spool.close()
