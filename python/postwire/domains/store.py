@@ -52,7 +52,7 @@ from postwire.domains.request_values import (
 from postwire.domains.setup_warnings import domain_warnings
 from postwire.errors import ApiError, KeyExistsError, validation_error
 from postwire.store.guards import never_after_change
-from postwire.store.pages import newest_first_page_parked
+from postwire.store.pages import newest_first_page, newest_first_page_parked
 from postwire.store.tables import Table
 
 if TYPE_CHECKING:
@@ -208,13 +208,10 @@ def list_domains(
     domains, `before=<id>` toward newer ones; the cursor's own domain is left out.
     """
     _check_page(limit, after, before)
-    prefix = f"domain/{team_id}/"
-    if before is not None:
-        newer = _scan(spool, prefix, cursor=prefix + before, reverse=False, limit=limit)
-        page, has_more = _cut(newer, limit)
-        return page[::-1], has_more
-    cursor = None if after is None else prefix + after
-    return _cut(_scan(spool, prefix, cursor=cursor, reverse=True, limit=limit), limit)
+    rows, has_more = newest_first_page(
+        DOMAINS, spool, f"domain/{team_id}/", after=after, before=before, limit=limit
+    )
+    return [record for _, record in rows], has_more
 
 
 async def list_domains_parked(
@@ -240,28 +237,6 @@ def _check_page(limit: int | None, after: str | None, before: str | None) -> Non
         )
     if after is not None and before is not None:
         raise validation_error("The pagination cursors `after` and `before` cannot be combined.")
-
-
-def _scan(
-    spool: Spool, prefix: str, *, cursor: str | None, reverse: bool, limit: int | None
-) -> list[DomainRecord]:
-    """Up to `limit` + 1 records (all if `limit` is None) from `cursor` on."""
-    wanted = None if limit is None else limit + 1
-    found: list[DomainRecord] = []
-    while wanted is None or len(found) < wanted:
-        page_size = MAX_PAGE if wanted is None else min(MAX_PAGE, wanted - len(found))
-        rows = DOMAINS.scan(spool, prefix=prefix, cursor=cursor, reverse=reverse, limit=page_size)
-        found.extend(record for _, record in rows)
-        if len(rows) < page_size:
-            break
-        cursor = rows[-1][0]
-    return found
-
-
-def _cut(records: list[DomainRecord], limit: int | None) -> tuple[list[DomainRecord], bool]:
-    if limit is None or len(records) <= limit:
-        return records, False
-    return records[:limit], True
 
 
 def scan_all_domains(spool: Spool) -> Iterator[DomainRecord]:

@@ -5,10 +5,26 @@
 use std::collections::HashMap;
 
 use tokio_postgres::types::ToSql;
+use tokio_postgres::Row;
 
 use super::connection::{store_error, Pool};
 use super::schema::{Statement, Tables};
 use crate::spool::{prefix_successor, SpoolError};
+
+/// The rows `sql` answers with `params`, on a pooled connection (prepared once on it).
+async fn query(
+    pool: &Pool,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<Vec<Row>, SpoolError> {
+    let connection = pool.get().await?;
+    let statement = connection.statement(sql).await.map_err(store_error)?;
+    connection
+        .client
+        .query(&statement, params)
+        .await
+        .map_err(store_error)
+}
 
 pub(super) async fn get(
     pool: &Pool,
@@ -17,14 +33,8 @@ pub(super) async fn get(
     key: &[u8],
 ) -> Result<Option<Vec<u8>>, SpoolError> {
     let sql = Statement::Get.sql(tables.sql_name(table)?);
-    let connection = pool.get().await?;
-    let statement = connection.statement(&sql).await.map_err(store_error)?;
-    let row = connection
-        .client
-        .query_opt(&statement, &[&key])
-        .await
-        .map_err(store_error)?;
-    Ok(row.map(|row| row.get(0)))
+    let rows = query(pool, &sql, &[&key]).await?;
+    Ok(rows.first().map(|row| row.get(0)))
 }
 
 /// The values of `keys` (of one table) in one statement, by key; absent keys are left out.
@@ -35,13 +45,7 @@ pub(super) async fn get_many(
     keys: &[&[u8]],
 ) -> Result<HashMap<Vec<u8>, Vec<u8>>, SpoolError> {
     let sql = Statement::GetMany.sql(tables.sql_name(table)?);
-    let connection = pool.get().await?;
-    let statement = connection.statement(&sql).await.map_err(store_error)?;
-    let rows = connection
-        .client
-        .query(&statement, &[&keys])
-        .await
-        .map_err(store_error)?;
+    let rows = query(pool, &sql, &[&keys]).await?;
     Ok(rows
         .into_iter()
         .map(|row| (row.get(0), row.get(1)))
@@ -50,14 +54,9 @@ pub(super) async fn get_many(
 
 pub(super) async fn count(pool: &Pool, tables: &Tables, table: &str) -> Result<u64, SpoolError> {
     let sql = Statement::Count.sql(tables.sql_name(table)?);
-    let connection = pool.get().await?;
-    let statement = connection.statement(&sql).await.map_err(store_error)?;
-    let row = connection
-        .client
-        .query_one(&statement, &[])
-        .await
-        .map_err(store_error)?;
-    Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
+    let rows = query(pool, &sql, &[]).await?;
+    let count = rows.first().map_or(0, |row| row.get::<_, i64>(0));
+    Ok(u64::try_from(count).unwrap_or(0))
 }
 
 /// What a scan asks for, as `Spool::scan` takes it.
@@ -102,13 +101,7 @@ pub(super) async fn scan(
         "SELECT k, v FROM {table}{filter} ORDER BY k {order} LIMIT ${}",
         params.len()
     );
-    let connection = pool.get().await?;
-    let statement = connection.statement(&sql).await.map_err(store_error)?;
-    let rows = connection
-        .client
-        .query(&statement, &params)
-        .await
-        .map_err(store_error)?;
+    let rows = query(pool, &sql, &params).await?;
     Ok(rows
         .into_iter()
         .map(|row| (row.get(0), row.get(1)))
