@@ -435,10 +435,9 @@ class PgTables:
         version (blocks)."""
     def submit(self, batch: WriteBatch) -> int:
         """Queue `batch` for group commit; its answer is None."""
-    def submit_get(self, table: str, key: bytes) -> int:
-        """Queue a read of one key; its answer is `bytes | None`."""
     def submit_gets(self, requests: list[tuple[str, bytes]]) -> list[int]:
-        """Queue reads of several `(table, key)` at once; their tickets, in order."""
+        """Queue reads of several `(table, key)` at once; their tickets, in order. Each answer
+        is `bytes | None`."""
     def submit_scan(
         self,
         table: str,

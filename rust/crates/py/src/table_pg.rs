@@ -80,10 +80,6 @@ impl PgTables {
         self.store.submit(batch).map_err(spool_error)
     }
 
-    fn submit_get(&self, table: String, key: Vec<u8>) -> PyResult<u64> {
-        self.store.submit_get(table, key).map_err(spool_error)
-    }
-
     /// Queue reads of several `(table, key)` at once; their tickets, in order.
     fn submit_gets(&self, requests: Vec<(String, Vec<u8>)>) -> PyResult<Vec<u64>> {
         self.store.submit_gets(requests).map_err(spool_error)

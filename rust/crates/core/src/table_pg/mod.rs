@@ -162,24 +162,13 @@ impl PgTables {
         self.submit_request(Request::Commit(batch))
     }
 
-    pub fn submit_get(&self, table: String, key: Vec<u8>) -> Result<u64> {
-        self.submit_request(Request::Get { table, key })
-    }
-
-    /// Queue reads of several keys at once (one wake-up of the runtime); their tickets, in order.
+    /// Queue reads of several keys at once (the runtime, woken by the first, finds the others
+    /// waiting); their tickets, in order.
     pub fn submit_gets(&self, requests: Vec<(String, Vec<u8>)>) -> Result<Vec<u64>> {
-        let running = self.running.lock().map_err(|_| SpoolError::Closed)?;
-        let running = running.as_ref().ok_or(SpoolError::Closed)?;
-        let mut tickets = Vec::with_capacity(requests.len());
-        for (table, key) in requests {
-            let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
-            running
-                .requests
-                .send((Request::Get { table, key }, Reply::Ticket(ticket)))
-                .map_err(|_| SpoolError::Closed)?;
-            tickets.push(ticket);
-        }
-        Ok(tickets)
+        requests
+            .into_iter()
+            .map(|(table, key)| self.submit_request(Request::Get { table, key }))
+            .collect()
     }
 
     pub fn submit_scan(&self, request: ScanRequest) -> Result<u64> {
